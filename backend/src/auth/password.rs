@@ -1,0 +1,194 @@
+//! Password policy and argon2id hashing.
+
+use super::AuthError;
+use argon2::{Algorithm, Argon2, Params, PasswordHasher as _, PasswordVerifier as _, Version};
+use countersign_api::{PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS};
+use std::sync::Arc;
+use tokio::sync::{OnceCell, Semaphore};
+
+/// OWASP's minimum for argon2id: 19 MiB, 2 passes, 1 lane.
+pub const ARGON2_M_KIB: u32 = 19_456;
+/// Passes over memory.
+pub const ARGON2_T: u32 = 2;
+/// Lanes.
+pub const ARGON2_P: u32 = 1;
+
+/// zxcvbn looks at this many characters: its matching is superlinear, and a
+/// passphrase this long is not guessable by length alone.
+const STRENGTH_CHECK_CHARS: usize = 100;
+
+/// Refuses passwords that are too short, absurdly long, or easy to guess
+/// (zxcvbn score below 3, i.e. guessable in under ~10^8 tries, which covers
+/// every common-password list it ships). `context` holds words a guesser
+/// would try first (the email, the name).
+pub fn check_password_policy(password: &str, context: &[&str]) -> Result<(), AuthError> {
+    let chars = password.chars().count();
+    if chars < PASSWORD_MIN_CHARS {
+        return Err(AuthError::WeakPassword(format!(
+            "Use at least {PASSWORD_MIN_CHARS} characters. A few unrelated words make a good password."
+        )));
+    }
+    if chars > PASSWORD_MAX_CHARS {
+        return Err(AuthError::WeakPassword(format!(
+            "Use at most {PASSWORD_MAX_CHARS} characters."
+        )));
+    }
+    let checked: String = password.chars().take(STRENGTH_CHECK_CHARS).collect();
+    let entropy = zxcvbn::zxcvbn(&checked, context);
+    if (entropy.score() as u8) < 3 {
+        let why = entropy
+            .feedback()
+            .and_then(|f| f.warning())
+            .map(|w| format!(" ({w})"))
+            .unwrap_or_default();
+        return Err(AuthError::WeakPassword(format!(
+            "This password is too easy to guess{why}. Add more unrelated words or characters."
+        )));
+    }
+    Ok(())
+}
+
+/// argon2id with fixed parameters, run off the async threads, at most a few
+/// at a time (each takes 19 MiB).
+#[derive(Debug, Clone)]
+pub struct PasswordHasher {
+    permits: Arc<Semaphore>,
+    dummy: Arc<OnceCell<String>>,
+}
+
+impl Default for PasswordHasher {
+    fn default() -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(4)),
+            dummy: Arc::new(OnceCell::new()),
+        }
+    }
+}
+
+fn argon2() -> Argon2<'static> {
+    #[expect(
+        clippy::expect_used,
+        reason = "constant parameters within argon2's bounds"
+    )]
+    let params = Params::new(ARGON2_M_KIB, ARGON2_T, ARGON2_P, None).expect("valid argon2 params");
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+}
+
+impl PasswordHasher {
+    /// Hashes a password into a PHC string (`$argon2id$v=19$m=19456,t=2,p=1$…`).
+    pub async fn hash(&self, password: &str) -> Result<String, AuthError> {
+        let password = password.to_owned();
+        self.blocking(move || {
+            argon2()
+                .hash_password(password.as_bytes())
+                .map(|h| h.to_string())
+                .map_err(|e| AuthError::Hashing(e.to_string()))
+        })
+        .await
+    }
+
+    /// Whether `password` matches the stored PHC string. A malformed stored
+    /// hash is an error, not a mismatch.
+    pub async fn verify(&self, password: &str, phc: &str) -> Result<bool, AuthError> {
+        let password = password.to_owned();
+        let phc = phc.to_owned();
+        self.blocking(
+            move || match argon2().verify_password(password.as_bytes(), phc.as_str()) {
+                Ok(()) => Ok(true),
+                Err(argon2::password_hash::Error::PasswordInvalid) => Ok(false),
+                Err(e) => Err(AuthError::Hashing(e.to_string())),
+            },
+        )
+        .await
+    }
+
+    /// Spends the same work as [`Self::verify`] against a hash no password
+    /// matches, so an unknown email takes as long as a wrong password.
+    pub async fn verify_dummy(&self, password: &str) -> Result<(), AuthError> {
+        let dummy = self
+            .dummy
+            .get_or_try_init(|| async {
+                let random: [u8; 32] = rand::random();
+                self.hash(&hex::encode(random)).await
+            })
+            .await?
+            .clone();
+        self.verify(password, &dummy).await.map(|_| ())
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> Result<T, AuthError> + Send + 'static,
+    ) -> Result<T, AuthError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| AuthError::Hashing(e.to_string()))?;
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| AuthError::Hashing(e.to_string()))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use argon2::password_hash::phc::PasswordHash;
+
+    #[test]
+    fn short_long_and_common_passwords_are_refused_with_a_reason() {
+        for (password, why) in [
+            ("short", "under 12 characters"),
+            ("password1234", "a common password"),
+            ("qwertyuiop12", "a keyboard walk"),
+            ("aaaaaaaaaaaaaaaa", "a repeat"),
+            ("ada@example.org1", "the email plus a digit"),
+        ] {
+            let err = check_password_policy(password, &["ada@example.org"]).expect_err(why);
+            assert!(matches!(err, AuthError::WeakPassword(_)), "{why}");
+        }
+        let too_long = "correct horse battery staple ".repeat(40);
+        assert!(
+            check_password_policy(&too_long, &[]).is_err(),
+            "over 1024 characters"
+        );
+    }
+
+    #[test]
+    fn a_passphrase_is_accepted() {
+        check_password_policy("tidal quartz lantern orchard", &["ada@example.org"])
+            .expect("a four-word passphrase is strong enough");
+    }
+
+    #[tokio::test]
+    async fn hashes_are_argon2id_with_owasp_parameters_and_verify() {
+        let hasher = PasswordHasher::default();
+        let phc = hasher
+            .hash("tidal quartz lantern orchard")
+            .await
+            .expect("hash");
+        let parsed = PasswordHash::new(&phc).expect("PHC string");
+        assert_eq!(parsed.algorithm.as_str(), "argon2id");
+        let params = Params::try_from(&parsed).expect("argon2 params");
+        assert!(params.m_cost() >= 19_456, "m = {}", params.m_cost());
+        assert!(params.t_cost() >= 2, "t = {}", params.t_cost());
+        assert!(params.p_cost() >= 1, "p = {}", params.p_cost());
+        assert!(
+            hasher
+                .verify("tidal quartz lantern orchard", &phc)
+                .await
+                .expect("verify")
+        );
+        assert!(
+            !hasher
+                .verify("tidal quartz lantern orchard!", &phc)
+                .await
+                .expect("verify")
+        );
+        hasher
+            .verify_dummy("anything at all")
+            .await
+            .expect("dummy verify");
+    }
+}

@@ -1,0 +1,143 @@
+//! Server-side sessions. The browser holds an opaque random token in an
+//! `HttpOnly` cookie; the database holds only its SHA-256.
+
+use super::AuthError;
+use crate::db::{self, Tx};
+use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+use sha2::{Digest as _, Sha256};
+use sqlx::PgPool;
+use std::{net::IpAddr, time::Duration};
+use uuid::Uuid;
+
+/// Where a request came from, recorded on the session and used for
+/// throttling.
+#[derive(Debug, Clone, Default)]
+pub struct ClientInfo {
+    /// Peer address.
+    pub ip: Option<IpAddr>,
+    /// `User-Agent`, truncated.
+    pub user_agent: Option<String>,
+}
+
+/// A freshly opened session: the token goes into the cookie, the CSRF token
+/// to the app.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    /// Session id.
+    pub id: Uuid,
+    /// The cookie value. Never stored, never logged.
+    pub token: String,
+    /// Value the app sends back as `X-CSRF-Token`.
+    pub csrf_token: String,
+}
+
+/// The user behind a valid session cookie.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionUser {
+    /// Session id.
+    pub session_id: Uuid,
+    /// User id.
+    pub user_id: Uuid,
+    /// Normalised email.
+    pub email: String,
+    /// Admin flag.
+    pub is_admin: bool,
+    /// The session's CSRF token.
+    pub csrf_token: String,
+}
+
+fn random_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// SHA-256 of a cookie token, as stored.
+pub fn token_hash(token: &str) -> Vec<u8> {
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
+/// Opens a session for `user_id` inside the caller's service transaction.
+pub async fn create(
+    tx: &mut Tx,
+    user_id: Uuid,
+    client: &ClientInfo,
+    absolute: Duration,
+) -> Result<NewSession, AuthError> {
+    let session = NewSession {
+        id: Uuid::new_v4(),
+        token: random_token(),
+        csrf_token: random_token(),
+    };
+    let user_agent = client
+        .user_agent
+        .as_deref()
+        .map(|ua| ua.chars().take(256).collect::<String>());
+    sqlx::query(
+        "insert into sessions (id, user_id, token_hash, csrf_token, expires_at, user_agent, ip)
+         values ($1, $2, $3, $4, now() + make_interval(secs => $5), $6, $7)",
+    )
+    .bind(session.id)
+    .bind(user_id)
+    .bind(token_hash(&session.token))
+    .bind(&session.csrf_token)
+    .bind(absolute.as_secs_f64())
+    .bind(user_agent)
+    .bind(client.ip.map(sqlx::types::ipnet::IpNet::from))
+    .execute(&mut **tx)
+    .await?;
+    Ok(session)
+}
+
+/// The session behind `token`, if it is neither revoked, past its absolute
+/// expiry, nor idle for longer than `idle`. Refreshes `last_seen_at` at most
+/// once a minute, to keep reads cheap.
+#[tracing::instrument(skip_all)]
+pub async fn lookup(
+    pool: &PgPool,
+    token: &str,
+    idle: Duration,
+) -> Result<Option<SessionUser>, AuthError> {
+    let mut tx = db::service_tx(pool).await?;
+    let row: Option<(Uuid, Uuid, String, bool, String, bool)> = sqlx::query_as(
+        "select s.id, s.user_id, u.email, u.is_admin, s.csrf_token,
+                s.last_seen_at < now() - interval '60 seconds'
+           from sessions s join users u on u.id = s.user_id
+          where s.token_hash = $1
+            and s.revoked_at is null
+            and s.expires_at > now()
+            and s.last_seen_at > now() - make_interval(secs => $2)",
+    )
+    .bind(token_hash(token))
+    .bind(idle.as_secs_f64())
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((session_id, user_id, email, is_admin, csrf_token, stale)) = row else {
+        tx.commit().await?;
+        return Ok(None);
+    };
+    if stale {
+        sqlx::query("update sessions set last_seen_at = now() where id = $1")
+            .bind(session_id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(Some(SessionUser {
+        session_id,
+        user_id,
+        email,
+        is_admin,
+        csrf_token,
+    }))
+}
+
+/// Revokes one session (sign-out).
+pub async fn revoke(pool: &PgPool, session_id: Uuid) -> Result<(), AuthError> {
+    let mut tx = db::service_tx(pool).await?;
+    sqlx::query("update sessions set revoked_at = now() where id = $1 and revoked_at is null")
+        .bind(session_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}

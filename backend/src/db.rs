@@ -1,0 +1,249 @@
+//! The database: pool, migrations, role bootstrap, and the only two ways
+//! into a transaction.
+//!
+//! Architecture invariant: the server's login role has no privileges of its
+//! own (it is `NOINHERIT` and owns nothing). Every query runs inside a
+//! transaction opened by [`user_tx`] (as `authenticated`, with
+//! `auth.uid()` set) or [`service_tx`] (as `service_role`). Row-level
+//! security, enabled and forced on every table, does the rest: a query that
+//! forgets its `where user_id = …` still sees only the caller's rows.
+
+use sqlx::{
+    Connection as _, PgPool, Postgres, Transaction,
+    migrate::Migrator,
+    postgres::{PgConnection, PgPoolOptions},
+};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Every migration in `migrations/`, embedded at compile time.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
+
+/// Role that owns the schema and runs migrations (embedded set-up).
+pub const OWNER_ROLE: &str = "countersign_owner";
+/// The server's login role (embedded set-up).
+pub const APP_ROLE: &str = "countersign_app";
+
+/// A transaction that runs as `authenticated` for one user, or as
+/// `service_role`.
+pub type Tx = Transaction<'static, Postgres>;
+
+/// Opens the server's pool.
+#[tracing::instrument(skip_all)]
+pub async fn connect(url: &str) -> Result<PgPool, sqlx::Error> {
+    PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(url)
+        .await
+}
+
+/// Applies pending migrations with a single connection of the owner role.
+#[tracing::instrument(skip_all)]
+pub async fn migrate(owner_url: &str) -> Result<(), sqlx::migrate::MigrateError> {
+    let mut conn = PgConnection::connect(owner_url).await?;
+    MIGRATOR.run(&mut conn).await?;
+    conn.close().await?;
+    Ok(())
+}
+
+/// Begins a transaction as `authenticated` with `auth.uid()` = `user_id`.
+/// Role and user id are set in one round trip, and are local to the
+/// transaction, so nothing leaks to the next user of the pooled connection.
+#[tracing::instrument(skip_all, fields(user.id = %user_id))]
+pub async fn user_tx(pool: &PgPool, user_id: Uuid) -> Result<Tx, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "select set_config('role', 'authenticated', true), \
+                set_config('countersign.user_id', $1, true)",
+    )
+    .bind(user_id.to_string())
+    .execute(&mut *tx)
+    .await?;
+    Ok(tx)
+}
+
+/// Begins a transaction as `service_role`: the server's own bookkeeping
+/// (accounts, sessions, throttling), never reachable as a user.
+#[tracing::instrument(skip_all)]
+pub async fn service_tx(pool: &PgPool) -> Result<Tx, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "select set_config('role', 'service_role', true), \
+                set_config('countersign.user_id', '', true)",
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(tx)
+}
+
+/// What the server's login role could do that it should not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleRisk {
+    /// The role is a superuser or can become one.
+    pub superuser: bool,
+    /// The role has BYPASSRLS or can become a role that has it.
+    pub bypass_rls: bool,
+    /// Tables, views and sequences the role owns (owners can switch RLS off).
+    pub owned_relations: i64,
+}
+
+impl RoleRisk {
+    /// Whether any of the above holds.
+    pub fn any(&self) -> bool {
+        self.superuser || self.bypass_rls || self.owned_relations > 0
+    }
+}
+
+/// Looks at the pool's role in the catalog.
+pub async fn role_risk(pool: &PgPool) -> Result<RoleRisk, sqlx::Error> {
+    let (superuser, bypass_rls, owned_relations): (bool, bool, i64) = sqlx::query_as(
+        "select
+            exists (select 1 from pg_roles r
+                    where r.rolsuper and pg_has_role(current_user, r.oid, 'member')),
+            exists (select 1 from pg_roles r
+                    where (r.rolbypassrls or r.rolsuper)
+                      and pg_has_role(current_user, r.oid, 'member')),
+            (select count(*) from pg_class c
+              where pg_has_role(current_user, c.relowner, 'member')
+                and c.relnamespace in (select oid from pg_namespace
+                                       where nspname not in ('pg_catalog', 'information_schema', 'pg_toast')))",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(RoleRisk {
+        superuser,
+        bypass_rls,
+        owned_relations,
+    })
+}
+
+/// Logs a loud warning when the server's role could read past row-level
+/// security: a superuser, a BYPASSRLS role, or the owner of the tables.
+pub async fn warn_if_role_can_bypass_rls(pool: &PgPool) -> Result<(), sqlx::Error> {
+    let risk = role_risk(pool).await?;
+    if risk.any() {
+        tracing::warn!(
+            role.superuser = risk.superuser,
+            role.bypass_rls = risk.bypass_rls,
+            role.owned_relations = risk.owned_relations,
+            "!!! DATABASE_URL's role can bypass row-level security. Users' data is then kept \
+             apart by application code alone. Run the server as a login role that is not a \
+             superuser, has no BYPASSRLS and owns no tables, and run migrations with \
+             COUNTERSIGN_MIGRATION_DATABASE_URL (see docs/operations.md)."
+        );
+    }
+    Ok(())
+}
+
+/// Creates or updates, as a superuser: the NOLOGIN roles `anon`,
+/// `authenticated`, `service_role`; the owner role [`OWNER_ROLE`]; the
+/// server's login role [`APP_ROLE`] (`NOINHERIT`, so it holds no privilege
+/// until it switches role inside a transaction); and `database`, owned by
+/// the owner role. Safe to run again and concurrently.
+#[tracing::instrument(skip_all, fields(db.name = database))]
+pub async fn bootstrap(
+    superuser_url: &str,
+    database: &str,
+    owner_password: &str,
+    app_password: &str,
+) -> Result<(), sqlx::Error> {
+    let mut conn = PgConnection::connect(superuser_url).await?;
+    // Roles are cluster-wide: serialise concurrent bootstraps (tests).
+    sqlx::query("select pg_advisory_lock(7305447301)")
+        .execute(&mut conn)
+        .await?;
+    let result = bootstrap_locked(&mut conn, database, owner_password, app_password).await;
+    sqlx::query("select pg_advisory_unlock(7305447301)")
+        .execute(&mut conn)
+        .await?;
+    result?;
+    conn.close().await
+}
+
+async fn bootstrap_locked(
+    conn: &mut PgConnection,
+    database: &str,
+    owner_password: &str,
+    app_password: &str,
+) -> Result<(), sqlx::Error> {
+    for role in ["anon", "authenticated", "service_role"] {
+        let ddl = format_sql(conn, "create role %I nologin", &[role]).await?;
+        create_if_missing(conn, "pg_roles", "rolname", role, &ddl).await?;
+    }
+    let owner_ddl = format_sql(
+        conn,
+        "create role %I login nosuperuser nocreatedb nocreaterole nobypassrls",
+        &[OWNER_ROLE],
+    )
+    .await?;
+    create_if_missing(conn, "pg_roles", "rolname", OWNER_ROLE, &owner_ddl).await?;
+    let app_ddl = format_sql(
+        conn,
+        "create role %I login noinherit nosuperuser nocreatedb nocreaterole nobypassrls",
+        &[APP_ROLE],
+    )
+    .await?;
+    create_if_missing(conn, "pg_roles", "rolname", APP_ROLE, &app_ddl).await?;
+    for (role, password) in [(OWNER_ROLE, owner_password), (APP_ROLE, app_password)] {
+        let ddl = format_sql(conn, "alter role %I with password %L", &[role, password]).await?;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl))
+            .execute(&mut *conn)
+            .await?;
+    }
+    let grant = format_sql(conn, "grant authenticated, service_role to %I", &[APP_ROLE]).await?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(grant))
+        .execute(&mut *conn)
+        .await?;
+
+    let create_db =
+        format_sql(conn, "create database %I owner %I", &[database, OWNER_ROLE]).await?;
+    create_if_missing(conn, "pg_database", "datname", database, &create_db).await?;
+    let lock_db = format_sql(
+        conn,
+        "revoke all on database %I from public; grant connect, temporary on database %I to %I",
+        &[database, database, APP_ROLE],
+    )
+    .await?;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(lock_db))
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Quotes identifiers (`%I`) and literals (`%L`) with Postgres' own
+/// `format()`: DDL takes no bind parameters.
+async fn format_sql(
+    conn: &mut PgConnection,
+    template: &str,
+    args: &[&str],
+) -> Result<String, sqlx::Error> {
+    let placeholders: Vec<String> = (2..args.len() + 2).map(|i| format!("${i}")).collect();
+    let sql = format!("select format($1, {})", placeholders.join(", "));
+    let mut query = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(template);
+    for arg in args {
+        query = query.bind(*arg);
+    }
+    query.fetch_one(conn).await
+}
+
+async fn create_if_missing(
+    conn: &mut PgConnection,
+    catalog: &str,
+    column: &str,
+    name: &str,
+    ddl: &str,
+) -> Result<(), sqlx::Error> {
+    let exists: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "select exists (select 1 from {catalog} where {column} = $1)"
+    )))
+    .bind(name)
+    .fetch_one(&mut *conn)
+    .await?;
+    if !exists {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(ddl.to_owned()))
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! The HTTP surface: every route in one place, middleware, static files.
+//!
+//! Architecture invariant: this module tree is the only one that knows
+//! status codes. Domain modules return their own error enums and
+//! [`error::ApiError`] maps them.
+
+pub mod auth;
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod security;
+
+use crate::AppState;
+use axum::{
+    Router, middleware,
+    routing::{get, post},
+};
+use std::{future::Future, net::SocketAddr};
+use tower_http::{
+    services::{ServeDir, ServeFile},
+    trace::TraceLayer,
+};
+
+/// The whole app: `/api`, health checks, and the web app with an
+/// `index.html` fallback for client-side routes.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/auth/signup", post(auth::signup))
+        .route("/auth/login", post(auth::login))
+        .route("/auth/logout", post(auth::logout))
+        .route("/auth/me", get(auth::me))
+        .fallback(error::api_not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            security::origin_and_csrf,
+        ));
+
+    let index = state.config.static_dir.join("index.html");
+    let web_app = ServeDir::new(&state.config.static_dir).fallback(ServeFile::new(index));
+
+    Router::new()
+        .nest("/api", api)
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .fallback_service(web_app)
+        .layer(middleware::from_fn(security::security_headers))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Serves `router(state)` on `listener` until `shutdown` resolves, then
+/// finishes in-flight requests.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}

@@ -1,0 +1,126 @@
+//! `/api/auth/*`: sign-up, sign-in, sign-out, who am I.
+
+use super::{
+    error::ApiError,
+    extract::{Client, CurrentUser, Json},
+    security::{clear_session_cookie, is_https, session_cookie},
+};
+use crate::{
+    AppState,
+    auth::{self, Email, NewSession, UserProfile, throttle::Limits},
+};
+use axum::{
+    extract::State,
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use countersign_api::{LoginRequest, MeResponse, SessionResponse, SignupRequest};
+use std::sync::LazyLock;
+
+/// One hasher (and its concurrency limit) for the whole process.
+static HASHER: LazyLock<auth::PasswordHasher> = LazyLock::new(auth::PasswordHasher::default);
+
+fn session_response(
+    status: StatusCode,
+    state: &AppState,
+    headers: &HeaderMap,
+    user: UserProfile,
+    session: NewSession,
+) -> Response {
+    let cookie = session_cookie(
+        &session.token,
+        state.config.session_absolute_secs,
+        is_https(headers, state),
+    );
+    let body = SessionResponse {
+        user: user.into(),
+        csrf_token: session.csrf_token,
+    };
+    (status, [(header::SET_COOKIE, cookie)], axum::Json(body)).into_response()
+}
+
+/// `POST /api/auth/signup` → 201 with the user, the CSRF token and the
+/// session cookie.
+pub async fn signup(
+    State(state): State<AppState>,
+    Client(client): Client,
+    headers: HeaderMap,
+    Json(req): Json<SignupRequest>,
+) -> Result<Response, ApiError> {
+    let email = Email::parse(&req.email)?;
+    let display_name = auth::display_name_or_default(req.display_name.as_deref(), &email)?;
+    let (user, session) = auth::sign_up(
+        &state.db,
+        &HASHER,
+        state.config.allow_signup,
+        auth::NewAccount {
+            email: &email,
+            password: &req.password,
+            display_name: &display_name,
+        },
+        &client,
+        state.config.session_absolute(),
+    )
+    .await?;
+    Ok(session_response(
+        StatusCode::CREATED,
+        &state,
+        &headers,
+        user,
+        session,
+    ))
+}
+
+/// `POST /api/auth/login` → 200 like sign-up; 401 "Wrong email or
+/// password." for an unknown email and a wrong password alike; 429 with
+/// `Retry-After` when throttled.
+pub async fn login(
+    State(state): State<AppState>,
+    Client(client): Client,
+    headers: HeaderMap,
+    Json(req): Json<LoginRequest>,
+) -> Result<Response, ApiError> {
+    let (user, session) = auth::sign_in(
+        &state.db,
+        &HASHER,
+        &Limits::from(state.config.as_ref()),
+        &req.email,
+        &req.password,
+        &client,
+        state.config.session_absolute(),
+    )
+    .await?;
+    Ok(session_response(
+        StatusCode::OK,
+        &state,
+        &headers,
+        user,
+        session,
+    ))
+}
+
+/// `POST /api/auth/logout` → 204; the session is revoked server-side and the
+/// cookie cleared.
+pub async fn logout(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    auth::session::revoke(&state.db, user.session_id).await?;
+    tracing::info!(user.id = %user.user_id, "signed out");
+    let cookie = clear_session_cookie(is_https(&headers, &state));
+    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
+}
+
+/// `GET /api/auth/me` → the user and the session's CSRF token; 401 when not
+/// signed in.
+pub async fn me(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+) -> Result<axum::Json<MeResponse>, ApiError> {
+    let profile = auth::profile(&state.db, &user).await?;
+    Ok(axum::Json(MeResponse {
+        user: profile.into(),
+        csrf_token: user.csrf_token,
+    }))
+}

@@ -1,0 +1,122 @@
+//! One error type for every handler, answered as `{"detail": "…"}`.
+
+use crate::auth::AuthError;
+use axum::{
+    Json,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use countersign_api::ErrorBody;
+
+/// An error a handler returns. Internal errors are logged once here and
+/// answered with a generic message.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request is malformed.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 401: no valid session, or wrong credentials.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403 with a reason.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404.
+    #[error("{0}")]
+    NotFound(String),
+    /// 409 with a reason.
+    #[error("{0}")]
+    Conflict(String),
+    /// 415: the body is not JSON.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 422: well-formed but refused by a rule (e.g. password policy).
+    #[error("{0}")]
+    Unprocessable(String),
+    /// 429 with `Retry-After`.
+    #[error("{message}")]
+    TooManyRequests {
+        /// Shown to the user.
+        message: String,
+        /// Seconds.
+        retry_after_secs: u64,
+    },
+    /// 503: a dependency is down.
+    #[error("{0}")]
+    Unavailable(String),
+    /// 500: logged, never shown.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(err: sqlx::Error) -> Self {
+        Self::Internal(err.into())
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(err: AuthError) -> Self {
+        let message = err.to_string();
+        match err {
+            AuthError::InvalidEmail
+            | AuthError::InvalidDisplayName
+            | AuthError::WeakPassword(_) => Self::Unprocessable(message),
+            AuthError::EmailTaken => Self::Conflict(message),
+            AuthError::SignupClosed => Self::Forbidden(message),
+            AuthError::WrongCredentials => Self::Unauthorized(message),
+            AuthError::Throttled { retry_after_secs } => Self::TooManyRequests {
+                message,
+                retry_after_secs,
+            },
+            AuthError::Database(e) => Self::Internal(e.into()),
+            AuthError::Hashing(e) => Self::Internal(anyhow::anyhow!(e)),
+        }
+    }
+}
+
+impl ApiError {
+    /// 401 for a request without a valid session.
+    pub fn sign_in_required() -> Self {
+        Self::Unauthorized("Sign in to continue.".to_owned())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let detail = match &self {
+            Self::Internal(err) => {
+                tracing::error!(error = ?err, "request failed");
+                "Something went wrong on the server. Try again; if it keeps happening, tell your administrator.".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let mut response = (status, Json(ErrorBody { detail })).into_response();
+        if let Self::TooManyRequests {
+            retry_after_secs, ..
+        } = self
+        {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+        }
+        response
+    }
+}
+
+/// Unknown `/api` paths answer JSON, not the web app.
+pub async fn api_not_found() -> ApiError {
+    ApiError::NotFound("No such API endpoint.".to_owned())
+}

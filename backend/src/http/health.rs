@@ -1,0 +1,24 @@
+//! Liveness and readiness probes.
+
+use super::error::ApiError;
+use crate::AppState;
+use axum::{Json, extract::State};
+use serde_json::{Value, json};
+
+/// `GET /healthz`: the process answers.
+pub async fn healthz() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// `GET /readyz`: the database answers too (503 otherwise).
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    match sqlx::query("select 1").execute(&state.db).await {
+        Ok(_) => Ok(Json(json!({ "status": "ready" }))),
+        Err(err) => {
+            tracing::warn!(error = %err, "readiness check failed");
+            Err(ApiError::Unavailable(
+                "The database is not reachable.".to_owned(),
+            ))
+        }
+    }
+}

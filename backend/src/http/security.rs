@@ -1,0 +1,272 @@
+//! Browser-facing defences: security headers on every response, and the
+//! Origin + CSRF checks on every state-changing `/api` request.
+
+use super::{error::ApiError, extract::session_from_headers};
+use crate::AppState;
+use axum::{
+    extract::{Request, State},
+    http::{HeaderMap, HeaderValue, Method, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use countersign_api::CSRF_HEADER;
+use subtle::ConstantTimeEq as _;
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "countersign_session";
+
+/// The web app is one wasm module loaded by `/app.js`: nothing inline, no
+/// eval beyond compiling wasm, no framing, no plugins, talk only to itself.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
+     style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; \
+     object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// Adds the security headers to every response, and `Cache-Control:
+/// no-store` to API answers (they carry personal data and CSRF tokens).
+pub async fn security_headers(request: Request, next: Next) -> Response {
+    let is_api = request.uri().path().starts_with("/api/");
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    for (name, value) in [
+        ("content-security-policy", CONTENT_SECURITY_POLICY),
+        ("x-content-type-options", "nosniff"),
+        ("x-frame-options", "DENY"),
+        ("referrer-policy", "no-referrer"),
+        ("cross-origin-opener-policy", "same-origin"),
+        ("cross-origin-resource-policy", "same-origin"),
+        (
+            "permissions-policy",
+            "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
+        ),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    if is_api {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}
+
+/// Paths (inside `/api`) that create a session and so cannot have a CSRF
+/// token yet: they rely on the Origin / Sec-Fetch-Site check alone.
+fn is_session_creating(path: &str) -> bool {
+    let path = path.strip_prefix("/api").unwrap_or(path);
+    matches!(path, "/auth/signup" | "/auth/login")
+}
+
+/// For every non-GET `/api` request: refuse a cross-origin `Origin` or
+/// `Sec-Fetch-Site` (403); then, except on sign-up and sign-in, require
+/// `X-CSRF-Token` (403 when missing), a live session (401), and that the
+/// token equals the session's (403). The resolved session is handed to the
+/// handler through the request's extensions.
+pub async fn origin_and_csrf(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
+        return next.run(request).await;
+    }
+    if let Err(err) = check_origin(request.headers(), state.config.public_origin().as_deref()) {
+        return err.into_response();
+    }
+    if is_session_creating(request.uri().path()) {
+        return next.run(request).await;
+    }
+    let Some(sent) = request
+        .headers()
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+    else {
+        return csrf_refused().into_response();
+    };
+    let session = match session_from_headers(request.headers(), &state).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return ApiError::sign_in_required().into_response(),
+        Err(err) => return err.into_response(),
+    };
+    if !bool::from(sent.as_bytes().ct_eq(session.csrf_token.as_bytes())) {
+        return csrf_refused().into_response();
+    }
+    request.extensions_mut().insert(session);
+    next.run(request).await
+}
+
+fn csrf_refused() -> ApiError {
+    ApiError::Forbidden("Missing or wrong CSRF token. Reload the page and try again.".to_owned())
+}
+
+/// Same-origin means: `Origin` equals the configured public origin, or its
+/// host and port equal the request's `Host`. A request without `Origin`
+/// (curl, old browsers) passes unless `Sec-Fetch-Site` says it is cross-site.
+pub fn check_origin(headers: &HeaderMap, public_origin: Option<&str>) -> Result<(), ApiError> {
+    let refused = || ApiError::Forbidden("Cross-origin requests are not allowed.".to_owned());
+    if let Some(site) = headers.get("sec-fetch-site") {
+        let site = site.to_str().map_err(|_| refused())?;
+        if !matches!(site, "same-origin" | "none") {
+            return Err(refused());
+        }
+    }
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let origin = origin.to_str().map_err(|_| refused())?.to_ascii_lowercase();
+    if public_origin.is_some_and(|p| p.eq_ignore_ascii_case(&origin)) {
+        return Ok(());
+    }
+    let authority = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .ok_or_else(refused)?;
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_ascii_lowercase)
+        .ok_or_else(refused)?;
+    if authority == host {
+        Ok(())
+    } else {
+        Err(refused())
+    }
+}
+
+/// Whether the browser reached us over HTTPS (directly configured, or as
+/// reported by a TLS-terminating proxy). Only ever makes cookies stricter.
+pub fn is_https(headers: &HeaderMap, state: &AppState) -> bool {
+    state.config.public_url_is_https()
+        || headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("https"))
+}
+
+/// `Set-Cookie` for a new session: `HttpOnly; SameSite=Lax; Path=/`, plus
+/// `Secure` behind HTTPS. `Max-Age` is the session's absolute lifetime.
+pub fn session_cookie(token: &str, max_age_secs: u64, secure: bool) -> HeaderValue {
+    let secure = if secure { "; Secure" } else { "" };
+    let cookie = format!(
+        "{SESSION_COOKIE}={token}; HttpOnly; SameSite=Lax; Path=/; Max-Age={max_age_secs}{secure}"
+    );
+    #[expect(clippy::expect_used, reason = "the token is base64url, the rest ASCII")]
+    HeaderValue::from_str(&cookie).expect("cookie is a valid header value")
+}
+
+/// `Set-Cookie` that removes the session cookie.
+pub fn clear_session_cookie(secure: bool) -> HeaderValue {
+    session_cookie("", 0, secure)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_check_accepts_same_origin_and_refuses_others() {
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, bool, &'a str);
+        let cases: &[Case<'_>] = &[
+            (
+                &[("host", "127.0.0.1:3000")],
+                None,
+                true,
+                "no Origin (curl)",
+            ),
+            (
+                &[
+                    ("host", "127.0.0.1:3000"),
+                    ("origin", "http://127.0.0.1:3000"),
+                ],
+                None,
+                true,
+                "same origin",
+            ),
+            (
+                &[
+                    ("host", "127.0.0.1:3000"),
+                    ("origin", "http://evil.example"),
+                ],
+                None,
+                false,
+                "foreign origin",
+            ),
+            (
+                &[
+                    ("host", "127.0.0.1:3000"),
+                    ("origin", "http://127.0.0.1:3001"),
+                ],
+                None,
+                false,
+                "other port",
+            ),
+            (
+                &[("host", "127.0.0.1:3000"), ("origin", "null")],
+                None,
+                false,
+                "opaque origin",
+            ),
+            (
+                &[("host", "127.0.0.1:3000"), ("sec-fetch-site", "cross-site")],
+                None,
+                false,
+                "cross-site fetch",
+            ),
+            (
+                &[("host", "127.0.0.1:3000"), ("sec-fetch-site", "same-site")],
+                None,
+                false,
+                "same-site is not same-origin",
+            ),
+            (
+                &[
+                    ("host", "127.0.0.1:3000"),
+                    ("sec-fetch-site", "same-origin"),
+                ],
+                None,
+                true,
+                "same-origin fetch",
+            ),
+            (
+                &[
+                    ("host", "internal:3000"),
+                    ("origin", "https://cs.example.org"),
+                ],
+                Some("https://cs.example.org"),
+                true,
+                "configured public origin behind a proxy",
+            ),
+            (
+                &[
+                    ("host", "internal:3000"),
+                    ("origin", "https://cs.example.org.evil.example"),
+                ],
+                Some("https://cs.example.org"),
+                false,
+                "suffix trick",
+            ),
+        ];
+        for (pairs, public, ok, why) in cases {
+            let mut map = HeaderMap::new();
+            for (k, v) in *pairs {
+                map.insert(
+                    axum::http::HeaderName::from_static(k),
+                    HeaderValue::from_str(v).expect("ascii"),
+                );
+            }
+            assert_eq!(check_origin(&map, *public).is_ok(), *ok, "{why}");
+        }
+    }
+
+    #[test]
+    fn session_cookie_has_the_required_attributes() {
+        let plain = session_cookie("tok", 60, false);
+        assert_eq!(
+            plain.to_str().expect("ascii"),
+            "countersign_session=tok; HttpOnly; SameSite=Lax; Path=/; Max-Age=60"
+        );
+        let secure = session_cookie("tok", 60, true);
+        assert!(secure.to_str().expect("ascii").ends_with("; Secure"));
+    }
+}

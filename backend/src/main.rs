@@ -1,0 +1,134 @@
+//! The `countersign` binary: a thin shim over the library.
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use countersign::{AppState, Config, config, db, telemetry};
+use std::sync::Arc;
+
+/// Countersign: a chat whose tool calls wait for your approval.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run migrations, then serve the API and the web app.
+    Serve(Box<Config>),
+    /// Run the database migrations and exit.
+    Migrate {
+        /// Postgres URL of the role that owns the schema.
+        #[arg(long, env = "COUNTERSIGN_MIGRATION_DATABASE_URL")]
+        database_url: config::Secret,
+    },
+    /// Database administration for the embedded set-up and the tests.
+    #[command(subcommand)]
+    Db(DbCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum DbCommand {
+    /// Create (or update) the roles and the database Countersign needs, as a
+    /// superuser: an owner role that migrations run as, a login role for the
+    /// server that owns nothing, and `anon` / `authenticated` / `service_role`.
+    Bootstrap {
+        /// A superuser's URL (any database on the cluster).
+        #[arg(long, env = "COUNTERSIGN_SUPERUSER_URL")]
+        superuser_url: config::Secret,
+        /// Name of the database to create when missing.
+        #[arg(long, default_value = "countersign")]
+        database: String,
+        /// Password to set for the owner role `countersign_owner`.
+        #[arg(long, env = "COUNTERSIGN_OWNER_PASSWORD")]
+        owner_password: config::Secret,
+        /// Password to set for the server's login role `countersign_app`.
+        #[arg(long, env = "COUNTERSIGN_APP_PASSWORD")]
+        app_password: config::Secret,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    telemetry::init();
+    match Cli::parse().command {
+        Command::Serve(config) => serve(*config).await,
+        Command::Migrate { database_url } => {
+            db::migrate(database_url.expose()).await?;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+        Command::Db(DbCommand::Bootstrap {
+            superuser_url,
+            database,
+            owner_password,
+            app_password,
+        }) => {
+            db::bootstrap(
+                superuser_url.expose(),
+                &database,
+                owner_password.expose(),
+                app_password.expose(),
+            )
+            .await?;
+            tracing::info!(db.name = %database, "database and roles ready");
+            Ok(())
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let migration_url = config
+        .migration_database_url
+        .as_ref()
+        .unwrap_or(&config.database_url);
+    db::migrate(migration_url.expose())
+        .await
+        .context("running migrations")?;
+    let pool = db::connect(config.database_url.expose())
+        .await
+        .context("connecting to the database")?;
+    db::warn_if_role_can_bypass_rls(&pool).await?;
+
+    let listener = tokio::net::TcpListener::bind(config.bind)
+        .await
+        .with_context(|| format!("binding {}", config.bind))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(url = %format!("http://{addr}"), "Countersign is listening");
+    println!("Countersign is up at http://{addr}");
+
+    let state = AppState {
+        db: pool,
+        config: Arc::new(config),
+    };
+    countersign::serve(listener, state, shutdown_signal()).await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %err, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sig) => {
+                sig.recv().await;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

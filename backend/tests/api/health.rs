@@ -1,0 +1,81 @@
+//! Probes, security headers, the static web app and JSON 404s.
+
+use crate::helpers::spawn_app;
+use countersign::{AppState, Config};
+use reqwest::{StatusCode, header};
+use serde_json::Value;
+use std::sync::Arc;
+use tower::ServiceExt as _;
+
+#[tokio::test]
+async fn healthz_and_readyz_answer_when_the_database_is_up() {
+    let app = spawn_app().await;
+    assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+    let res = app.get("/readyz").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let body: Value = res.json().await.expect("JSON");
+    assert_eq!(body["status"], "ready");
+}
+
+#[tokio::test]
+async fn readyz_is_503_when_the_database_is_unreachable() {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(std::time::Duration::from_millis(500))
+        .connect_lazy("postgres://nobody@127.0.0.1:1/nothing")
+        .expect("lazy pool");
+    let state = AppState {
+        db: pool,
+        config: Arc::new(Config::with_database_url(
+            "postgres://nobody@127.0.0.1:1/nothing",
+        )),
+    };
+    let request = axum::http::Request::get("/readyz")
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let res = countersign::router(state)
+        .oneshot(request)
+        .await
+        .expect("response");
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body = axum::body::to_bytes(res.into_body(), 4096)
+        .await
+        .expect("body");
+    let body: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(body["detail"], "The database is not reachable.");
+}
+
+#[tokio::test]
+async fn every_response_carries_the_security_headers() {
+    let app = spawn_app().await;
+    for path in ["/", "/signin", "/api/auth/me", "/healthz"] {
+        let res = app.get(path).await;
+        let h = res.headers();
+        let csp = h[header::CONTENT_SECURITY_POLICY].to_str().expect("ascii");
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert!(
+            csp.contains("script-src 'self' 'wasm-unsafe-eval'"),
+            "{path}: {csp}"
+        );
+        assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
+        assert_eq!(h[header::X_CONTENT_TYPE_OPTIONS], "nosniff", "{path}");
+        assert_eq!(h[header::REFERRER_POLICY], "no-referrer", "{path}");
+        assert_eq!(h[header::X_FRAME_OPTIONS], "DENY", "{path}");
+    }
+    let api = app.get("/api/auth/me").await;
+    assert_eq!(api.headers()[header::CACHE_CONTROL], "no-store");
+}
+
+#[tokio::test]
+async fn client_routes_fall_back_to_index_html_and_unknown_api_paths_are_json_404() {
+    let app = spawn_app().await;
+    let res = app.get("/settings/connectors").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let html = res.text().await.expect("text");
+    assert!(html.contains("/app.js"), "index.html is served: {html}");
+    assert!(!html.contains("<script>"), "no inline script under the CSP");
+
+    let res = app.get("/api/no/such/thing").await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let body: Value = res.json().await.expect("JSON");
+    assert_eq!(body["detail"], "No such API endpoint.");
+}

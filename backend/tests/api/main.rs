@@ -1,0 +1,11 @@
+//! API tests: the real server on port 0, a fresh real Postgres database per
+//! test (on the cluster named by `COUNTERSIGN_TEST_SUPERUSER_URL`, which
+//! `cargo xtask test` starts), real HTTP through reqwest.
+//!
+//! Modules mirror the URL tree: `auth` for `/api/auth/*`, `health` for the
+//! probes and the static app, `rls` for the database's own guarantees.
+
+mod auth;
+mod health;
+mod helpers;
+mod rls;

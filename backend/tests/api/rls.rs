@@ -1,0 +1,174 @@
+//! The database's own guarantees (DESIGN §3), checked against the real
+//! catalog and with real role switches: these hold even for a query that
+//! forgets its `where user_id = …`.
+
+use crate::helpers::spawn_app;
+use countersign::db;
+use sqlx::{Connection as _, PgConnection};
+
+const SQLSTATE_INSUFFICIENT_PRIVILEGE: &str = "42501";
+
+fn is_permission_denied(err: &sqlx::Error) -> bool {
+    err.as_database_error()
+        .and_then(|e| e.code())
+        .is_some_and(|code| code == SQLSTATE_INSUFFICIENT_PRIVILEGE)
+}
+
+#[tokio::test]
+async fn as_authenticated_user_a_sees_and_changes_only_their_own_rows() {
+    let app = spawn_app().await;
+    let (a, _) = app.signed_up_user().await;
+    let (b, _) = app.signed_up_user().await;
+
+    let mut tx = db::user_tx(&app.pool, a).await.expect("user tx");
+    // No WHERE clause: the policy alone decides.
+    let visible: Vec<uuid::Uuid> = sqlx::query_scalar("select user_id from profiles")
+        .fetch_all(&mut *tx)
+        .await
+        .expect("select");
+    assert_eq!(visible, vec![a], "B's profile must be invisible to A");
+
+    let changed = sqlx::query("update profiles set display_name = 'pwned' where user_id = $1")
+        .bind(b)
+        .execute(&mut *tx)
+        .await
+        .expect("update");
+    assert_eq!(changed.rows_affected(), 0, "A cannot change B's row");
+
+    let forged = sqlx::query("insert into profiles (user_id, display_name) values ($1, 'forged')")
+        .bind(b)
+        .execute(&mut *tx)
+        .await;
+    assert!(forged.is_err(), "A cannot write a row owned by B");
+}
+
+#[tokio::test]
+async fn anon_and_authenticated_cannot_read_sessions_or_password_hashes() {
+    let app = spawn_app().await;
+    let (a, _) = app.signed_up_user().await;
+
+    for table in ["sessions", "users", "login_failures"] {
+        let mut tx = db::user_tx(&app.pool, a).await.expect("user tx");
+        let err = sqlx::query(sqlx::AssertSqlSafe(format!("select * from {table}")))
+            .fetch_all(&mut *tx)
+            .await
+            .expect_err("authenticated must not read it");
+        assert!(
+            is_permission_denied(&err),
+            "authenticated on {table}: {err}"
+        );
+        drop(tx);
+
+        // The server's role may not become anon; a superuser may.
+        let mut su = app.superuser().await;
+        let mut tx = su.begin().await.expect("tx");
+        sqlx::query("set local role anon")
+            .execute(&mut *tx)
+            .await
+            .expect("switch to anon");
+        let err = sqlx::query(sqlx::AssertSqlSafe(format!("select * from {table}")))
+            .fetch_all(&mut *tx)
+            .await
+            .expect_err("anon must not read it");
+        assert!(is_permission_denied(&err), "anon on {table}: {err}");
+    }
+
+    let mut tx = db::user_tx(&app.pool, a).await.expect("user tx");
+    let err = sqlx::query("select password_hash from users where id = $1")
+        .bind(a)
+        .fetch_all(&mut *tx)
+        .await
+        .expect_err("not even one's own hash");
+    assert!(is_permission_denied(&err), "{err}");
+}
+
+#[tokio::test]
+async fn the_login_role_alone_can_read_nothing() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    for table in ["users", "sessions", "profiles"] {
+        let err = sqlx::query(sqlx::AssertSqlSafe(format!("select * from {table}")))
+            .fetch_all(&app.pool)
+            .await
+            .expect_err("no role switch, no access");
+        assert!(is_permission_denied(&err), "{table}: {err}");
+    }
+}
+
+#[tokio::test]
+async fn every_table_has_rls_enabled_and_forced() {
+    let app = spawn_app().await;
+    let mut su = app.superuser().await;
+    let tables: Vec<(String, bool, bool)> = sqlx::query_as(
+        "select c.oid::regclass::text, c.relrowsecurity, c.relforcerowsecurity
+           from pg_class c join pg_namespace n on n.oid = c.relnamespace
+          where c.relkind in ('r', 'p') and n.nspname in ('public', 'auth')
+          order by 1",
+    )
+    .fetch_all(&mut su)
+    .await
+    .expect("catalog");
+    assert!(
+        tables.len() >= 5,
+        "expected the foundation tables, got {tables:?}"
+    );
+    for (table, enabled, forced) in &tables {
+        assert!(enabled, "{table}: row level security is not enabled");
+        assert!(forced, "{table}: row level security is not forced");
+    }
+}
+
+#[tokio::test]
+async fn anon_has_no_privilege_on_any_table_and_service_tables_none_for_authenticated() {
+    let app = spawn_app().await;
+    let mut su = app.superuser().await;
+    let grants: Vec<(String, String, String)> = sqlx::query_as(
+        "select r.rolname::text, c.oid::regclass::text, p.priv
+           from pg_class c
+           join pg_namespace n on n.oid = c.relnamespace
+           cross join pg_roles r
+           cross join unnest(array['SELECT','INSERT','UPDATE','DELETE','TRUNCATE','REFERENCES','TRIGGER']) p(priv)
+          where c.relkind in ('r', 'p', 'v', 'm', 'S') and n.nspname in ('public', 'auth')
+            and r.rolname in ('anon', 'authenticated')
+            and (c.relkind = 'S' and has_sequence_privilege(r.oid, c.oid, 'USAGE') and p.priv = 'SELECT'
+                 or c.relkind <> 'S' and has_table_privilege(r.oid, c.oid, p.priv))
+          order by 1, 2, 3",
+    )
+    .fetch_all(&mut su)
+    .await
+    .expect("catalog");
+    let anon: Vec<_> = grants.iter().filter(|(r, _, _)| r == "anon").collect();
+    assert!(anon.is_empty(), "anon may: {anon:?}");
+    let service_only = ["users", "sessions", "login_failures", "_sqlx_migrations"];
+    let leaked: Vec<_> = grants
+        .iter()
+        .filter(|(_, t, _)| service_only.contains(&t.as_str()))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "authenticated may touch service-only tables: {leaked:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_servers_role_cannot_bypass_rls_and_an_owner_role_is_flagged() {
+    let app = spawn_app().await;
+    let risk = db::role_risk(&app.pool).await.expect("catalog");
+    assert!(!risk.any(), "countersign_app must be harmless: {risk:?}");
+
+    // The role that migrated owns the tables: the start-up check must say so.
+    let owner_pool = db::connect(&app.owner_db_url).await.expect("owner pool");
+    let risk = db::role_risk(&owner_pool).await.expect("catalog");
+    assert!(risk.owned_relations > 0 && risk.any(), "{risk:?}");
+
+    let mut su = PgConnection::connect(&app.superuser_db_url)
+        .await
+        .expect("su");
+    let (superuser, bypass): (bool, bool) = sqlx::query_as(
+        "select rolsuper, rolbypassrls from pg_roles where rolname = 'countersign_app'",
+    )
+    .fetch_one(&mut su)
+    .await
+    .expect("role");
+    assert!(!superuser && !bypass);
+}

@@ -1,0 +1,53 @@
+//! Countersign's browser app (Leptos, client-side rendered).
+//!
+//! Layout: [`App`] below lists every route; [`api`] is the only module that
+//! talks HTTP; [`session`] holds who is signed in; `pages/` has one module per
+//! screen and `components/` the pieces they share. The app holds no business
+//! rules: it shows what the server decided (`../shared/DESIGN.md` §9).
+//!
+//! The server's Content-Security-Policy forbids inline scripts and styles, so
+//! nothing here sets a `style` attribute: looks come from `dist/app.css`.
+
+pub mod api;
+mod components;
+mod pages;
+pub mod session;
+
+use leptos::prelude::*;
+use leptos_router::components::{ParentRoute, Route, Router, Routes};
+use leptos_router::path;
+
+use crate::components::RequireSession;
+use crate::pages::{HomePage, NotFoundPage, SettingsPage, Shell, SignInPage, SignUpPage};
+use crate::session::SessionState;
+
+/// The whole app: session state, router and routes. Sign-in and sign-up are
+/// for signed-out visitors only; everything else needs a session. The guards
+/// also do the navigation after signing in or out: pages only update the
+/// session.
+#[component]
+pub fn App() -> impl IntoView {
+    SessionState::provide();
+
+    view! {
+        <Router>
+            <Routes fallback=NotFoundPage>
+                <Route
+                    path=path!("/signin")
+                    view=|| view! { <RequireSession signed_in=false redirect="/"><SignInPage /></RequireSession> }
+                />
+                <Route
+                    path=path!("/signup")
+                    view=|| view! { <RequireSession signed_in=false redirect="/"><SignUpPage /></RequireSession> }
+                />
+                <ParentRoute
+                    path=path!("")
+                    view=|| view! { <RequireSession signed_in=true redirect="/signin"><Shell /></RequireSession> }
+                >
+                    <Route path=path!("") view=HomePage />
+                    <Route path=path!("settings") view=SettingsPage />
+                </ParentRoute>
+            </Routes>
+        </Router>
+    }
+}

@@ -1,0 +1,16 @@
+//! One module per screen. Pages are what routes render; the signed-in ones
+//! render inside [`Shell`].
+
+mod home;
+mod not_found;
+mod settings;
+mod shell;
+mod signin;
+mod signup;
+
+pub use home::HomePage;
+pub use not_found::NotFoundPage;
+pub use settings::SettingsPage;
+pub use shell::Shell;
+pub use signin::SignInPage;
+pub use signup::SignUpPage;

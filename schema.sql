@@ -1,0 +1,401 @@
+--
+-- PostgreSQL database dump
+--
+
+
+
+SET statement_timeout = 0;
+SET lock_timeout = 0;
+SET idle_in_transaction_session_timeout = 0;
+SET client_encoding = 'UTF8';
+SET standard_conforming_strings = on;
+SELECT pg_catalog.set_config('search_path', '', false);
+SET check_function_bodies = false;
+SET xmloption = content;
+SET client_min_messages = warning;
+SET row_security = off;
+
+--
+-- Name: auth; Type: SCHEMA; Schema: -; Owner: countersign_owner
+--
+
+CREATE SCHEMA auth;
+
+
+ALTER SCHEMA auth OWNER TO countersign_owner;
+
+--
+-- Name: uid(); Type: FUNCTION; Schema: auth; Owner: countersign_owner
+--
+
+CREATE FUNCTION auth.uid() RETURNS uuid
+    LANGUAGE sql STABLE
+    AS $$ select nullif(current_setting('countersign.user_id', true), '')::uuid $$;
+
+
+ALTER FUNCTION auth.uid() OWNER TO countersign_owner;
+
+SET default_tablespace = '';
+
+SET default_table_access_method = heap;
+
+--
+-- Name: _sqlx_migrations; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public._sqlx_migrations (
+    version bigint NOT NULL,
+    description text NOT NULL,
+    installed_on timestamp with time zone DEFAULT now() NOT NULL,
+    success boolean NOT NULL,
+    checksum bytea NOT NULL,
+    execution_time bigint NOT NULL
+);
+
+ALTER TABLE ONLY public._sqlx_migrations FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public._sqlx_migrations OWNER TO countersign_owner;
+
+--
+-- Name: login_failures; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.login_failures (
+    id bigint NOT NULL,
+    email text NOT NULL,
+    ip inet,
+    failed_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY public.login_failures FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.login_failures OWNER TO countersign_owner;
+
+--
+-- Name: login_failures_id_seq; Type: SEQUENCE; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.login_failures ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.login_failures_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: profiles; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.profiles (
+    user_id uuid NOT NULL,
+    display_name text NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT profiles_display_name_length CHECK (((char_length(display_name) >= 1) AND (char_length(display_name) <= 100)))
+);
+
+ALTER TABLE ONLY public.profiles FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.profiles OWNER TO countersign_owner;
+
+--
+-- Name: sessions; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.sessions (
+    id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    token_hash bytea NOT NULL,
+    csrf_token text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    revoked_at timestamp with time zone,
+    user_agent text,
+    ip inet,
+    CONSTRAINT sessions_token_hash_length CHECK ((octet_length(token_hash) = 32))
+);
+
+ALTER TABLE ONLY public.sessions FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.sessions OWNER TO countersign_owner;
+
+--
+-- Name: users; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.users (
+    id uuid NOT NULL,
+    email text NOT NULL,
+    password_hash text NOT NULL,
+    is_admin boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT users_email_length CHECK (((char_length(email) >= 3) AND (char_length(email) <= 254))),
+    CONSTRAINT users_email_lower CHECK ((email = lower(email)))
+);
+
+ALTER TABLE ONLY public.users FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.users OWNER TO countersign_owner;
+
+--
+-- Name: _sqlx_migrations _sqlx_migrations_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public._sqlx_migrations
+    ADD CONSTRAINT _sqlx_migrations_pkey PRIMARY KEY (version);
+
+
+--
+-- Name: login_failures login_failures_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.login_failures
+    ADD CONSTRAINT login_failures_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: profiles profiles_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.profiles
+    ADD CONSTRAINT profiles_pkey PRIMARY KEY (user_id);
+
+
+--
+-- Name: sessions sessions_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.sessions
+    ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: users users_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.users
+    ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: login_failures_email_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX login_failures_email_idx ON public.login_failures USING btree (email, failed_at);
+
+
+--
+-- Name: login_failures_ip_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX login_failures_ip_idx ON public.login_failures USING btree (ip, failed_at);
+
+
+--
+-- Name: sessions_token_hash_key; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE UNIQUE INDEX sessions_token_hash_key ON public.sessions USING btree (token_hash);
+
+
+--
+-- Name: sessions_user_id_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX sessions_user_id_idx ON public.sessions USING btree (user_id);
+
+
+--
+-- Name: users_email_key; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE UNIQUE INDEX users_email_key ON public.users USING btree (email);
+
+
+--
+-- Name: profiles profiles_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.profiles
+    ADD CONSTRAINT profiles_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: sessions sessions_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.sessions
+    ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: _sqlx_migrations; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public._sqlx_migrations ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: login_failures; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.login_failures ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: login_failures login_failures_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY login_failures_service ON public.login_failures TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: _sqlx_migrations migration_owner_only; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY migration_owner_only ON public._sqlx_migrations USING (pg_has_role(CURRENT_USER, ( SELECT pg_class.relowner
+   FROM pg_class
+  WHERE (pg_class.oid = ('public._sqlx_migrations'::regclass)::oid)), 'usage'::text)) WITH CHECK (pg_has_role(CURRENT_USER, ( SELECT pg_class.relowner
+   FROM pg_class
+  WHERE (pg_class.oid = ('public._sqlx_migrations'::regclass)::oid)), 'usage'::text));
+
+
+--
+-- Name: profiles; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.profiles ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: profiles profiles_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY profiles_owner ON public.profiles TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+
+
+--
+-- Name: profiles profiles_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY profiles_service ON public.profiles TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: sessions; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.sessions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: sessions sessions_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY sessions_service ON public.sessions TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: users; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.users ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: users users_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY users_service ON public.users TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: SCHEMA auth; Type: ACL; Schema: -; Owner: countersign_owner
+--
+
+GRANT USAGE ON SCHEMA auth TO anon;
+GRANT USAGE ON SCHEMA auth TO authenticated;
+GRANT USAGE ON SCHEMA auth TO service_role;
+
+
+--
+-- Name: SCHEMA public; Type: ACL; Schema: -; Owner: pg_database_owner
+--
+
+GRANT USAGE ON SCHEMA public TO anon;
+GRANT USAGE ON SCHEMA public TO authenticated;
+GRANT USAGE ON SCHEMA public TO service_role;
+
+
+--
+-- Name: FUNCTION uid(); Type: ACL; Schema: auth; Owner: countersign_owner
+--
+
+REVOKE ALL ON FUNCTION auth.uid() FROM PUBLIC;
+GRANT ALL ON FUNCTION auth.uid() TO anon;
+GRANT ALL ON FUNCTION auth.uid() TO authenticated;
+GRANT ALL ON FUNCTION auth.uid() TO service_role;
+
+
+--
+-- Name: TABLE login_failures; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE public.login_failures TO service_role;
+
+
+--
+-- Name: TABLE profiles; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,UPDATE ON TABLE public.profiles TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.profiles TO service_role;
+
+
+--
+-- Name: TABLE sessions; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.sessions TO service_role;
+
+
+--
+-- Name: TABLE users; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.users TO service_role;
+
+
+--
+-- PostgreSQL database dump complete
+--
+
+
+
+--
+-- Row-level security and table privileges of the API roles, read from the catalog.
+--
+
+-- _sqlx_migrations: row level security enabled and forced
+REVOKE ALL ON TABLE _sqlx_migrations FROM anon;
+REVOKE ALL ON TABLE _sqlx_migrations FROM authenticated;
+REVOKE ALL ON TABLE _sqlx_migrations FROM service_role;
+-- login_failures: row level security enabled and forced
+REVOKE ALL ON TABLE login_failures FROM anon;
+REVOKE ALL ON TABLE login_failures FROM authenticated;
+-- service_role may: SELECT, INSERT, DELETE
+-- profiles: row level security enabled and forced
+REVOKE ALL ON TABLE profiles FROM anon;
+-- authenticated may: SELECT, INSERT, UPDATE
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- sessions: row level security enabled and forced
+REVOKE ALL ON TABLE sessions FROM anon;
+REVOKE ALL ON TABLE sessions FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- users: row level security enabled and forced
+REVOKE ALL ON TABLE users FROM anon;
+REVOKE ALL ON TABLE users FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE

@@ -1,0 +1,23 @@
+//! Wire types of Countersign's HTTP API, shared by the server (`countersign`)
+//! and the browser app (`countersign-web`).
+//!
+//! This crate owns the JSON shapes only: no I/O, no validation rules, nothing
+//! that would not compile to `wasm32-unknown-unknown`. Field names here are a
+//! public contract (`../shared/DESIGN.md` §8): add fields, never rename them.
+
+pub mod auth;
+pub mod error;
+
+pub use auth::{LoginRequest, MeResponse, SessionResponse, SignupRequest, User};
+pub use error::ErrorBody;
+
+/// The header every non-GET `/api` request carries, equal to the session's
+/// CSRF token.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// Shortest password the server accepts, in characters.
+pub const PASSWORD_MIN_CHARS: usize = 12;
+
+/// Longest password the server accepts, in characters: generous for
+/// passphrases, bounded so a request cannot make the hasher chew megabytes.
+pub const PASSWORD_MAX_CHARS: usize = 1024;

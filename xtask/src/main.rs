@@ -1,0 +1,54 @@
+//! `cargo xtask …`: the project's automation, in Rust rather than shell.
+//!
+//! - `run`: install what is missing, build the web app, start a private
+//!   Postgres under `.data/` (unless `DATABASE_URL` is set) and the server
+//!   on http://127.0.0.1:3000. Ctrl-C stops both.
+//! - `test`: every check CI runs: fmt, clippy (host and wasm32), unit and
+//!   API tests against a throwaway Postgres, the schema drift check, and the
+//!   browser e2e in headless Chromium.
+//! - `schema`: regenerate `schema.sql` from a freshly migrated database.
+//!
+//! Each step prints the command it runs, so a failure says where it was.
+
+mod pg;
+mod proc;
+mod run;
+mod schema;
+mod test;
+mod tools;
+mod web;
+
+use std::path::PathBuf;
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  run      run the product: embedded Postgres, server on http://127.0.0.1:3000
+  test     run every check (what CI runs)
+  schema   regenerate schema.sql from a freshly migrated database
+  web      build the web app into frontend/dist/pkg";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("run") => run::run(),
+        Some("test") => test::test(),
+        Some("schema") => schema::write(),
+        Some("web") => tools::ensure_wasm_bindgen().and_then(|()| web::build()),
+        Some("-h" | "--help" | "help") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(anyhow::anyhow!("unknown command `{other}`\n\n{USAGE}")),
+    };
+    if let Err(err) = result {
+        eprintln!("\nxtask: error: {err:#}");
+        std::process::exit(1);
+    }
+}
+
+/// The workspace root (xtask's parent folder).
+pub fn root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}

@@ -1,0 +1,127 @@
+//! `cargo xtask test`: every check, in the order that fails fastest.
+
+use crate::{
+    pg::{Cluster, StopOnDrop},
+    proc::{cmd, free_port, run, spawn, terminate, wait_for_http},
+    run::{bootstrap_db, build_server, server_bin},
+    schema, tools, web,
+};
+use std::time::{Duration, Instant};
+
+/// A new, empty cluster under `target/xtask/NAME`, durability off, trust
+/// authentication on 127.0.0.1 only. Started; stop it with [`StopOnDrop`].
+pub fn throwaway_cluster(name: &str) -> anyhow::Result<Cluster> {
+    let base = crate::root().join("target/xtask").join(name);
+    let bin = tools::postgres_bin_dir()?;
+    let stale = Cluster::new(&base, bin.clone(), 0, None);
+    stale.stop()?;
+    if base.exists() {
+        std::fs::remove_dir_all(&base)?;
+    }
+    let cluster = Cluster::new(&base, bin, free_port()?, None);
+    cluster.init()?;
+    cluster.start(true)?;
+    Ok(cluster)
+}
+
+fn step(
+    timings: &mut Vec<(&'static str, Duration)>,
+    name: &'static str,
+    f: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    println!("\n==> {name}");
+    let start = Instant::now();
+    let result = f();
+    timings.push((name, start.elapsed()));
+    result.map_err(|e| e.context(format!("step `{name}` failed")))
+}
+
+/// Runs everything CI runs.
+pub fn test() -> anyhow::Result<()> {
+    let start = Instant::now();
+    let mut t = Vec::new();
+    step(&mut t, "rustfmt", || {
+        run(cmd("cargo").args(["fmt", "--all", "--check"]))
+    })?;
+    step(&mut t, "clippy (host crates)", || {
+        run(cmd("cargo").args([
+            "clippy",
+            "--workspace",
+            "--exclude",
+            "countersign-web",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
+    step(&mut t, "clippy (web app, wasm32)", || {
+        tools::ensure_wasm_target()?;
+        run(cmd("cargo").args([
+            "clippy",
+            "-p",
+            "countersign-web",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
+
+    let cluster = throwaway_cluster("pg-test")?;
+    let _stop = StopOnDrop(&cluster);
+    step(&mut t, "unit and API tests (real Postgres)", || {
+        run(cmd("cargo")
+            .args(["test", "--workspace", "--exclude", "countersign-web"])
+            .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url()))
+    })?;
+    step(&mut t, "schema.sql drift", || schema::check(&cluster))?;
+    step(&mut t, "browser e2e (headless Chromium)", || e2e(&cluster))?;
+
+    println!("\nAll checks passed in {:.0?}:", start.elapsed());
+    for (name, took) in &t {
+        println!("  {took:>8.1?}  {name}");
+    }
+    Ok(())
+}
+
+/// Builds the web app and the server, serves them on a free port against a
+/// fresh database, and runs the Playwright specs in `e2e/` against it.
+fn e2e(cluster: &Cluster) -> anyhow::Result<()> {
+    tools::ensure_wasm_bindgen()?;
+    tools::ensure_chromium()?;
+    tools::ensure_e2e_packages()?;
+    web::build()?;
+    build_server()?;
+    bootstrap_db(cluster, "e2e", "e2e", "e2e")?;
+
+    let port = free_port()?;
+    let mut server = spawn(
+        cmd(server_bin())
+            .arg("serve")
+            .env("DATABASE_URL", cluster.url("countersign_app", None, "e2e"))
+            .env(
+                "COUNTERSIGN_MIGRATION_DATABASE_URL",
+                cluster.url("countersign_owner", None, "e2e"),
+            )
+            .env("COUNTERSIGN_BIND", format!("127.0.0.1:{port}"))
+            .env(
+                "COUNTERSIGN_STATIC_DIR",
+                crate::root().join("frontend/dist"),
+            )
+            .env("RUST_LOG", "warn"),
+    )?;
+    let result =
+        wait_for_http(port, "/readyz", &mut server, Duration::from_secs(60)).and_then(|()| {
+            run(cmd("npx")
+                .args(["playwright", "test"])
+                .current_dir(crate::root().join("e2e"))
+                .env(
+                    "COUNTERSIGN_E2E_BASE_URL",
+                    format!("http://127.0.0.1:{port}"),
+                ))
+        });
+    terminate(&mut server);
+    result
+}
