@@ -141,3 +141,111 @@ pub fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
     f.write_all(contents.as_bytes())?;
     Ok(())
 }
+
+/// Test counts read off a runner's output.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counts {
+    /// Tests that passed.
+    pub passed: u64,
+    /// Tests that failed.
+    pub failed: u64,
+}
+
+impl std::ops::AddAssign for Counts {
+    fn add_assign(&mut self, other: Self) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+    }
+}
+
+/// Counts in one line of `cargo test` (`test result: ok. 27 passed; 0
+/// failed; …`) or Playwright (`  2 passed (4.8s)`, `  1 failed`) output.
+pub fn counts_in(line: &str) -> Counts {
+    let number_before = |text: &str, word: &str| -> u64 {
+        text.split([';', ','])
+            .filter_map(|part| {
+                part.trim().strip_suffix(word).or_else(|| {
+                    let mut words = part.split_whitespace();
+                    let n = words.next()?;
+                    (words.next()? == word.trim()).then_some(n)
+                })
+            })
+            .filter_map(|n| n.trim().parse::<u64>().ok())
+            .sum()
+    };
+    if let Some(rest) = line.strip_prefix("test result: ") {
+        let rest = rest.split_once(". ").map_or(rest, |(_, r)| r);
+        return Counts {
+            passed: number_before(rest, " passed"),
+            failed: number_before(rest, " failed"),
+        };
+    }
+    let trimmed = line.trim();
+    let mut words = trimmed.split_whitespace();
+    match (
+        words.next().and_then(|n| n.parse::<u64>().ok()),
+        words.next(),
+    ) {
+        (Some(n), Some("passed")) => Counts {
+            passed: n,
+            failed: 0,
+        },
+        (Some(n), Some("failed")) => Counts {
+            passed: 0,
+            failed: n,
+        },
+        _ => Counts::default(),
+    }
+}
+
+/// Runs `c` like [`run`], echoing its stdout line by line and adding up the
+/// test counts it reports.
+pub fn run_counting(c: &mut Command, counts: &mut Counts) -> anyhow::Result<()> {
+    use std::io::BufRead as _;
+    let what = describe(c);
+    println!("$ {what}");
+    let mut child = c
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start `{what}`"))?;
+    if let Some(stdout) = child.stdout.take() {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line?;
+            println!("{line}");
+            *counts += counts_in(&line);
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("`{what}` failed ({status})");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_read_from_cargo_and_playwright_lines() {
+        for (line, passed, failed) in [
+            (
+                "test result: ok. 27 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 3.12s",
+                27,
+                0,
+            ),
+            (
+                "test result: FAILED. 4 passed; 2 failed; 0 ignored; 0 measured; 21 filtered out",
+                4,
+                2,
+            ),
+            ("  2 passed (4.8s)", 2, 0),
+            ("  1 failed", 0, 1),
+            ("test auth::x ... ok", 0, 0),
+            ("Running 2 tests using 1 worker", 0, 0),
+        ] {
+            let c = counts_in(line);
+            assert_eq!((c.passed, c.failed), (passed, failed), "{line}");
+        }
+    }
+}

@@ -157,6 +157,10 @@ pub fn run() -> anyhow::Result<()> {
     let mut child = spawn(&mut server)?;
     if let Err(err) = wait_for_http(port, "/readyz", &mut child, Duration::from_secs(60)) {
         terminate(&mut child);
+        if stop.load(Ordering::SeqCst) {
+            println!("stopped before the server was ready");
+            return Ok(());
+        }
         return Err(err);
     }
     println!("\n  Countersign is running at http://{bind}  (Ctrl-C stops it)\n");

@@ -2,7 +2,7 @@
 
 use crate::{
     pg::{Cluster, StopOnDrop},
-    proc::{cmd, free_port, run, spawn, terminate, wait_for_http},
+    proc::{Counts, cmd, free_port, run, run_counting, spawn, terminate, wait_for_http},
     run::{bootstrap_db, build_server, server_bin},
     schema, tools, web,
 };
@@ -40,6 +40,7 @@ fn step(
 pub fn test() -> anyhow::Result<()> {
     let start = Instant::now();
     let mut t = Vec::new();
+    let mut counts = Counts::default();
     step(&mut t, "rustfmt", || {
         run(cmd("cargo").args(["fmt", "--all", "--check"]))
     })?;
@@ -72,23 +73,30 @@ pub fn test() -> anyhow::Result<()> {
     let cluster = throwaway_cluster("pg-test")?;
     let _stop = StopOnDrop(&cluster);
     step(&mut t, "unit and API tests (real Postgres)", || {
-        run(cmd("cargo")
-            .args(["test", "--workspace", "--exclude", "countersign-web"])
-            .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url()))
+        run_counting(
+            cmd("cargo")
+                .args(["test", "--workspace", "--exclude", "countersign-web"])
+                .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url()),
+            &mut counts,
+        )
     })?;
     step(&mut t, "schema.sql drift", || schema::check(&cluster))?;
-    step(&mut t, "browser e2e (headless Chromium)", || e2e(&cluster))?;
+    step(&mut t, "browser e2e (headless Chromium)", || {
+        e2e(&cluster, &mut counts)
+    })?;
 
     println!("\nAll checks passed in {:.0?}:", start.elapsed());
     for (name, took) in &t {
         println!("  {took:>8.1?}  {name}");
     }
+    // The plain closing line CI reads: every Rust and browser test.
+    println!("\n{} passed, {} failed", counts.passed, counts.failed);
     Ok(())
 }
 
 /// Builds the web app and the server, serves them on a free port against a
 /// fresh database, and runs the Playwright specs in `e2e/` against it.
-fn e2e(cluster: &Cluster) -> anyhow::Result<()> {
+fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
     tools::ensure_wasm_bindgen()?;
     tools::ensure_chromium()?;
     tools::ensure_e2e_packages()?;
@@ -112,15 +120,16 @@ fn e2e(cluster: &Cluster) -> anyhow::Result<()> {
             )
             .env("RUST_LOG", "warn"),
     )?;
+    let base_url = format!("http://127.0.0.1:{port}");
     let result =
         wait_for_http(port, "/readyz", &mut server, Duration::from_secs(60)).and_then(|()| {
-            run(cmd("npx")
-                .args(["playwright", "test"])
-                .current_dir(crate::root().join("e2e"))
-                .env(
-                    "COUNTERSIGN_E2E_BASE_URL",
-                    format!("http://127.0.0.1:{port}"),
-                ))
+            run_counting(
+                cmd("npx")
+                    .args(["playwright", "test"])
+                    .current_dir(crate::root().join("e2e"))
+                    .env("COUNTERSIGN_E2E_BASE_URL", &base_url),
+                counts,
+            )
         });
     terminate(&mut server);
     result
