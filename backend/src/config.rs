@@ -98,6 +98,59 @@ pub struct Config {
     /// The throttling window (seconds).
     #[arg(long, env = "COUNTERSIGN_LOGIN_WINDOW_SECS", default_value_t = 15 * 60)]
     pub login_window_secs: u64,
+
+    /// Key that encrypts secrets at rest (users' provider keys, later
+    /// connector credentials): 32 bytes as 64 hex characters. Without it,
+    /// users cannot store keys.
+    #[arg(long, env = "COUNTERSIGN_SECRET_KEY")]
+    pub secret_key: Option<Secret>,
+
+    /// Deployment-wide Anthropic API key.
+    #[arg(long, env = "ANTHROPIC_API_KEY")]
+    pub anthropic_api_key: Option<Secret>,
+
+    /// Anthropic API base URL (tests point it at a local fake).
+    #[arg(
+        long,
+        env = "ANTHROPIC_BASE_URL",
+        default_value = "https://api.anthropic.com"
+    )]
+    pub anthropic_base_url: String,
+
+    /// Anthropic models offered in the picker, comma-separated.
+    #[arg(
+        long,
+        env = "COUNTERSIGN_ANTHROPIC_MODELS",
+        default_value = "claude-sonnet-4-5,claude-opus-4-1,claude-haiku-4-5"
+    )]
+    pub anthropic_models: String,
+
+    /// Deployment-wide key for the OpenAI-compatible endpoint.
+    #[arg(long, env = "OPENAI_API_KEY")]
+    pub openai_api_key: Option<Secret>,
+
+    /// Base URL of the OpenAI-compatible endpoint (OpenAI, Ollama, vLLM,
+    /// llama.cpp, LM Studio, OpenRouter), up to and including `/v1`.
+    #[arg(long, env = "OPENAI_BASE_URL")]
+    pub openai_base_url: Option<String>,
+
+    /// Models to offer for `openai/…` when the endpoint's `/models` lists
+    /// none, comma-separated.
+    #[arg(long, env = "COUNTERSIGN_OPENAI_MODELS", default_value = "")]
+    pub openai_models: String,
+
+    /// SSE comment frames (`: keep-alive`) on an idle stream, every this
+    /// many seconds.
+    #[arg(long, env = "COUNTERSIGN_KEEPALIVE_SECS", default_value_t = 15)]
+    pub keepalive_secs: u64,
+
+    /// Model calls per turn at most (each tool round trip is one more).
+    #[arg(long, env = "COUNTERSIGN_MAX_TOOL_STEPS", default_value_t = 8)]
+    pub max_tool_steps: u32,
+
+    /// The offline demo model's pause between words (milliseconds).
+    #[arg(long, env = "COUNTERSIGN_DEMO_WORD_DELAY_MS", default_value_t = 40)]
+    pub demo_word_delay_ms: u64,
 }
 
 impl Config {
@@ -116,6 +169,16 @@ impl Config {
             login_max_failures_per_account: 5,
             login_max_failures_per_ip: 20,
             login_window_secs: 15 * 60,
+            secret_key: None,
+            anthropic_api_key: None,
+            anthropic_base_url: "https://api.anthropic.com".to_owned(),
+            anthropic_models: "claude-sonnet-4-5,claude-opus-4-1,claude-haiku-4-5".to_owned(),
+            openai_api_key: None,
+            openai_base_url: None,
+            openai_models: String::new(),
+            keepalive_secs: 15,
+            max_tool_steps: 8,
+            demo_word_delay_ms: 0,
         }
     }
 
@@ -139,6 +202,13 @@ impl Config {
             scheme.to_ascii_lowercase(),
             authority.to_ascii_lowercase()
         ))
+    }
+
+    /// The OpenAI-compatible base URL, defaulting to OpenAI's own.
+    pub fn openai_base(&self) -> &str {
+        self.openai_base_url
+            .as_deref()
+            .unwrap_or("https://api.openai.com/v1")
     }
 
     /// Whether the public URL is `https`, so cookies must be `Secure`.

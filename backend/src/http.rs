@@ -5,15 +5,18 @@
 //! [`error::ApiError`] maps them.
 
 pub mod auth;
+pub mod chats;
 pub mod error;
 pub mod extract;
 pub mod health;
+pub mod models;
 pub mod security;
+pub mod stream;
 
 use crate::AppState;
 use axum::{
     Router, middleware,
-    routing::{get, post},
+    routing::{get, post, put},
 };
 use std::{future::Future, net::SocketAddr};
 use tower_http::{
@@ -29,6 +32,25 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/login", post(auth::login))
         .route("/auth/logout", post(auth::logout))
         .route("/auth/me", get(auth::me))
+        .route("/chats", get(chats::list_chats).post(chats::create_chat))
+        .route(
+            "/chats/{id}",
+            get(chats::get_chat)
+                .patch(chats::update_chat)
+                .delete(chats::delete_chat),
+        )
+        .route("/chats/{id}/messages", post(chats::send_message))
+        .route("/chats/{id}/stream", get(stream::chat_stream))
+        .route(
+            "/chats/{id}/turns/{turn_id}/cancel",
+            post(chats::cancel_turn),
+        )
+        .route("/models", get(models::list_models))
+        .route("/settings/provider-keys", get(models::list_provider_keys))
+        .route(
+            "/settings/provider-keys/{provider}",
+            put(models::set_provider_key).delete(models::delete_provider_key),
+        )
         .fallback(error::api_not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -9,6 +9,13 @@
 //!   `service_role`). Nothing else switches roles.
 //! - [`auth`]: accounts, passwords, sessions and sign-in throttling — domain
 //!   rules with their own error enum, no HTTP.
+//! - [`events`]: the per-chat event log and cross-instance wake-ups
+//!   (`LISTEN/NOTIFY`).
+//! - [`turns`]: a turn as a server task: the model, the tool loop, Stop.
+//! - [`llm`]: providers (Anthropic, OpenAI-compatible, offline demo).
+//! - [`models`]: which models a user can use; provider keys.
+//! - [`tools`]: the `ToolBox` the tool loop calls.
+//! - [`secrets`]: AEAD for secrets at rest.
 //! - [`http`]: the router, middleware (security headers, Origin and CSRF
 //!   checks) and one module per resource. The only place that knows status
 //!   codes.
@@ -16,19 +23,71 @@
 pub mod auth;
 pub mod config;
 pub mod db;
+pub mod events;
 pub mod http;
+pub mod llm;
+pub mod models;
+pub mod secrets;
 pub mod telemetry;
+pub mod tools;
+pub mod turns;
 
 use std::sync::Arc;
 
 pub use config::Config;
 pub use http::{router, serve};
 
-/// What every request handler can reach.
+/// What every request handler and turn task can reach.
 #[derive(Debug, Clone)]
 pub struct AppState {
     /// Pool of the server's login role (owns nothing, bypasses no RLS).
     pub db: sqlx::PgPool,
     /// Settings, fixed at start-up.
     pub config: Arc<Config>,
+    /// This instance's `LISTEN` end: stream wake-ups, turn cancellations.
+    pub hub: Arc<events::EventHub>,
+    /// HTTP client for model providers.
+    pub http: reqwest::Client,
+    /// Timeouts for provider streams.
+    pub llm_http: llm::HttpSettings,
+    /// Tools offered to models.
+    pub tools: Arc<dyn tools::ToolBox>,
+    /// Encryption of secrets at rest; `None` without `COUNTERSIGN_SECRET_KEY`.
+    pub secrets: Option<secrets::SecretBox>,
+}
+
+impl AppState {
+    /// State for a running server: starts this instance's `LISTEN`
+    /// connection. No tools yet.
+    pub async fn new(db: sqlx::PgPool, config: Config) -> anyhow::Result<Self> {
+        let hub = events::EventHub::listen(&db).await?;
+        Self::with_hub(db, config, hub)
+    }
+
+    /// State around a given hub (tests of single pieces use
+    /// [`events::EventHub::local`]).
+    pub fn with_hub(
+        db: sqlx::PgPool,
+        config: Config,
+        hub: Arc<events::EventHub>,
+    ) -> anyhow::Result<Self> {
+        let llm_http = llm::HttpSettings::default();
+        let secrets = config
+            .secret_key
+            .as_ref()
+            .map(|k| secrets::SecretBox::from_hex(k.expose()))
+            .transpose()?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(llm_http.connect_timeout)
+            .build()?;
+        Ok(Self {
+            db,
+            config: Arc::new(config),
+            hub,
+            http,
+            llm_http,
+            tools: Arc::new(tools::NoTools),
+            secrets,
+        })
+    }
 }

@@ -3,7 +3,6 @@
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use countersign::{AppState, Config, config, db, telemetry};
-use std::sync::Arc;
 
 /// Countersign: a chat whose tool calls wait for your approval.
 #[derive(Debug, Parser)]
@@ -98,10 +97,10 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     tracing::info!(url = %format!("http://{addr}"), "Countersign is listening");
     println!("Countersign is up at http://{addr}");
 
-    let state = AppState {
-        db: pool,
-        config: Arc::new(config),
-    };
+    if config.secret_key.is_none() {
+        tracing::warn!("COUNTERSIGN_SECRET_KEY is not set: users cannot store provider keys");
+    }
+    let state = AppState::new(pool, config).await?;
     countersign::serve(listener, state, shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())

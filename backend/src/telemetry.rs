@@ -13,3 +13,14 @@ pub fn init() {
         .with_writer(std::io::stderr)
         .try_init();
 }
+
+/// For tests: the same filter, written through the test harness's capture
+/// so passing tests stay quiet.
+pub fn init_for_tests() {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("warn,countersign=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+}

@@ -6,10 +6,14 @@
 //! public contract (`../shared/DESIGN.md` §8): add fields, never rename them.
 
 pub mod auth;
+pub mod chat;
 pub mod error;
+pub mod events;
 
 pub use auth::{LoginRequest, MeResponse, SessionResponse, SignupRequest, User};
+pub use chat::*;
 pub use error::ErrorBody;
+pub use events::{ChatEvent, ChatEventMessage};
 
 /// The header every non-GET `/api` request carries, equal to the session's
 /// CSRF token.

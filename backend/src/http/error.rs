@@ -75,6 +75,33 @@ impl From<AuthError> for ApiError {
     }
 }
 
+impl From<crate::turns::TurnError> for ApiError {
+    fn from(err: crate::turns::TurnError) -> Self {
+        use crate::turns::TurnError as E;
+        let message = err.to_string();
+        match err {
+            E::ChatNotFound | E::TurnNotFound => Self::NotFound(message),
+            E::Busy | E::AlreadyFinished => Self::Conflict(message),
+            E::InvalidMessage(_) => Self::Unprocessable(message),
+            E::Database(e) => Self::Internal(e.into()),
+        }
+    }
+}
+
+impl From<crate::models::KeyError> for ApiError {
+    fn from(err: crate::models::KeyError) -> Self {
+        use crate::models::KeyError as E;
+        let message = err.to_string();
+        match err {
+            E::UnknownProvider(_) => Self::NotFound(message),
+            E::InvalidKey => Self::Unprocessable(message),
+            E::NoSecretKey => Self::Unavailable(message),
+            E::Secret(e) => Self::Internal(e.into()),
+            E::Database(e) => Self::Internal(e.into()),
+        }
+    }
+}
+
 impl ApiError {
     /// 401 for a request without a valid session.
     pub fn sign_in_required() -> Self {

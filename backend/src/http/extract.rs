@@ -102,3 +102,26 @@ impl From<axum::extract::rejection::JsonRejection> for ApiError {
         }
     }
 }
+
+/// `axum::extract::Path`, but a malformed id answers a JSON 404: an id that
+/// cannot exist names nothing.
+#[derive(Debug, Clone, Copy, axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct Path<T>(pub T);
+
+impl From<axum::extract::rejection::PathRejection> for ApiError {
+    fn from(_: axum::extract::rejection::PathRejection) -> Self {
+        Self::NotFound("Not found.".to_owned())
+    }
+}
+
+/// `axum::extract::Query` with JSON errors.
+#[derive(Debug, Clone, Copy, Default, axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+pub struct Query<T>(pub T);
+
+impl From<axum::extract::rejection::QueryRejection> for ApiError {
+    fn from(rejection: axum::extract::rejection::QueryRejection) -> Self {
+        Self::BadRequest(format!("Bad query string: {}", rejection.body_text()))
+    }
+}

@@ -1,10 +1,9 @@
 //! Probes, security headers, the static web app and JSON 404s.
 
 use crate::helpers::spawn_app;
-use countersign::{AppState, Config};
+use countersign::{AppState, Config, events::EventHub};
 use reqwest::{StatusCode, header};
 use serde_json::Value;
-use std::sync::Arc;
 use tower::ServiceExt as _;
 
 #[tokio::test]
@@ -23,12 +22,12 @@ async fn readyz_is_503_when_the_database_is_unreachable() {
         .acquire_timeout(std::time::Duration::from_millis(500))
         .connect_lazy("postgres://nobody@127.0.0.1:1/nothing")
         .expect("lazy pool");
-    let state = AppState {
-        db: pool,
-        config: Arc::new(Config::with_database_url(
-            "postgres://nobody@127.0.0.1:1/nothing",
-        )),
-    };
+    let state = AppState::with_hub(
+        pool,
+        Config::with_database_url("postgres://nobody@127.0.0.1:1/nothing"),
+        EventHub::local(),
+    )
+    .expect("state");
     let request = axum::http::Request::get("/readyz")
         .body(axum::body::Body::empty())
         .expect("request");

@@ -1,6 +1,6 @@
 //! `spawn_app()`: a server on a free port over its own new database.
 
-use countersign::{AppState, Config, db};
+use countersign::{AppState, Config, db, tools::ToolBox};
 use reqwest::{StatusCode, Url, header};
 use serde_json::{Value, json};
 use sqlx::{Connection as _, PgConnection, PgPool};
@@ -25,6 +25,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// The CSRF token of the client's current session, if any.
     pub csrf: std::sync::Mutex<Option<String>>,
+    /// The server's settings.
+    pub config: Config,
 }
 
 fn superuser_url() -> Url {
@@ -52,7 +54,15 @@ pub async fn spawn_app() -> TestApp {
 
 /// A server whose settings `configure` may change first.
 pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
-    countersign::telemetry::init();
+    spawn_app_full(configure, None).await
+}
+
+/// A server with settings and, optionally, the tools its models may call.
+pub async fn spawn_app_full(
+    configure: impl FnOnce(&mut Config),
+    tools: Option<Arc<dyn ToolBox>>,
+) -> TestApp {
+    countersign::telemetry::init_for_tests();
     let su = superuser_url();
     let database = format!("t_{}", Uuid::new_v4().simple());
     db::bootstrap(su.as_str(), &database, "test-owner", "test-app")
@@ -72,23 +82,49 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
     config.static_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../frontend/dist");
     configure(&mut config);
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind a free port");
-    let addr: SocketAddr = listener.local_addr().expect("local addr");
-    let state = AppState {
-        db: pool.clone(),
-        config: Arc::new(config),
-    };
-    tokio::spawn(countersign::serve(listener, state, std::future::pending()));
-
+    let base = serve(pool.clone(), config.clone(), tools).await;
     TestApp {
-        base: format!("http://{addr}"),
+        base,
         pool,
         superuser_db_url: superuser_db.to_string(),
         owner_db_url,
         client: new_client(),
         csrf: std::sync::Mutex::new(None),
+        config,
+    }
+}
+
+/// Starts one server instance (with its own `LISTEN` connection) on a free
+/// port; returns its base URL.
+async fn serve(pool: PgPool, config: Config, tools: Option<Arc<dyn ToolBox>>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a free port");
+    let addr: SocketAddr = listener.local_addr().expect("local addr");
+    let mut state = AppState::new(pool, config).await.expect("app state");
+    if let Some(tools) = tools {
+        state.tools = tools;
+    }
+    tokio::spawn(countersign::serve(listener, state, std::future::pending()));
+    format!("http://{addr}")
+}
+
+/// A second server instance on the same database (as behind a load
+/// balancer), with its own pool and hub. Returns a `TestApp` whose client
+/// shares nothing with `app`'s.
+pub async fn second_instance(app: &TestApp) -> TestApp {
+    let pool = db::connect(app.config.database_url.expose())
+        .await
+        .expect("second pool");
+    let base = serve(pool.clone(), app.config.clone(), None).await;
+    TestApp {
+        base,
+        pool,
+        superuser_db_url: app.superuser_db_url.clone(),
+        owner_db_url: app.owner_db_url.clone(),
+        client: new_client(),
+        csrf: std::sync::Mutex::new(None),
+        config: app.config.clone(),
     }
 }
 
@@ -185,4 +221,140 @@ impl TestApp {
             .expect("uuid");
         (id, email)
     }
+}
+
+/// One SSE frame as read off the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    /// An event: its `id:` and parsed `data:`.
+    Event(i64, Value),
+    /// A comment line (`: keep-alive`).
+    Comment(String),
+}
+
+/// Reads a chat's SSE stream frame by frame.
+#[derive(Debug)]
+pub struct SseReader {
+    response: reqwest::Response,
+    buffer: String,
+    frames: std::collections::VecDeque<Frame>,
+}
+
+impl SseReader {
+    /// The next frame, or `None` when the stream ends or nothing arrives
+    /// within `wait`.
+    pub async fn next_frame(&mut self, wait: std::time::Duration) -> Option<Frame> {
+        loop {
+            if let Some(frame) = self.frames.pop_front() {
+                return Some(frame);
+            }
+            let chunk = tokio::time::timeout(wait, self.response.chunk())
+                .await
+                .ok()?;
+            let chunk = chunk.expect("stream chunk")?;
+            self.buffer
+                .push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+            while let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let (mut id, mut data, mut comment) = (None, String::new(), None);
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        id = v.trim().parse::<i64>().ok();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                    } else if let Some(v) = line.strip_prefix(':') {
+                        comment = Some(v.trim().to_owned());
+                    }
+                }
+                match (id, comment) {
+                    (Some(id), _) => self.frames.push_back(Frame::Event(
+                        id,
+                        serde_json::from_str(&data).expect("event data is JSON"),
+                    )),
+                    (None, Some(c)) => self.frames.push_back(Frame::Comment(c)),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The next event (skipping comments); panics when none comes in 10 s.
+    pub async fn next_event(&mut self) -> (i64, Value) {
+        loop {
+            match self.next_frame(std::time::Duration::from_secs(10)).await {
+                Some(Frame::Event(id, data)) => return (id, data),
+                Some(Frame::Comment(_)) => {}
+                None => panic!("no event within 10 s"),
+            }
+        }
+    }
+
+    /// Events up to and including the first of `kind`.
+    pub async fn until(&mut self, kind: &str) -> Vec<(i64, Value)> {
+        let mut seen = Vec::new();
+        loop {
+            let (id, data) = self.next_event().await;
+            let done = data["type"] == kind;
+            seen.push((id, data));
+            if done {
+                return seen;
+            }
+        }
+    }
+}
+
+impl TestApp {
+    /// Opens `GET /api/chats/{id}/stream`, optionally with `Last-Event-ID`.
+    pub async fn stream(&self, chat_id: &str, last_event_id: Option<i64>) -> SseReader {
+        let mut req = self
+            .client
+            .get(self.url(&format!("/api/chats/{chat_id}/stream")));
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id.to_string());
+        }
+        let response = req.send().await.expect("stream request");
+        assert_eq!(response.status(), StatusCode::OK, "stream status");
+        SseReader {
+            response,
+            buffer: String::new(),
+            frames: Default::default(),
+        }
+    }
+
+    /// Creates a chat; returns its id.
+    pub async fn create_chat(&self, model: &str) -> String {
+        let res = self.post("/api/chats", &json!({ "model": model })).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let body: Value = res.json().await.expect("JSON");
+        body["id"].as_str().expect("id").to_owned()
+    }
+
+    /// Sends a message; returns the turn id.
+    pub async fn send(&self, chat_id: &str, content: &str) -> String {
+        let res = self
+            .post(
+                &format!("/api/chats/{chat_id}/messages"),
+                &json!({ "content": content }),
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::ACCEPTED);
+        let body: Value = res.json().await.expect("JSON");
+        body["turn_id"].as_str().expect("turn id").to_owned()
+    }
+
+    /// `GET` as JSON, asserting 200.
+    pub async fn get_json(&self, path: &str) -> Value {
+        let res = self.get(path).await;
+        assert_eq!(res.status(), StatusCode::OK, "GET {path}");
+        res.json().await.expect("JSON")
+    }
+}
+
+/// The text of a turn's `text_delta` events, concatenated.
+pub fn text_of(events: &[(i64, Value)]) -> String {
+    events
+        .iter()
+        .filter(|(_, e)| e["type"] == "text_delta")
+        .map(|(_, e)| e["text"].as_str().expect("text"))
+        .collect()
 }

@@ -6,6 +6,8 @@
 //! probes and the static app, `rls` for the database's own guarantees.
 
 mod auth;
+mod chats;
 mod health;
 mod helpers;
 mod rls;
+mod turns;

@@ -1,0 +1,199 @@
+//! The per-chat event log and its wake-ups across instances (DESIGN §7, §10).
+//!
+//! Every event of a turn is appended to `chat_events` with the chat's next
+//! sequence number and announced with `pg_notify` in the same transaction,
+//! so listeners hear of it only once it is committed. Each instance keeps
+//! one `LISTEN` connection ([`EventHub`]) and fans notifications out to its
+//! streams through a broadcast channel; streams then read the events from
+//! Postgres, so a missed or lagging wake-up costs latency, never an event.
+//!
+//! The hub also carries turn cancellations (`countersign_cancel`) to
+//! whichever instance runs the turn.
+
+use crate::db::Tx;
+use countersign_api::ChatEvent;
+use sqlx::{PgPool, postgres::PgListener};
+use std::{collections::HashMap, sync::Mutex, time::Duration};
+use tokio::sync::{broadcast, watch};
+use uuid::Uuid;
+
+/// Channel of "chat X has events up to seq N".
+const EVENTS_CHANNEL: &str = "countersign_events";
+/// Channel of "stop turn X".
+const CANCEL_CHANNEL: &str = "countersign_cancel";
+
+/// A committed event's place in its chat's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// The chat.
+    pub chat_id: Uuid,
+    /// Its sequence number.
+    pub seq: i64,
+}
+
+/// Appends `event` to the chat's log inside `tx` (a user transaction) and
+/// queues the cross-instance wake-up for commit. Returns the sequence number.
+pub async fn append(
+    tx: &mut Tx,
+    chat_id: Uuid,
+    turn_id: Option<Uuid>,
+    event: &ChatEvent,
+) -> Result<i64, sqlx::Error> {
+    let data = serde_json::to_value(event).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let kind = data
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or("unknown")
+        .to_owned();
+    // The row lock of this UPDATE orders concurrent appends to one chat.
+    let seq: i64 = sqlx::query_scalar(
+        "update chats set last_seq = last_seq + 1 where id = $1 returning last_seq",
+    )
+    .bind(chat_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    sqlx::query(
+        "insert into chat_events (chat_id, seq, turn_id, type, data) values ($1, $2, $3, $4, $5)",
+    )
+    .bind(chat_id)
+    .bind(seq)
+    .bind(turn_id)
+    .bind(kind)
+    .bind(data)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("select pg_notify($1, $2)")
+        .bind(EVENTS_CHANNEL)
+        .bind(format!("{chat_id} {seq}"))
+        .execute(&mut **tx)
+        .await?;
+    Ok(seq)
+}
+
+/// Events of a chat after `after`, oldest first, at most `limit`: the raw
+/// stored JSON (it already carries `type` and `turn_id`).
+pub async fn after(
+    tx: &mut Tx,
+    chat_id: Uuid,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<(i64, serde_json::Value)>, sqlx::Error> {
+    sqlx::query_as(
+        "select seq, data from chat_events where chat_id = $1 and seq > $2 order by seq limit $3",
+    )
+    .bind(chat_id)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(&mut **tx)
+    .await
+}
+
+/// Asks every instance to stop `turn_id` (the one running it will).
+pub async fn request_cancel(tx: &mut Tx, turn_id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("select pg_notify($1, $2)")
+        .bind(CANCEL_CHANNEL)
+        .bind(turn_id.to_string())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// This instance's end of `LISTEN`: wake-ups for streams, cancellations
+/// for the turns it runs.
+#[derive(Debug)]
+pub struct EventHub {
+    appended: broadcast::Sender<Appended>,
+    running: Mutex<HashMap<Uuid, watch::Sender<bool>>>,
+}
+
+impl EventHub {
+    /// A hub that hears only this process (tests of single pieces).
+    pub fn local() -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self {
+            appended: broadcast::channel(1024).0,
+            running: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Starts listening on a dedicated connection of `pool`. The listener
+    /// reconnects by itself; notifications sent while it is away are lost,
+    /// which streams make up for by re-reading the log on every keep-alive.
+    pub async fn listen(pool: &PgPool) -> Result<std::sync::Arc<Self>, sqlx::Error> {
+        let hub = Self::local();
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener
+            .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL])
+            .await?;
+        let weak = std::sync::Arc::downgrade(&hub);
+        tokio::spawn(async move {
+            loop {
+                let notification = match listener.recv().await {
+                    Ok(n) => n,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "event listener lost its connection; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                };
+                let Some(hub) = weak.upgrade() else { return };
+                hub.dispatch(notification.channel(), notification.payload());
+            }
+        });
+        Ok(hub)
+    }
+
+    fn dispatch(&self, channel: &str, payload: &str) {
+        match channel {
+            EVENTS_CHANNEL => {
+                let parsed = payload.split_once(' ').and_then(|(chat, seq)| {
+                    Some(Appended {
+                        chat_id: chat.parse().ok()?,
+                        seq: seq.parse().ok()?,
+                    })
+                });
+                if let Some(appended) = parsed {
+                    // No subscribers is fine.
+                    let _ = self.appended.send(appended);
+                }
+            }
+            CANCEL_CHANNEL => {
+                if let Ok(turn_id) = payload.parse::<Uuid>() {
+                    self.cancel_local(turn_id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Wake-ups of every chat; streams filter their own.
+    pub fn subscribe(&self) -> broadcast::Receiver<Appended> {
+        self.appended.subscribe()
+    }
+
+    /// Registers a turn this instance runs; the receiver turns `true` when
+    /// someone asks to stop it.
+    pub fn register_turn(&self, turn_id: Uuid) -> watch::Receiver<bool> {
+        let (tx, rx) = watch::channel(false);
+        self.lock_running().insert(turn_id, tx);
+        rx
+    }
+
+    /// Forgets a finished turn.
+    pub fn unregister_turn(&self, turn_id: Uuid) {
+        self.lock_running().remove(&turn_id);
+    }
+
+    /// Stops a turn if it runs here.
+    pub fn cancel_local(&self, turn_id: Uuid) {
+        if let Some(tx) = self.lock_running().get(&turn_id) {
+            let _ = tx.send(true);
+        }
+    }
+
+    fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, watch::Sender<bool>>> {
+        // A panic while holding this lock leaves a plain map: keep using it.
+        self.running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

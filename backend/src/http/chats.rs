@@ -1,0 +1,246 @@
+//! `/api/chats…`: list, create, read, rename, delete; send a message (starts
+//! a turn); stop a turn. The stream lives in `http::stream`.
+
+use super::{
+    error::ApiError,
+    extract::{CurrentUser, Json, Path},
+};
+use crate::{AppState, db, events, turns};
+use axum::{extract::State, http::StatusCode, response::IntoResponse};
+use countersign_api::{
+    ChatDetail, ChatMessage, ChatSummary, CreateChatRequest, SendMessageRequest, TurnAccepted,
+    UpdateChatRequest,
+};
+use serde_json::json;
+use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+use uuid::Uuid;
+
+/// Providers a chat may name.
+const PROVIDERS: [&str; 3] = ["anthropic", "openai", "offline"];
+
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&Rfc3339).unwrap_or_default()
+}
+
+/// Checks `provider/model` shape and provider; the model name itself is the
+/// provider's business (a typo fails the turn with a clear message).
+fn parse_model(model: &str) -> Result<String, ApiError> {
+    let model = model.trim();
+    let ok = model.split_once('/').is_some_and(|(p, m)| {
+        PROVIDERS.contains(&p)
+            && !m.is_empty()
+            && m.len() <= 190
+            && !m.chars().any(char::is_control)
+    });
+    if ok {
+        Ok(model.to_owned())
+    } else {
+        Err(ApiError::Unprocessable(format!(
+            "Unknown model \"{model}\": use provider/model, e.g. offline/demo."
+        )))
+    }
+}
+
+fn parse_title(title: &str) -> Result<String, ApiError> {
+    let title = title.trim();
+    if title.chars().count() > 200 || title.chars().any(char::is_control) {
+        return Err(ApiError::Unprocessable(
+            "A title is at most 200 characters, on one line.".into(),
+        ));
+    }
+    Ok(title.to_owned())
+}
+
+type SummaryRow = (Uuid, String, String, OffsetDateTime, OffsetDateTime);
+
+fn summary((id, title, model, created_at, updated_at): SummaryRow) -> ChatSummary {
+    ChatSummary {
+        id: id.to_string(),
+        title,
+        model,
+        created_at: rfc3339(created_at),
+        updated_at: rfc3339(updated_at),
+    }
+}
+
+/// `GET /api/chats`: the caller's chats, most recently used first.
+pub async fn list_chats(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+) -> Result<axum::Json<Vec<ChatSummary>>, ApiError> {
+    let mut tx = db::user_tx(&state.db, user.user_id).await?;
+    // No `where user_id`: row-level security scopes it.
+    let rows: Vec<SummaryRow> = sqlx::query_as(
+        "select id, title, model, created_at, updated_at from chats order by updated_at desc, id",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(rows.into_iter().map(summary).collect()))
+}
+
+/// `POST /api/chats` → 201 with the chat.
+pub async fn create_chat(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Json(req): Json<CreateChatRequest>,
+) -> Result<impl IntoResponse, ApiError> {
+    let model = parse_model(&req.model)?;
+    let title = parse_title(req.title.as_deref().unwrap_or_default())?;
+    let mut tx = db::user_tx(&state.db, user.user_id).await?;
+    let row: SummaryRow = sqlx::query_as(
+        "insert into chats (id, title, model) values ($1, $2, $3)
+         returning id, title, model, created_at, updated_at",
+    )
+    .bind(Uuid::new_v4())
+    .bind(title)
+    .bind(model)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok((StatusCode::CREATED, axum::Json(summary(row))))
+}
+
+/// `GET /api/chats/{id}`: the chat, its finished messages, and where its
+/// stream should resume (just before the running turn, if any). One
+/// statement, so one snapshot: nothing falls between messages and events.
+pub async fn get_chat(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(chat_id): Path<Uuid>,
+) -> Result<axum::Json<ChatDetail>, ApiError> {
+    let mut tx = db::user_tx(&state.db, user.user_id).await?;
+    type DetailRow = (
+        Uuid,
+        String,
+        String,
+        OffsetDateTime,
+        OffsetDateTime,
+        i64,
+        Option<Uuid>,
+        Option<i64>,
+        serde_json::Value,
+    );
+    let row: Option<DetailRow> = sqlx::query_as(
+        "select c.id, c.title, c.model, c.created_at, c.updated_at, c.last_seq,
+                r.id, r.started_seq,
+                coalesce((select json_agg(json_build_object(
+                             'id', m.id, 'turn_id', m.turn_id, 'role', m.role,
+                             'content', m.content, 'status', m.status,
+                             'created_at', m.created_at)
+                           order by m.created_at, m.role = 'assistant')
+                            from messages m join turns t on t.id = m.turn_id
+                           where m.chat_id = c.id and t.status <> 'running'), '[]'::json)
+           from chats c
+           left join turns r on r.chat_id = c.id and r.status = 'running'
+          where c.id = $1",
+    )
+    .bind(chat_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let Some((id, title, model, created_at, updated_at, last_seq, running, running_seq, messages)) =
+        row
+    else {
+        return Err(ApiError::NotFound("No such chat.".into()));
+    };
+    let chat = (id, title, model, created_at, updated_at);
+    let messages: Vec<ChatMessage> =
+        serde_json::from_value(messages).map_err(|e| ApiError::Internal(e.into()))?;
+    let s = summary(chat);
+    Ok(axum::Json(ChatDetail {
+        id: s.id,
+        title: s.title,
+        model: s.model,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        messages,
+        running_turn_id: running.map(|id| id.to_string()),
+        resume_after: running_seq.map_or(last_seq, |seq| seq - 1),
+    }))
+}
+
+/// `PATCH /api/chats/{id}`: rename, or switch the model for later turns.
+pub async fn update_chat(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(chat_id): Path<Uuid>,
+    Json(req): Json<UpdateChatRequest>,
+) -> Result<axum::Json<ChatSummary>, ApiError> {
+    let title = req.title.as_deref().map(parse_title).transpose()?;
+    let model = req.model.as_deref().map(parse_model).transpose()?;
+    let mut tx = db::user_tx(&state.db, user.user_id).await?;
+    let row: Option<SummaryRow> = sqlx::query_as(
+        "update chats set title = coalesce($2, title), model = coalesce($3, model), updated_at = now()
+          where id = $1
+          returning id, title, model, created_at, updated_at",
+    )
+    .bind(chat_id)
+    .bind(title)
+    .bind(model)
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    row.map(|r| axum::Json(summary(r)))
+        .ok_or_else(|| ApiError::NotFound("No such chat.".into()))
+}
+
+/// `DELETE /api/chats/{id}` → 204. A running turn is stopped first.
+pub async fn delete_chat(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(chat_id): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let mut tx = db::user_tx(&state.db, user.user_id).await?;
+    let running: Vec<Uuid> =
+        sqlx::query_scalar("select id from turns where chat_id = $1 and status = 'running'")
+            .bind(chat_id)
+            .fetch_all(&mut *tx)
+            .await?;
+    for turn_id in &running {
+        events::request_cancel(&mut tx, *turn_id).await?;
+    }
+    let deleted = sqlx::query("delete from chats where id = $1")
+        .bind(chat_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    for turn_id in running {
+        state.hub.cancel_local(turn_id);
+    }
+    if deleted.rows_affected() == 0 {
+        return Err(ApiError::NotFound("No such chat.".into()));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/chats/{id}/messages` → 202 `{turn_id}`; 409 while a turn of
+/// the chat runs.
+pub async fn send_message(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(chat_id): Path<Uuid>,
+    Json(req): Json<SendMessageRequest>,
+) -> Result<impl IntoResponse, ApiError> {
+    let turn_id = turns::start(&state, user.user_id, chat_id, &req.content).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(TurnAccepted {
+            turn_id: turn_id.to_string(),
+        }),
+    ))
+}
+
+/// `POST /api/chats/{id}/turns/{turn_id}/cancel` → 202; 409 when the turn
+/// already finished.
+pub async fn cancel_turn(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path((chat_id, turn_id)): Path<(Uuid, Uuid)>,
+) -> Result<impl IntoResponse, ApiError> {
+    turns::cancel(&state, user.user_id, chat_id, turn_id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(json!({ "status": "cancelling" })),
+    ))
+}

@@ -1,0 +1,140 @@
+//! `GET /api/chats/{id}/stream`: Server-Sent Events. Replays the chat's
+//! event log after `Last-Event-ID` (or `?after=`, default 0), then follows
+//! new events as they are committed, on this instance or any other. Each
+//! event's `id:` is its sequence number, its `data:` the stored JSON; while
+//! idle the stream writes `: keep-alive` every `COUNTERSIGN_KEEPALIVE_SECS`.
+//!
+//! An open stream holds no database connection: it borrows one per read,
+//! after a wake-up from the instance's `LISTEN` hub, and re-reads on every
+//! keep-alive period in case a wake-up was lost.
+
+use super::{
+    error::ApiError,
+    extract::{CurrentUser, Path, Query},
+};
+use crate::{AppState, db, events};
+use axum::{
+    extract::State,
+    http::{HeaderMap, HeaderValue},
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
+};
+use serde::Deserialize;
+use std::{collections::VecDeque, convert::Infallible, time::Duration};
+use tokio::sync::broadcast::{self, error::RecvError};
+use uuid::Uuid;
+
+/// Events read per database round trip.
+const PAGE: i64 = 500;
+
+/// `?after=N`.
+#[derive(Debug, Default, Deserialize)]
+pub struct StreamQuery {
+    /// Replay events with a sequence number above this.
+    pub after: Option<i64>,
+}
+
+struct Follow {
+    state: AppState,
+    user_id: Uuid,
+    chat_id: Uuid,
+    last: i64,
+    wakeups: broadcast::Receiver<events::Appended>,
+    buffer: VecDeque<(i64, serde_json::Value)>,
+    reread_every: Duration,
+}
+
+impl Follow {
+    async fn read(&mut self) -> Result<(), sqlx::Error> {
+        let mut tx = db::user_tx(&self.state.db, self.user_id).await?;
+        let rows = events::after(&mut tx, self.chat_id, self.last, PAGE).await?;
+        tx.commit().await?;
+        self.buffer.extend(rows);
+        Ok(())
+    }
+
+    /// Waits for a wake-up about this chat past `last`, or the re-read
+    /// period. `false` when the hub is gone (shutdown).
+    async fn wait(&mut self) -> bool {
+        let deadline = tokio::time::Instant::now() + self.reread_every;
+        loop {
+            tokio::select! {
+                woke = self.wakeups.recv() => match woke {
+                    Ok(a) if a.chat_id == self.chat_id && a.seq > self.last => return true,
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => return true,
+                    Err(RecvError::Closed) => return false,
+                },
+                () = tokio::time::sleep_until(deadline) => return true,
+            }
+        }
+    }
+
+    async fn next(mut self) -> Option<(Result<Event, Infallible>, Self)> {
+        loop {
+            if let Some((seq, data)) = self.buffer.pop_front() {
+                self.last = seq;
+                let event = Event::default().id(seq.to_string()).data(data.to_string());
+                return Some((Ok(event), self));
+            }
+            if let Err(err) = self.read().await {
+                // End the stream; the browser reconnects with Last-Event-ID.
+                tracing::warn!(error = %err, chat.id = %self.chat_id, "stream read failed");
+                return None;
+            }
+            if self.buffer.is_empty() && !self.wait().await {
+                return None;
+            }
+        }
+    }
+}
+
+/// The handler.
+pub async fn chat_stream(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(chat_id): Path<Uuid>,
+    Query(query): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let last_event_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<i64>().ok());
+    let after = last_event_id.or(query.after).unwrap_or(0).max(0);
+
+    // Subscribe before the first read, so nothing committed in between is
+    // missed.
+    let wakeups = state.hub.subscribe();
+    let mut tx = db::user_tx(&state.db, user.user_id).await?;
+    let exists: bool = sqlx::query_scalar("select exists (select 1 from chats where id = $1)")
+        .bind(chat_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    if !exists {
+        return Err(ApiError::NotFound("No such chat.".into()));
+    }
+
+    let keepalive = Duration::from_secs(state.config.keepalive_secs.max(1));
+    let follow = Follow {
+        state,
+        user_id: user.user_id,
+        chat_id,
+        last: after,
+        wakeups,
+        buffer: VecDeque::new(),
+        reread_every: keepalive,
+    };
+    let stream = futures_util::stream::unfold(follow, Follow::next);
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(keepalive).text("keep-alive"))
+        .into_response();
+    // Proxies must pass events through as they come.
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
+}

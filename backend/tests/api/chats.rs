@@ -1,0 +1,276 @@
+//! `/api/chats…`, `/api/models`, `/api/settings/provider-keys`.
+
+use crate::helpers::{TestApp, new_client, spawn_app, spawn_app_with};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const KEY_HEX: &str = "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+#[tokio::test]
+async fn chats_are_listed_newest_first_renamed_and_deleted() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    let first = app.create_chat("offline/demo").await;
+    let second = app.create_chat("offline/demo").await;
+
+    let list = app.get_json("/api/chats").await;
+    let ids: Vec<&str> = list
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|c| c["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, vec![second.as_str(), first.as_str()], "newest first");
+
+    let res = app
+        .client
+        .patch(app.url(&format!("/api/chats/{first}")))
+        .header(
+            "x-csrf-token",
+            app.csrf.lock().expect("lock").clone().expect("csrf"),
+        )
+        .json(&json!({ "title": "Lease review" }))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(res.status(), StatusCode::OK);
+    let list = app.get_json("/api/chats").await;
+    assert_eq!(list[0]["id"], first.as_str(), "a rename counts as use");
+    assert_eq!(list[0]["title"], "Lease review");
+
+    let res = app
+        .client
+        .delete(app.url(&format!("/api/chats/{first}")))
+        .header(
+            "x-csrf-token",
+            app.csrf.lock().expect("lock").clone().expect("csrf"),
+        )
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.get(&format!("/api/chats/{first}")).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get_json("/api/chats")
+            .await
+            .as_array()
+            .expect("array")
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_chat_refuses_unknown_models_and_bad_ids_with_json_errors() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    let res = app.post("/api/chats", &json!({ "model": "gpt-4" })).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: Value = res.json().await.expect("JSON");
+    assert!(
+        body["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("provider/model")
+    );
+
+    let res = app.get("/api/chats/not-a-uuid").await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let body: Value = res.json().await.expect("JSON");
+    assert!(body["detail"].is_string());
+}
+
+#[tokio::test]
+async fn another_users_chat_is_a_404_everywhere() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    app.send(&chat, "privileged matter").await;
+
+    let other = TestApp {
+        client: new_client(),
+        csrf: Default::default(),
+        ..app
+    };
+    other.signed_up_user().await;
+    assert_eq!(
+        other.get(&format!("/api/chats/{chat}")).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        other
+            .get(&format!("/api/chats/{chat}/stream"))
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+    let res = other
+        .post(
+            &format!("/api/chats/{chat}/messages"),
+            &json!({ "content": "hi" }),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    assert_eq!(other.get_json("/api/chats").await, json!([]));
+}
+
+#[tokio::test]
+async fn the_title_defaults_to_the_start_of_the_first_message() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(
+        &chat,
+        "Summarise the termination clauses of the Acme supply agreement, please, in detail",
+    )
+    .await;
+    stream.until("turn_finished").await;
+    app.send(&chat, "Second message").await;
+    stream.until("turn_finished").await;
+    let detail = app.get_json(&format!("/api/chats/{chat}")).await;
+    let title = detail["title"].as_str().expect("title");
+    assert!(
+        title.starts_with("Summarise the termination clauses"),
+        "{title}"
+    );
+    assert!(title.chars().count() <= 61, "{title}");
+    let messages = detail["messages"].as_array().expect("messages");
+    assert_eq!(
+        messages.len(),
+        4,
+        "two turns, a question and an answer each"
+    );
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[1]["status"], "complete");
+}
+
+#[tokio::test]
+async fn models_always_include_the_labelled_offline_demo() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    let models = app.get_json("/api/models").await;
+    let demo = models["models"]
+        .as_array()
+        .expect("models")
+        .iter()
+        .find(|m| m["id"] == "offline/demo")
+        .expect("offline/demo listed");
+    assert_eq!(demo["offline_demo"], true);
+    assert!(demo["label"].as_str().expect("label").contains("not AI"));
+}
+
+#[tokio::test]
+async fn a_chat_with_an_unconfigured_provider_fails_the_turn_with_an_actionable_error() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("anthropic/claude-sonnet-4-5").await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(&chat, "hello").await;
+    let events = stream.until("turn_finished").await;
+    let error = events
+        .iter()
+        .find(|(_, e)| e["type"] == "error")
+        .expect("an error event");
+    assert!(
+        error.1["message"]
+            .as_str()
+            .expect("message")
+            .contains("No API key is set for Anthropic")
+    );
+    assert_eq!(events.last().expect("finished").1["status"], "failed");
+}
+
+#[tokio::test]
+async fn provider_keys_are_stored_encrypted_and_never_returned() {
+    let app =
+        spawn_app_with(|c| c.secret_key = Some(countersign::config::Secret::new(KEY_HEX))).await;
+    let (user_id, _) = app.signed_up_user().await;
+    let secret = "sk-ant-test-DO-NOT-LEAK-1234567890";
+    let csrf = app.csrf.lock().expect("lock").clone().expect("csrf");
+    let res = app
+        .client
+        .put(app.url("/api/settings/provider-keys/anthropic"))
+        .header("x-csrf-token", &csrf)
+        .json(&json!({ "api_key": secret }))
+        .send()
+        .await
+        .expect("put");
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+
+    let status = app
+        .get("/api/settings/provider-keys")
+        .await
+        .text()
+        .await
+        .expect("text");
+    assert!(!status.contains(secret), "{status}");
+    let status: Value = serde_json::from_str(&status).expect("JSON");
+    assert_eq!(
+        status[0],
+        json!({ "provider": "anthropic", "is_set": true, "deployment_key": false })
+    );
+    assert_eq!(status[1]["is_set"], false);
+
+    let mut su = app.superuser().await;
+    let stored: String =
+        sqlx::query_scalar("select p::text from provider_keys p where user_id = $1")
+            .bind(user_id)
+            .fetch_one(&mut su)
+            .await
+            .expect("row");
+    assert!(
+        !stored.contains(secret) && !stored.contains(&hex::encode(secret)),
+        "{stored}"
+    );
+
+    // The key makes Anthropic models available.
+    let models = app.get_json("/api/models").await;
+    assert!(
+        models["models"]
+            .as_array()
+            .expect("models")
+            .iter()
+            .any(|m| m["provider"] == "anthropic")
+    );
+
+    let res = app
+        .client
+        .delete(app.url("/api/settings/provider-keys/anthropic"))
+        .header("x-csrf-token", &csrf)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.get_json("/api/settings/provider-keys").await[0]["is_set"],
+        false
+    );
+}
+
+#[tokio::test]
+async fn without_a_secret_key_keys_cannot_be_stored() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    let csrf = app.csrf.lock().expect("lock").clone().expect("csrf");
+    let res = app
+        .client
+        .put(app.url("/api/settings/provider-keys/openai"))
+        .header("x-csrf-token", csrf)
+        .json(&json!({ "api_key": "sk-x" }))
+        .send()
+        .await
+        .expect("put");
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = res.json().await.expect("JSON");
+    assert!(
+        body["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("COUNTERSIGN_SECRET_KEY")
+    );
+}

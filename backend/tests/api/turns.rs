@@ -1,0 +1,347 @@
+//! Turns and their streams: server tasks, resumable SSE across instances,
+//! Stop, and the tool loop.
+
+use crate::helpers::{
+    Frame, GOOD_PASSWORD, TestApp, second_instance, spawn_app, spawn_app_full, spawn_app_with,
+    text_of,
+};
+use countersign::{
+    llm::{ToolCall, ToolSpec},
+    tools::{BoxFuture, ToolBox, ToolContext, ToolOutcome},
+};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+use uuid::Uuid;
+
+#[tokio::test]
+async fn a_message_starts_a_turn_whose_reply_streams_in_and_is_stored() {
+    // Words slower than the 40 ms coalescing window arrive as many deltas.
+    let app = spawn_app_with(|c| c.demo_word_delay_ms = 60).await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+
+    let turn = app.send(&chat, "Hello, Countersign").await;
+    let events = stream.until("turn_finished").await;
+
+    let ids: Vec<i64> = events.iter().map(|(id, _)| *id).collect();
+    assert!(
+        ids.windows(2).all(|w| w[1] == w[0] + 1),
+        "consecutive ids: {ids:?}"
+    );
+    assert!(
+        events.iter().all(|(_, e)| e["turn_id"] == turn.as_str()),
+        "every event names the turn"
+    );
+    assert_eq!(events[0].1["type"], "turn_started");
+    assert_eq!(events[0].1["user_message"]["content"], "Hello, Countersign");
+    assert_eq!(events[0].1["model"], "offline/demo");
+    let deltas = events
+        .iter()
+        .filter(|(_, e)| e["type"] == "text_delta")
+        .count();
+    assert!(deltas >= 2, "the reply streams in pieces, got {deltas}");
+    let finished = &events.last().expect("finished").1;
+    assert_eq!(finished["status"], "done");
+
+    let text = text_of(&events);
+    assert!(text.contains("offline demo model, not an AI") && text.contains("Hello, Countersign"));
+    let detail = app.get_json(&format!("/api/chats/{chat}")).await;
+    assert_eq!(detail["messages"][1]["content"], text.as_str());
+    assert_eq!(detail["messages"][1]["id"], finished["message_id"]);
+    assert_eq!(detail["running_turn_id"], Value::Null);
+    assert_eq!(detail["resume_after"], ids.last().copied().expect("id"));
+}
+
+#[tokio::test]
+async fn closing_the_stream_does_not_stop_the_turn() {
+    let app = spawn_app_with(|c| c.demo_word_delay_ms = 5).await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let stream = app.stream(&chat, None).await;
+    let turn = app.send(&chat, "keep going without me").await;
+    drop(stream);
+
+    let mut later = app.stream(&chat, None).await;
+    let events = later.until("turn_finished").await;
+    assert_eq!(events.last().expect("finished").1["status"], "done");
+    assert_eq!(events[0].1["turn_id"], turn.as_str());
+}
+
+#[tokio::test]
+async fn a_second_message_while_a_turn_runs_is_409_and_stop_keeps_the_partial_text() {
+    let app = spawn_app_with(|c| c.demo_word_delay_ms = 300).await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+    let turn = app.send(&chat, "a slow one").await;
+
+    let (_, first) = stream.next_event().await;
+    assert_eq!(first["type"], "turn_started");
+    let (_, delta) = stream.next_event().await;
+    assert_eq!(delta["type"], "text_delta");
+
+    let busy = app
+        .post(
+            &format!("/api/chats/{chat}/messages"),
+            &json!({ "content": "another" }),
+        )
+        .await;
+    assert_eq!(busy.status(), StatusCode::CONFLICT);
+    let body: Value = busy.json().await.expect("JSON");
+    assert!(body["detail"].as_str().expect("detail").contains("Stop"));
+
+    let res = app
+        .post(
+            &format!("/api/chats/{chat}/turns/{turn}/cancel"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let rest = stream.until("turn_finished").await;
+    let finished = &rest.last().expect("finished").1;
+    assert_eq!(finished["status"], "cancelled");
+
+    let detail = app.get_json(&format!("/api/chats/{chat}")).await;
+    let answer = &detail["messages"][1];
+    assert_eq!(answer["status"], "stopped");
+    let full_reply_words = 40;
+    let kept = answer["content"].as_str().expect("content");
+    assert!(
+        !kept.is_empty() && kept.split(' ').count() < full_reply_words,
+        "partial: {kept}"
+    );
+
+    let again = app
+        .post(
+            &format!("/api/chats/{chat}/turns/{turn}/cancel"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(again.status(), StatusCode::CONFLICT, "already finished");
+    app.send(&chat, "now it is free").await;
+}
+
+#[tokio::test]
+async fn the_stream_resumes_after_last_event_id_and_after() {
+    let app = spawn_app_with(|c| c.demo_word_delay_ms = 60).await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(&chat, "one").await;
+    let all = stream.until("turn_finished").await;
+    assert!(all.len() > 4);
+
+    let mut resumed = app.stream(&chat, Some(all[2].0)).await;
+    let (id, data) = resumed.next_event().await;
+    assert_eq!(
+        (id, &data),
+        (all[3].0, &all[3].1),
+        "Last-Event-ID resumes right after"
+    );
+
+    let mut by_query = app
+        .client
+        .get(app.url(&format!("/api/chats/{chat}/stream?after={}", all[1].0)))
+        .send()
+        .await
+        .expect("stream");
+    assert_eq!(by_query.status(), StatusCode::OK);
+    assert_eq!(by_query.headers()["content-type"], "text/event-stream");
+    assert_eq!(by_query.headers()["x-accel-buffering"], "no");
+    let chunk = String::from_utf8(
+        by_query
+            .chunk()
+            .await
+            .expect("chunk")
+            .expect("data")
+            .to_vec(),
+    )
+    .expect("UTF-8");
+    assert!(chunk.starts_with(&format!("id: {}\n", all[2].0)), "{chunk}");
+}
+
+#[tokio::test]
+async fn an_idle_stream_sends_keep_alive_comments() {
+    let app = spawn_app_with(|c| c.keepalive_secs = 1).await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+    let frame = stream.next_frame(Duration::from_secs(5)).await;
+    assert_eq!(frame, Some(Frame::Comment("keep-alive".into())));
+}
+
+#[tokio::test]
+async fn a_turn_on_one_instance_streams_live_to_another() {
+    let a = spawn_app_with(|c| c.demo_word_delay_ms = 20).await;
+    let (_, email) = a.signed_up_user().await;
+    let b = second_instance(&a).await;
+    let (status, _, _) = b.login(&email, GOOD_PASSWORD).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_ne!(a.base, b.base);
+
+    let chat = a.create_chat("offline/demo").await;
+    let mut on_b = b.stream(&chat, None).await;
+    let turn = a.send(&chat, "across instances").await;
+    let events = on_b.until("turn_finished").await;
+    assert_eq!(events[0].1["turn_id"], turn.as_str());
+    assert!(text_of(&events).contains("across instances"));
+
+    // Stop, asked on B, reaches the task on A.
+    let slow = spawn_app_with(|c| c.demo_word_delay_ms = 300).await;
+    let (_, email) = slow.signed_up_user().await;
+    let other = second_instance(&slow).await;
+    other.login(&email, GOOD_PASSWORD).await;
+    let chat = slow.create_chat("offline/demo").await;
+    let mut stream = other.stream(&chat, None).await;
+    let turn = slow.send(&chat, "stop me from elsewhere").await;
+    stream.until("text_delta").await;
+    let res = other
+        .post(
+            &format!("/api/chats/{chat}/turns/{turn}/cancel"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let events = stream.until("turn_finished").await;
+    assert_eq!(events.last().expect("finished").1["status"], "cancelled");
+}
+
+/// A tool defined in the test: `notes__search`, counting what it runs.
+#[derive(Debug, Default)]
+struct NotesTool {
+    executed: AtomicUsize,
+    arguments: Mutex<Vec<Value>>,
+    users: Mutex<Vec<Uuid>>,
+}
+
+impl ToolBox for NotesTool {
+    fn tools_for(&self, _: Uuid) -> BoxFuture<'_, Vec<ToolSpec>> {
+        Box::pin(async {
+            vec![ToolSpec {
+                name: "notes__search".into(),
+                description: "Search the matter's notes.".into(),
+                input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+            }]
+        })
+    }
+
+    fn call<'a>(&'a self, ctx: ToolContext, call: &'a ToolCall) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            if call.name != "notes__search" {
+                return ToolOutcome::error(format!("There is no tool named \"{}\".", call.name));
+            }
+            self.executed.fetch_add(1, Ordering::SeqCst);
+            self.arguments
+                .lock()
+                .expect("lock")
+                .push(call.arguments.clone());
+            self.users.lock().expect("lock").push(ctx.user_id);
+            ToolOutcome {
+                ok: true,
+                content: "3 notes mention the lease".into(),
+            }
+        })
+    }
+}
+
+async fn app_with_notes(
+    configure: impl FnOnce(&mut countersign::Config),
+) -> (TestApp, Arc<NotesTool>) {
+    let tool = Arc::new(NotesTool::default());
+    let app = spawn_app_full(configure, Some(tool.clone())).await;
+    (app, tool)
+}
+
+#[tokio::test]
+async fn a_named_tool_is_called_once_and_its_result_summarised() {
+    let (app, tool) = app_with_notes(|_| {}).await;
+    let (user_id, _) = app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(&chat, r#"use notes.search with {"query":"lease"}"#)
+        .await;
+    let events = stream.until("turn_finished").await;
+
+    let call = events
+        .iter()
+        .find(|(_, e)| e["type"] == "tool_call")
+        .expect("tool_call event");
+    assert_eq!(call.1["tool_name"], "notes__search");
+    assert_eq!(call.1["arguments"], json!({"query": "lease"}));
+    let result = events
+        .iter()
+        .find(|(_, e)| e["type"] == "tool_result")
+        .expect("tool_result event");
+    assert_eq!(result.1["status"], "ok");
+    assert_eq!(result.1["id"], call.1["id"]);
+    assert!(call.0 < result.0);
+    assert!(
+        text_of(&events).contains("The tool notes__search returned: 3 notes mention the lease")
+    );
+    assert_eq!(events.last().expect("finished").1["status"], "done");
+
+    assert_eq!(tool.executed.load(Ordering::SeqCst), 1, "ran exactly once");
+    assert_eq!(
+        *tool.arguments.lock().expect("lock"),
+        vec![json!({"query": "lease"})]
+    );
+    assert_eq!(*tool.users.lock().expect("lock"), vec![user_id]);
+}
+
+#[tokio::test]
+async fn an_unknown_tool_gets_an_error_result_and_nothing_runs() {
+    let (app, tool) = app_with_notes(|_| {}).await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(&chat, "use ghost.tool with {}").await;
+    let events = stream.until("turn_finished").await;
+    let result = events
+        .iter()
+        .find(|(_, e)| e["type"] == "tool_result")
+        .expect("a result");
+    assert_eq!(result.1["status"], "error");
+    assert!(
+        result.1["error"]
+            .as_str()
+            .expect("error")
+            .contains("no tool named")
+    );
+    assert!(text_of(&events).contains("did not run"));
+    assert_eq!(tool.executed.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn the_tool_loop_stops_at_the_step_cap() {
+    let (app, tool) = app_with_notes(|c| c.max_tool_steps = 1).await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(&chat, r#"use notes.search with {"query":"x"}"#)
+        .await;
+    let events = stream.until("turn_finished").await;
+    let error = events
+        .iter()
+        .find(|(_, e)| e["type"] == "error")
+        .expect("error");
+    assert!(
+        error.1["message"]
+            .as_str()
+            .expect("message")
+            .contains("Stopped after 1 model calls")
+    );
+    assert_eq!(events.last().expect("finished").1["status"], "failed");
+    assert_eq!(
+        tool.executed.load(Ordering::SeqCst),
+        1,
+        "the call made before the cap still ran once"
+    );
+}

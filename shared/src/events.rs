@@ -1,0 +1,84 @@
+//! Events of a chat's stream (DESIGN §7): the `data:` of each SSE event is
+//! one of these as JSON, tagged by `type`; the SSE `id:` is the event's
+//! sequence number in the chat.
+
+use serde::{Deserialize, Serialize};
+
+/// One event. Every event of a turn carries that turn's `turn_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ChatEvent {
+    /// A turn began with the user's message.
+    TurnStarted {
+        /// The turn.
+        turn_id: String,
+        /// `provider/model` answering.
+        model: String,
+        /// The user's message that started it.
+        user_message: ChatEventMessage,
+    },
+    /// More of the model's text.
+    TextDelta {
+        /// The turn.
+        turn_id: String,
+        /// Text to append.
+        text: String,
+    },
+    /// The model proposed a tool call.
+    ToolCall {
+        /// The turn.
+        turn_id: String,
+        /// Call id.
+        id: String,
+        /// Name of the tool as offered to the model.
+        tool_name: String,
+        /// Arguments object.
+        arguments: serde_json::Value,
+    },
+    /// A proposed tool call produced a result (or could not run).
+    ToolResult {
+        /// The turn.
+        turn_id: String,
+        /// Call id.
+        id: String,
+        /// Tool name.
+        tool_name: String,
+        /// `ok` or `error`.
+        status: String,
+        /// Why, when not ok.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// Something went wrong, in words a user can act on.
+    Error {
+        /// The turn.
+        turn_id: String,
+        /// The message.
+        message: String,
+    },
+    /// The turn ended.
+    TurnFinished {
+        /// The turn.
+        turn_id: String,
+        /// `done`, `failed` or `cancelled`.
+        status: String,
+        /// Why a turn ended without model text on purpose.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        no_prose_reason: Option<String>,
+        /// The stored assistant message, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+    },
+    /// An event type this build does not know (newer server): ignore it.
+    #[serde(other)]
+    Unknown,
+}
+
+/// A message inside an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatEventMessage {
+    /// Message id.
+    pub id: String,
+    /// Text.
+    pub content: String,
+}
