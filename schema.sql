@@ -58,6 +58,46 @@ ALTER TABLE ONLY public._sqlx_migrations FORCE ROW LEVEL SECURITY;
 ALTER TABLE public._sqlx_migrations OWNER TO countersign_owner;
 
 --
+-- Name: chat_events; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.chat_events (
+    chat_id uuid NOT NULL,
+    seq bigint NOT NULL,
+    user_id uuid DEFAULT auth.uid() NOT NULL,
+    turn_id uuid,
+    type text NOT NULL,
+    data jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY public.chat_events FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.chat_events OWNER TO countersign_owner;
+
+--
+-- Name: chats; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.chats (
+    id uuid NOT NULL,
+    user_id uuid DEFAULT auth.uid() NOT NULL,
+    title text DEFAULT ''::text NOT NULL,
+    model text NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT chats_model_shape CHECK (((model ~ '^[a-z0-9_-]+/.+$'::text) AND (char_length(model) <= 200))),
+    CONSTRAINT chats_title_length CHECK ((char_length(title) <= 200))
+);
+
+ALTER TABLE ONLY public.chats FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.chats OWNER TO countersign_owner;
+
+--
 -- Name: login_failures; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -88,6 +128,29 @@ ALTER TABLE public.login_failures ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
 
 
 --
+-- Name: messages; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.messages (
+    id uuid NOT NULL,
+    chat_id uuid NOT NULL,
+    user_id uuid DEFAULT auth.uid() NOT NULL,
+    turn_id uuid NOT NULL,
+    role text NOT NULL,
+    content text NOT NULL,
+    status text DEFAULT 'complete'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT messages_content_length CHECK ((char_length(content) <= 200000)),
+    CONSTRAINT messages_role CHECK ((role = ANY (ARRAY['user'::text, 'assistant'::text]))),
+    CONSTRAINT messages_status CHECK ((status = ANY (ARRAY['complete'::text, 'stopped'::text, 'failed'::text])))
+);
+
+ALTER TABLE ONLY public.messages FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.messages OWNER TO countersign_owner;
+
+--
 -- Name: profiles; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -102,6 +165,25 @@ ALTER TABLE ONLY public.profiles FORCE ROW LEVEL SECURITY;
 
 
 ALTER TABLE public.profiles OWNER TO countersign_owner;
+
+--
+-- Name: provider_keys; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.provider_keys (
+    user_id uuid NOT NULL,
+    provider text NOT NULL,
+    key_id text NOT NULL,
+    nonce bytea NOT NULL,
+    ciphertext bytea NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT provider_keys_provider CHECK ((provider = ANY (ARRAY['anthropic'::text, 'openai'::text])))
+);
+
+ALTER TABLE ONLY public.provider_keys FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.provider_keys OWNER TO countersign_owner;
 
 --
 -- Name: sessions; Type: TABLE; Schema: public; Owner: countersign_owner
@@ -125,6 +207,31 @@ ALTER TABLE ONLY public.sessions FORCE ROW LEVEL SECURITY;
 
 
 ALTER TABLE public.sessions OWNER TO countersign_owner;
+
+--
+-- Name: turns; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.turns (
+    id uuid NOT NULL,
+    chat_id uuid NOT NULL,
+    user_id uuid DEFAULT auth.uid() NOT NULL,
+    status text DEFAULT 'running'::text NOT NULL,
+    model text NOT NULL,
+    started_seq bigint NOT NULL,
+    no_prose_reason text,
+    error text,
+    cancel_requested boolean DEFAULT false NOT NULL,
+    heartbeat_at timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT turns_status CHECK ((status = ANY (ARRAY['running'::text, 'done'::text, 'failed'::text, 'cancelled'::text])))
+);
+
+ALTER TABLE ONLY public.turns FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.turns OWNER TO countersign_owner;
 
 --
 -- Name: users; Type: TABLE; Schema: public; Owner: countersign_owner
@@ -154,11 +261,35 @@ ALTER TABLE ONLY public._sqlx_migrations
 
 
 --
+-- Name: chat_events chat_events_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.chat_events
+    ADD CONSTRAINT chat_events_pkey PRIMARY KEY (chat_id, seq);
+
+
+--
+-- Name: chats chats_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.chats
+    ADD CONSTRAINT chats_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: login_failures login_failures_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
 ALTER TABLE ONLY public.login_failures
     ADD CONSTRAINT login_failures_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: messages messages_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.messages
+    ADD CONSTRAINT messages_pkey PRIMARY KEY (id);
 
 
 --
@@ -170,6 +301,14 @@ ALTER TABLE ONLY public.profiles
 
 
 --
+-- Name: provider_keys provider_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.provider_keys
+    ADD CONSTRAINT provider_keys_pkey PRIMARY KEY (user_id, provider);
+
+
+--
 -- Name: sessions sessions_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -178,11 +317,26 @@ ALTER TABLE ONLY public.sessions
 
 
 --
+-- Name: turns turns_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.turns
+    ADD CONSTRAINT turns_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: users users_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: chats_user_updated_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX chats_user_updated_idx ON public.chats USING btree (user_id, updated_at DESC);
 
 
 --
@@ -200,6 +354,13 @@ CREATE INDEX login_failures_ip_idx ON public.login_failures USING btree (ip, fai
 
 
 --
+-- Name: messages_chat_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX messages_chat_idx ON public.messages USING btree (chat_id, created_at);
+
+
+--
 -- Name: sessions_token_hash_key; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 
@@ -214,10 +375,80 @@ CREATE INDEX sessions_user_id_idx ON public.sessions USING btree (user_id);
 
 
 --
+-- Name: turns_chat_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX turns_chat_idx ON public.turns USING btree (chat_id, started_at);
+
+
+--
+-- Name: turns_one_running_per_chat; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE UNIQUE INDEX turns_one_running_per_chat ON public.turns USING btree (chat_id) WHERE (status = 'running'::text);
+
+
+--
 -- Name: users_email_key; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 
 CREATE UNIQUE INDEX users_email_key ON public.users USING btree (email);
+
+
+--
+-- Name: chat_events chat_events_chat_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.chat_events
+    ADD CONSTRAINT chat_events_chat_id_fkey FOREIGN KEY (chat_id) REFERENCES public.chats(id) ON DELETE CASCADE;
+
+
+--
+-- Name: chat_events chat_events_turn_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.chat_events
+    ADD CONSTRAINT chat_events_turn_id_fkey FOREIGN KEY (turn_id) REFERENCES public.turns(id) ON DELETE CASCADE;
+
+
+--
+-- Name: chat_events chat_events_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.chat_events
+    ADD CONSTRAINT chat_events_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: chats chats_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.chats
+    ADD CONSTRAINT chats_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: messages messages_chat_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.messages
+    ADD CONSTRAINT messages_chat_id_fkey FOREIGN KEY (chat_id) REFERENCES public.chats(id) ON DELETE CASCADE;
+
+
+--
+-- Name: messages messages_turn_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.messages
+    ADD CONSTRAINT messages_turn_id_fkey FOREIGN KEY (turn_id) REFERENCES public.turns(id) ON DELETE CASCADE;
+
+
+--
+-- Name: messages messages_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.messages
+    ADD CONSTRAINT messages_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -229,6 +460,14 @@ ALTER TABLE ONLY public.profiles
 
 
 --
+-- Name: provider_keys provider_keys_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.provider_keys
+    ADD CONSTRAINT provider_keys_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
 -- Name: sessions sessions_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -237,10 +476,66 @@ ALTER TABLE ONLY public.sessions
 
 
 --
+-- Name: turns turns_chat_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.turns
+    ADD CONSTRAINT turns_chat_id_fkey FOREIGN KEY (chat_id) REFERENCES public.chats(id) ON DELETE CASCADE;
+
+
+--
+-- Name: turns turns_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.turns
+    ADD CONSTRAINT turns_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
 -- Name: _sqlx_migrations; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
 --
 
 ALTER TABLE public._sqlx_migrations ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: chat_events; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.chat_events ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: chat_events chat_events_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY chat_events_owner ON public.chat_events TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+
+
+--
+-- Name: chat_events chat_events_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY chat_events_service ON public.chat_events TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: chats; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.chats ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: chats chats_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY chats_owner ON public.chats TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+
+
+--
+-- Name: chats chats_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY chats_service ON public.chats TO service_role USING (true) WITH CHECK (true);
+
 
 --
 -- Name: login_failures; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
@@ -253,6 +548,26 @@ ALTER TABLE public.login_failures ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY login_failures_service ON public.login_failures TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: messages; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.messages ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: messages messages_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY messages_owner ON public.messages TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+
+
+--
+-- Name: messages messages_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY messages_service ON public.messages TO service_role USING (true) WITH CHECK (true);
 
 
 --
@@ -287,6 +602,19 @@ CREATE POLICY profiles_service ON public.profiles TO service_role USING (true) W
 
 
 --
+-- Name: provider_keys; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.provider_keys ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: provider_keys provider_keys_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY provider_keys_service ON public.provider_keys TO service_role USING (true) WITH CHECK (true);
+
+
+--
 -- Name: sessions; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
 --
 
@@ -297,6 +625,26 @@ ALTER TABLE public.sessions ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY sessions_service ON public.sessions TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: turns; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.turns ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: turns turns_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY turns_owner ON public.turns TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+
+
+--
+-- Name: turns turns_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY turns_service ON public.turns TO service_role USING (true) WITH CHECK (true);
 
 
 --
@@ -341,10 +689,34 @@ GRANT ALL ON FUNCTION auth.uid() TO service_role;
 
 
 --
+-- Name: TABLE chat_events; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.chat_events TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.chat_events TO service_role;
+
+
+--
+-- Name: TABLE chats; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.chats TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.chats TO service_role;
+
+
+--
 -- Name: TABLE login_failures; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
 GRANT SELECT,INSERT,DELETE ON TABLE public.login_failures TO service_role;
+
+
+--
+-- Name: TABLE messages; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.messages TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.messages TO service_role;
 
 
 --
@@ -356,10 +728,25 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.profiles TO service_role;
 
 
 --
+-- Name: TABLE provider_keys; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.provider_keys TO service_role;
+
+
+--
 -- Name: TABLE sessions; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.sessions TO service_role;
+
+
+--
+-- Name: TABLE turns; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.turns TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.turns TO service_role;
 
 
 --
@@ -383,17 +770,37 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.users TO service_role;
 REVOKE ALL ON TABLE _sqlx_migrations FROM anon;
 REVOKE ALL ON TABLE _sqlx_migrations FROM authenticated;
 REVOKE ALL ON TABLE _sqlx_migrations FROM service_role;
+-- chat_events: row level security enabled and forced
+REVOKE ALL ON TABLE chat_events FROM anon;
+-- authenticated may: SELECT, INSERT, UPDATE, DELETE
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- chats: row level security enabled and forced
+REVOKE ALL ON TABLE chats FROM anon;
+-- authenticated may: SELECT, INSERT, UPDATE, DELETE
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- login_failures: row level security enabled and forced
 REVOKE ALL ON TABLE login_failures FROM anon;
 REVOKE ALL ON TABLE login_failures FROM authenticated;
 -- service_role may: SELECT, INSERT, DELETE
+-- messages: row level security enabled and forced
+REVOKE ALL ON TABLE messages FROM anon;
+-- authenticated may: SELECT, INSERT, UPDATE, DELETE
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- profiles: row level security enabled and forced
 REVOKE ALL ON TABLE profiles FROM anon;
 -- authenticated may: SELECT, INSERT, UPDATE
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- provider_keys: row level security enabled and forced
+REVOKE ALL ON TABLE provider_keys FROM anon;
+REVOKE ALL ON TABLE provider_keys FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- sessions: row level security enabled and forced
 REVOKE ALL ON TABLE sessions FROM anon;
 REVOKE ALL ON TABLE sessions FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- turns: row level security enabled and forced
+REVOKE ALL ON TABLE turns FROM anon;
+-- authenticated may: SELECT, INSERT, UPDATE, DELETE
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- users: row level security enabled and forced
 REVOKE ALL ON TABLE users FROM anon;

@@ -7,9 +7,12 @@
 //!   API tests against a throwaway Postgres, the schema drift check, and the
 //!   browser e2e in headless Chromium.
 //! - `schema`: regenerate `schema.sql` from a freshly migrated database.
+//! - `bench`: time to first token added by the server, memory per idle
+//!   stream (printed figures, never asserted).
 //!
 //! Each step prints the command it runs, so a failure says where it was.
 
+mod bench;
 mod pg;
 mod proc;
 mod run;
@@ -26,6 +29,7 @@ commands:
   run      run the product: embedded Postgres, server on http://127.0.0.1:3000
   test     run every check (what CI runs)
   schema   regenerate schema.sql from a freshly migrated database
+  bench    print the server's figures (time to first token, memory per stream)
   web      build the web app into frontend/dist/pkg";
 
 fn main() {
@@ -34,6 +38,7 @@ fn main() {
         Some("run") => run::run(),
         Some("test") => test::test(),
         Some("schema") => schema::write(),
+        Some("bench") => bench::bench(),
         Some("web") => tools::ensure_wasm_bindgen().and_then(|()| web::build()),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");

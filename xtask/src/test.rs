@@ -118,7 +118,13 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
                 "COUNTERSIGN_STATIC_DIR",
                 crate::root().join("frontend/dist"),
             )
-            .env("RUST_LOG", "warn"),
+            .env("RUST_LOG", "warn")
+            // Slow enough to reload, open a second tab or press Stop mid-reply.
+            .env("COUNTERSIGN_DEMO_WORD_DELAY_MS", "150")
+            .env(
+                "COUNTERSIGN_SECRET_KEY",
+                "4e2f1c9d8b7a6f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6",
+            ),
     )?;
     let base_url = format!("http://127.0.0.1:{port}");
     let result =

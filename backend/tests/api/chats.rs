@@ -25,10 +25,7 @@ async fn chats_are_listed_newest_first_renamed_and_deleted() {
     let res = app
         .client
         .patch(app.url(&format!("/api/chats/{first}")))
-        .header(
-            "x-csrf-token",
-            app.csrf.lock().expect("lock").clone().expect("csrf"),
-        )
+        .header("x-csrf-token", app.csrf_token())
         .json(&json!({ "title": "Lease review" }))
         .send()
         .await
@@ -41,10 +38,7 @@ async fn chats_are_listed_newest_first_renamed_and_deleted() {
     let res = app
         .client
         .delete(app.url(&format!("/api/chats/{first}")))
-        .header(
-            "x-csrf-token",
-            app.csrf.lock().expect("lock").clone().expect("csrf"),
-        )
+        .header("x-csrf-token", app.csrf_token())
         .send()
         .await
         .expect("delete");
@@ -191,7 +185,7 @@ async fn provider_keys_are_stored_encrypted_and_never_returned() {
         spawn_app_with(|c| c.secret_key = Some(countersign::config::Secret::new(KEY_HEX))).await;
     let (user_id, _) = app.signed_up_user().await;
     let secret = "sk-ant-test-DO-NOT-LEAK-1234567890";
-    let csrf = app.csrf.lock().expect("lock").clone().expect("csrf");
+    let csrf = app.csrf_token();
     let res = app
         .client
         .put(app.url("/api/settings/provider-keys/anthropic"))
@@ -256,7 +250,7 @@ async fn provider_keys_are_stored_encrypted_and_never_returned() {
 async fn without_a_secret_key_keys_cannot_be_stored() {
     let app = spawn_app().await;
     app.signed_up_user().await;
-    let csrf = app.csrf.lock().expect("lock").clone().expect("csrf");
+    let csrf = app.csrf_token();
     let res = app
         .client
         .put(app.url("/api/settings/provider-keys/openai"))

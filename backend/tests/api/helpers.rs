@@ -155,6 +155,11 @@ impl TestApp {
             .expect("superuser connection")
     }
 
+    /// The current session's CSRF token.
+    pub fn csrf_token(&self) -> String {
+        self.csrf.lock().expect("lock").clone().expect("signed in")
+    }
+
     /// POST JSON with the current CSRF token (if any).
     pub async fn post(&self, path: &str, body: &Value) -> reqwest::Response {
         let mut req = self.client.post(self.url(path)).json(body);

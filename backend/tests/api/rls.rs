@@ -47,7 +47,7 @@ async fn anon_and_authenticated_cannot_read_sessions_or_password_hashes() {
     let app = spawn_app().await;
     let (a, _) = app.signed_up_user().await;
 
-    for table in ["sessions", "users", "login_failures"] {
+    for table in ["sessions", "users", "login_failures", "provider_keys"] {
         let mut tx = db::user_tx(&app.pool, a).await.expect("user tx");
         let err = sqlx::query(sqlx::AssertSqlSafe(format!("select * from {table}")))
             .fetch_all(&mut *tx)
@@ -139,7 +139,13 @@ async fn anon_has_no_privilege_on_any_table_and_service_tables_none_for_authenti
     .expect("catalog");
     let anon: Vec<_> = grants.iter().filter(|(r, _, _)| r == "anon").collect();
     assert!(anon.is_empty(), "anon may: {anon:?}");
-    let service_only = ["users", "sessions", "login_failures", "_sqlx_migrations"];
+    let service_only = [
+        "users",
+        "sessions",
+        "login_failures",
+        "provider_keys",
+        "_sqlx_migrations",
+    ];
     let leaked: Vec<_> = grants
         .iter()
         .filter(|(_, t, _)| service_only.contains(&t.as_str()))
@@ -171,4 +177,40 @@ async fn the_servers_role_cannot_bypass_rls_and_an_owner_role_is_flagged() {
     .await
     .expect("role");
     assert!(!superuser && !bypass);
+}
+
+#[tokio::test]
+async fn as_authenticated_user_a_cannot_see_user_bs_chats_turns_messages_or_events() {
+    let app = spawn_app().await;
+    let (a, _) = app.signed_up_user().await;
+    let chat_a = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat_a, None).await;
+    app.send(&chat_a, "A's privileged note").await;
+    stream.until("turn_finished").await;
+
+    let b_app = crate::helpers::TestApp {
+        client: crate::helpers::new_client(),
+        csrf: Default::default(),
+        ..app
+    };
+    let (b, _) = b_app.signed_up_user().await;
+    let chat_b = b_app.create_chat("offline/demo").await;
+
+    for (user, own_chat, other) in [(a, &chat_a, "B"), (b, &chat_b, "A")] {
+        let mut tx = db::user_tx(&b_app.pool, user).await.expect("user tx");
+        for table in ["chats", "turns", "messages", "chat_events"] {
+            let column = if table == "chats" { "id" } else { "chat_id" };
+            // No WHERE on the owner: the policies alone decide.
+            let chats: Vec<uuid::Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "select distinct {column} from {table}"
+            )))
+            .fetch_all(&mut *tx)
+            .await
+            .expect("select");
+            assert!(
+                chats.iter().all(|c| c.to_string() == *own_chat),
+                "{table}: {other}'s rows are visible: {chats:?}"
+            );
+        }
+    }
 }

@@ -2,8 +2,7 @@
 //! Stop, and the tool loop.
 
 use crate::helpers::{
-    Frame, GOOD_PASSWORD, TestApp, second_instance, spawn_app, spawn_app_full, spawn_app_with,
-    text_of,
+    Frame, GOOD_PASSWORD, TestApp, second_instance, spawn_app_full, spawn_app_with, text_of,
 };
 use countersign::{
     llm::{ToolCall, ToolSpec},
@@ -343,5 +342,184 @@ async fn the_tool_loop_stops_at_the_step_cap() {
         tool.executed.load(Ordering::SeqCst),
         1,
         "the call made before the cap still ran once"
+    );
+}
+
+/// A local OpenAI-compatible endpoint for turn-level tests: answers each
+/// completion request with the next canned SSE body and records the
+/// requests it got.
+#[derive(Clone, Default)]
+struct FakeOpenAi {
+    bodies: Arc<Mutex<std::collections::VecDeque<String>>>,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+impl FakeOpenAi {
+    async fn start(bodies: Vec<String>) -> (Self, String) {
+        let fake = Self {
+            bodies: Arc::new(Mutex::new(bodies.into())),
+            requests: Arc::default(),
+        };
+        let state = fake.clone();
+        let app = axum::Router::new().route(
+            "/v1/chat/completions",
+            axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+                let state = state.clone();
+                async move {
+                    state.requests.lock().expect("lock").push(body);
+                    let reply = state
+                        .bodies
+                        .lock()
+                        .expect("lock")
+                        .pop_front()
+                        .unwrap_or_default();
+                    ([("content-type", "text/event-stream")], reply)
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (fake, format!("http://{addr}/v1"))
+    }
+}
+
+fn openai_text(text: &str) -> String {
+    let delta = json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": null}]});
+    let stop = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+    format!("data: {delta}\n\ndata: {stop}\n\ndata: [DONE]\n\n")
+}
+
+fn openai_empty() -> String {
+    let stop =
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": "stop"}]});
+    format!("data: {stop}\n\ndata: [DONE]\n\n")
+}
+
+#[tokio::test]
+async fn an_empty_answer_says_so_and_never_enters_the_history() {
+    let (fake, base) = FakeOpenAi::start(vec![openai_empty(), openai_text("Second answer.")]).await;
+    let app = spawn_app_with(|c| c.openai_base_url = Some(base)).await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("openai/local-model").await;
+    let mut stream = app.stream(&chat, None).await;
+
+    app.send(&chat, "first question").await;
+    let events = stream.until("turn_finished").await;
+    let error = events
+        .iter()
+        .find(|(_, e)| e["type"] == "error")
+        .expect("error event");
+    assert_eq!(error.1["message"], "The model returned an empty response.");
+
+    app.send(&chat, "second question").await;
+    let events = stream.until("turn_finished").await;
+    assert_eq!(text_of(&events), "Second answer.");
+    assert!(
+        !events.iter().any(|(_, e)| e["type"] == "error"),
+        "a turn with text has no such error"
+    );
+
+    let requests = fake.requests.lock().expect("lock").clone();
+    assert_eq!(requests.len(), 2);
+    let history: Vec<(String, Value)> = requests[1]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().expect("role").to_owned(),
+                m["content"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        history,
+        vec![
+            (
+                "system".to_owned(),
+                json!(countersign::turns::SYSTEM_PROMPT)
+            ),
+            ("user".to_owned(), json!("first question")),
+            ("user".to_owned(), json!("second question")),
+        ],
+        "no empty assistant message in the history"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_lives_only_in_events_is_recovered_for_the_history() {
+    let (fake, base) = FakeOpenAi::start(vec![openai_text("Noted.")]).await;
+    let app = spawn_app_with(|c| c.openai_base_url = Some(base)).await;
+    let (user_id, _) = app.signed_up_user().await;
+    let chat = app.create_chat("openai/local-model").await;
+
+    // A turn whose process died mid-answer: its text exists only as events.
+    let chat_id: Uuid = chat.parse().expect("uuid");
+    let turn_id = Uuid::new_v4();
+    let mut su = app.superuser().await;
+    sqlx::query(
+        "insert into turns (id, chat_id, user_id, status, model, started_seq) values ($1, $2, $3, 'failed', 'openai/local-model', 1);
+         ",
+    )
+    .bind(turn_id)
+    .bind(chat_id)
+    .bind(user_id)
+    .execute(&mut su)
+    .await
+    .expect("turn");
+    sqlx::query("insert into messages (id, chat_id, user_id, turn_id, role, content) values ($1, $2, $3, $4, 'user', 'earlier question')")
+        .bind(Uuid::new_v4())
+        .bind(chat_id)
+        .bind(user_id)
+        .bind(turn_id)
+        .execute(&mut su)
+        .await
+        .expect("message");
+    for (seq, text) in [(1, "Recovered "), (2, "answer.")] {
+        sqlx::query(
+            "insert into chat_events (chat_id, seq, user_id, turn_id, type, data)
+             values ($1, $2, $3, $4, 'text_delta', jsonb_build_object('type', 'text_delta', 'turn_id', $4::text, 'text', $5::text))",
+        )
+        .bind(chat_id)
+        .bind(seq)
+        .bind(user_id)
+        .bind(turn_id)
+        .bind(text)
+        .execute(&mut su)
+        .await
+        .expect("event");
+    }
+    sqlx::query("update chats set last_seq = 2 where id = $1")
+        .bind(chat_id)
+        .execute(&mut su)
+        .await
+        .expect("seq");
+
+    let mut stream = app.stream(&chat, Some(2)).await;
+    app.send(&chat, "and now?").await;
+    stream.until("turn_finished").await;
+    let requests = fake.requests.lock().expect("lock").clone();
+    let history: Vec<(String, Value)> = requests[0]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .skip(1)
+        .map(|m| {
+            (
+                m["role"].as_str().expect("role").to_owned(),
+                m["content"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        history,
+        vec![
+            ("user".to_owned(), json!("earlier question")),
+            ("assistant".to_owned(), json!("Recovered answer.")),
+            ("user".to_owned(), json!("and now?")),
+        ]
     );
 }

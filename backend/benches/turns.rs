@@ -1,0 +1,282 @@
+//! `cargo xtask bench`: figures, not pass/fail.
+//!
+//! 1. Server-added time to first token: a local fake OpenAI-compatible
+//!    provider streams its first token at once. We time (a) a client asking
+//!    the fake directly for its first content chunk, and (b) a chat message
+//!    sent to a real Countersign server (a separate release process over a
+//!    real Postgres) until the first `text_delta` arrives on the chat's SSE
+//!    stream. The difference is what Countersign adds: the turn task, the
+//!    provider request, the event append + NOTIFY, and the stream read.
+//! 2. Resident memory per idle stream: the server's RSS before and after
+//!    1,000 open SSE streams, divided by 1,000.
+//!
+//! Needs `COUNTERSIGN_TEST_SUPERUSER_URL` (a scratch cluster) and
+//! `COUNTERSIGN_BENCH_SERVER` (the release server binary); the xtask sets
+//! both.
+
+use axum::{
+    Router,
+    body::Body,
+    response::Response,
+    routing::{get, post},
+};
+use serde_json::{Value, json};
+use std::{
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+const ROUNDS: usize = 40;
+const STREAMS: usize = 1000;
+
+fn chunk(content: &str) -> String {
+    let data = json!({
+        "id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]
+    });
+    format!("data: {data}\n\n")
+}
+
+/// The fake provider: the first token at once, the rest 2 ms apart.
+async fn fake_completions() -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::convert::Infallible>>(16);
+    tokio::spawn(async move {
+        let _ = tx.send(Ok(chunk("Hello"))).await;
+        for word in [" from", " the", " fake", " provider."] {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            let _ = tx.send(Ok(chunk(word))).await;
+        }
+        let done = json!({
+            "id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+        });
+        let _ = tx
+            .send(Ok(format!("data: {done}\n\ndata: [DONE]\n\n")))
+            .await;
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .expect("response")
+}
+
+async fn start_fake() -> String {
+    let app = Router::new()
+        .route("/v1/chat/completions", post(fake_completions))
+        .route(
+            "/v1/models",
+            get(|| async {
+                axum::Json(json!({"object": "list", "data": [{"id": "fake", "object": "model"}]}))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/v1")
+}
+
+fn median_and_p90(mut samples: Vec<Duration>) -> (f64, f64) {
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    (
+        ms(samples[samples.len() / 2]),
+        ms(samples[samples.len() * 9 / 10]),
+    )
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+struct Server(Child);
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let superuser =
+        std::env::var("COUNTERSIGN_TEST_SUPERUSER_URL").expect("COUNTERSIGN_TEST_SUPERUSER_URL");
+    let server_bin = std::env::var("COUNTERSIGN_BENCH_SERVER").expect("COUNTERSIGN_BENCH_SERVER");
+    let fake = start_fake().await;
+
+    let database = format!("bench_{}", std::process::id());
+    countersign::db::bootstrap(&superuser, &database, "bench", "bench")
+        .await
+        .expect("bootstrap");
+    let mut su = reqwest::Url::parse(&superuser).expect("url");
+    let mut url_for = |user: &str| {
+        su.set_username(user).expect("user");
+        su.set_password(Some("bench")).expect("password");
+        su.set_path(&database);
+        su.to_string()
+    };
+    let (app_url, owner_url) = (url_for("countersign_app"), url_for("countersign_owner"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let child = Command::new(&server_bin)
+        .arg("serve")
+        .env("DATABASE_URL", &app_url)
+        .env("COUNTERSIGN_MIGRATION_DATABASE_URL", &owner_url)
+        .env("COUNTERSIGN_BIND", format!("127.0.0.1:{port}"))
+        .env("OPENAI_BASE_URL", &fake)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the server");
+    let server = Server(child);
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .expect("client");
+    let start = Instant::now();
+    while client
+        .get(format!("{base}/readyz"))
+        .send()
+        .await
+        .map(|r| !r.status().is_success())
+        .unwrap_or(true)
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "server not ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // (a) Directly.
+    let mut direct = Vec::new();
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        let mut res = client
+            .post(format!("{fake}/chat/completions"))
+            .json(&json!({"model": "fake", "stream": true, "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .await
+            .expect("fake");
+        let mut seen = String::new();
+        while let Some(bytes) = res.chunk().await.expect("chunk") {
+            seen.push_str(&String::from_utf8_lossy(&bytes));
+            if seen.contains("\"content\"") {
+                break;
+            }
+        }
+        direct.push(t.elapsed());
+    }
+
+    // (b) Through Countersign.
+    let body: Value = client
+        .post(format!("{base}/api/auth/signup"))
+        .json(&json!({"email": "bench@example.org", "password": "tidal quartz lantern orchard"}))
+        .send()
+        .await
+        .expect("signup")
+        .json()
+        .await
+        .expect("json");
+    let csrf = body["csrf_token"].as_str().expect("csrf").to_owned();
+    let chat: Value = client
+        .post(format!("{base}/api/chats"))
+        .header("x-csrf-token", &csrf)
+        .json(&json!({"model": "openai/fake"}))
+        .send()
+        .await
+        .expect("chat")
+        .json()
+        .await
+        .expect("json");
+    let chat_id = chat["id"].as_str().expect("id").to_owned();
+    let mut stream = client
+        .get(format!("{base}/api/chats/{chat_id}/stream"))
+        .send()
+        .await
+        .expect("stream");
+    let mut buffer = String::new();
+    let mut through = Vec::new();
+    for round in 0..ROUNDS {
+        let t = Instant::now();
+        let res = client
+            .post(format!("{base}/api/chats/{chat_id}/messages"))
+            .header("x-csrf-token", &csrf)
+            .json(&json!({"content": format!("round {round}")}))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), 202, "send");
+        let mut first = None;
+        loop {
+            if let Some(i) = buffer.find("\n\n") {
+                let frame: String = buffer.drain(..i + 2).collect();
+                if frame.contains("\"type\":\"text_delta\"") && first.is_none() {
+                    first = Some(t.elapsed());
+                }
+                if frame.contains("\"type\":\"turn_finished\"") {
+                    assert!(
+                        frame.contains("\"status\":\"done\""),
+                        "turn failed: {frame}"
+                    );
+                    break;
+                }
+                continue;
+            }
+            let bytes = stream.chunk().await.expect("chunk").expect("stream open");
+            buffer.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        through.push(first.expect("a text delta"));
+    }
+    drop(stream);
+
+    let (d_med, d_p90) = median_and_p90(direct);
+    let (t_med, t_p90) = median_and_p90(through);
+    println!("\ntime to first token, {ROUNDS} rounds (ms):");
+    println!("  fake provider directly      median {d_med:7.2}   p90 {d_p90:7.2}");
+    println!("  through Countersign         median {t_med:7.2}   p90 {t_p90:7.2}");
+    println!(
+        "  server-added                median {:7.2}   ratio {:.1}x",
+        t_med - d_med,
+        t_med / d_med.max(0.001)
+    );
+
+    // Idle streams.
+    let pid = server.0.id();
+    let before = rss_kib(pid);
+    let mut open = Vec::with_capacity(STREAMS);
+    for _ in 0..STREAMS {
+        let res = client
+            .get(format!("{base}/api/chats/{chat_id}/stream?after=1000000"))
+            .send()
+            .await
+            .expect("stream");
+        assert!(res.status().is_success());
+        open.push(res);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss_kib(pid);
+    println!(
+        "\nidle SSE streams: server RSS {before} KiB with none, {after} KiB with {STREAMS} open"
+    );
+    println!(
+        "  per idle stream             {:.1} KiB",
+        (after.saturating_sub(before)) as f64 / STREAMS as f64
+    );
+    drop(open);
+}

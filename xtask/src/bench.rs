@@ -1,0 +1,32 @@
+//! `cargo xtask bench`: the server's figures (time to first token it adds,
+//! memory per idle stream), printed, never asserted. See
+//! `backend/benches/turns.rs` for what is measured and how.
+
+use crate::{
+    pg::StopOnDrop,
+    proc::{cmd, run},
+    test::throwaway_cluster,
+};
+
+/// Builds the release server, starts a scratch Postgres and runs the bench.
+pub fn bench() -> anyhow::Result<()> {
+    run(cmd("cargo").args(["build", "--release", "-p", "countersign"]))?;
+    let server = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate::root().join("target"))
+        .join("release/countersign");
+    let cluster = throwaway_cluster("pg-bench")?;
+    let _stop = StopOnDrop(&cluster);
+    // 1,000 streams need more than the default 1,024 file descriptors.
+    run(cmd("sh")
+        .args([
+            "-c",
+            "ulimit -n 65536 2>/dev/null || ulimit -n 8192; exec cargo bench -q -p countersign --bench turns",
+        ])
+        .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url())
+        .env("COUNTERSIGN_BENCH_SERVER", server))?;
+    println!(
+        "\n(figures from `cargo xtask bench` on this machine; shared and noisy, take them as sizes)"
+    );
+    Ok(())
+}
