@@ -104,6 +104,7 @@ pub async fn request_cancel(tx: &mut Tx, turn_id: Uuid) -> Result<(), sqlx::Erro
 pub struct EventHub {
     appended: broadcast::Sender<Appended>,
     running: Mutex<HashMap<Uuid, watch::Sender<bool>>>,
+    closing: watch::Sender<bool>,
 }
 
 impl EventHub {
@@ -112,6 +113,7 @@ impl EventHub {
         std::sync::Arc::new(Self {
             appended: broadcast::channel(1024).0,
             running: Mutex::new(HashMap::new()),
+            closing: watch::channel(false).0,
         })
     }
 
@@ -163,6 +165,20 @@ impl EventHub {
             }
             _ => {}
         }
+    }
+
+    /// The server is shutting down: open streams end (browsers reconnect
+    /// to another instance with `Last-Event-ID`), so graceful shutdown is not
+    /// held up by connections that never finish.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Resolves once [`EventHub::close`] was called.
+    pub async fn closed(&self) {
+        let mut rx = self.closing.subscribe();
+        // An error means the hub is gone: closed as well.
+        let _ = rx.wait_for(|closing| *closing).await;
     }
 
     /// Wake-ups of every chat; streams filter their own.

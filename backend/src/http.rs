@@ -71,12 +71,17 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves `router(state)` on `listener` until `shutdown` resolves, then
-/// finishes in-flight requests.
+/// ends open event streams and finishes in-flight requests.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let hub = state.hub.clone();
+    let shutdown = async move {
+        shutdown.await;
+        hub.close();
+    };
     axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<SocketAddr>(),

@@ -401,6 +401,9 @@ async fn drive(
 
         let mut step_text = String::new();
         let mut pending = String::new();
+        // The first delta goes out at once (time to first token); later ones
+        // are coalesced to at most one write per FLUSH_EVERY.
+        let mut last_flush = Instant::now() - FLUSH_EVERY;
         let mut flush_at = Instant::now();
         let mut calls: Vec<ToolCall> = Vec::new();
         loop {
@@ -413,6 +416,7 @@ async fn drive(
                 }
                 () = tokio::time::sleep_until(flush_at), if !pending.is_empty() => {
                     emitter.text(&mut pending).await;
+                    last_flush = Instant::now();
                     continue;
                 }
                 item = rx.recv() => item,
@@ -420,7 +424,7 @@ async fn drive(
             match item {
                 Some(Ok(LlmEvent::TextDelta(delta))) => {
                     if pending.is_empty() {
-                        flush_at = Instant::now() + FLUSH_EVERY;
+                        flush_at = (last_flush + FLUSH_EVERY).max(Instant::now());
                     }
                     pending.push_str(&delta);
                     step_text.push_str(&delta);

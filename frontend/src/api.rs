@@ -11,7 +11,9 @@
 use std::fmt;
 
 use countersign_api::{
-    CSRF_HEADER, ErrorBody, LoginRequest, MeResponse, SessionResponse, SignupRequest,
+    CSRF_HEADER, ChatDetail, ChatSummary, CreateChatRequest, ErrorBody, LoginRequest, MeResponse,
+    ModelsResponse, ProviderKeyStatus, SendMessageRequest, SessionResponse, SetProviderKeyRequest,
+    SignupRequest, TurnAccepted, UpdateChatRequest,
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::de::DeserializeOwned;
@@ -29,6 +31,12 @@ impl ApiError {
     /// The session is missing or expired (HTTP 401).
     pub fn is_unauthorized(&self) -> bool {
         self.status == Some(401)
+    }
+
+    /// The request conflicts with the current state (HTTP 409), e.g. a reply
+    /// is still being written, or the turn to stop already finished.
+    pub fn is_conflict(&self) -> bool {
+        self.status == Some(409)
     }
 
     fn network() -> Self {
@@ -76,6 +84,133 @@ pub async fn login(body: &LoginRequest) -> Result<SessionResponse, ApiError> {
 pub async fn logout(csrf_token: &str) -> Result<(), ApiError> {
     let response = send(with_csrf(Request::post("/api/auth/logout"), csrf_token).build()).await?;
     expect_success(response).await
+}
+
+/// `GET /api/chats`: the caller's chats, most recently used first.
+pub async fn list_chats() -> Result<Vec<ChatSummary>, ApiError> {
+    let response = send(Request::get("/api/chats").build()).await?;
+    read_json(response).await
+}
+
+/// `POST /api/chats`: a new, empty chat with `model`.
+pub async fn create_chat(csrf_token: &str, model: &str) -> Result<ChatSummary, ApiError> {
+    let body = CreateChatRequest {
+        model: model.to_owned(),
+        title: None,
+    };
+    let response = send(with_csrf(Request::post("/api/chats"), csrf_token).json(&body)).await?;
+    read_json(response).await
+}
+
+/// `GET /api/chats/{id}`: finished messages and where the stream resumes.
+pub async fn get_chat(chat_id: &str) -> Result<ChatDetail, ApiError> {
+    let url = format!("/api/chats/{}", segment(chat_id));
+    let response = send(Request::get(&url).build()).await?;
+    read_json(response).await
+}
+
+/// `PATCH /api/chats/{id}`: rename, or change the model of later turns.
+pub async fn update_chat(
+    csrf_token: &str,
+    chat_id: &str,
+    body: &UpdateChatRequest,
+) -> Result<ChatSummary, ApiError> {
+    let url = format!("/api/chats/{}", segment(chat_id));
+    let response = send(with_csrf(Request::patch(&url), csrf_token).json(body)).await?;
+    read_json(response).await
+}
+
+/// `DELETE /api/chats/{id}` (204).
+pub async fn delete_chat(csrf_token: &str, chat_id: &str) -> Result<(), ApiError> {
+    let url = format!("/api/chats/{}", segment(chat_id));
+    let response = send(with_csrf(Request::delete(&url), csrf_token).build()).await?;
+    expect_success(response).await
+}
+
+/// `POST /api/chats/{id}/messages`: starts a turn (202). A 409 means a
+/// reply is still being written.
+pub async fn send_message(
+    csrf_token: &str,
+    chat_id: &str,
+    content: &str,
+) -> Result<TurnAccepted, ApiError> {
+    let url = format!("/api/chats/{}/messages", segment(chat_id));
+    let body = SendMessageRequest {
+        content: content.to_owned(),
+    };
+    let response = send(with_csrf(Request::post(&url), csrf_token).json(&body)).await?;
+    read_json(response).await
+}
+
+/// `POST /api/chats/{id}/turns/{turn_id}/cancel` (202). A 409 means the
+/// turn already finished.
+pub async fn cancel_turn(csrf_token: &str, chat_id: &str, turn_id: &str) -> Result<(), ApiError> {
+    let url = format!(
+        "/api/chats/{}/turns/{}/cancel",
+        segment(chat_id),
+        segment(turn_id)
+    );
+    let response = send(with_csrf(Request::post(&url), csrf_token).build()).await?;
+    expect_success(response).await
+}
+
+/// The URL of `GET /api/chats/{id}/stream` (Server-Sent Events), replaying
+/// every event with a sequence number above `after`. [`crate::sse`] opens
+/// it; reconnects send `Last-Event-ID`, which the server prefers.
+pub fn chat_stream_url(chat_id: &str, after: i64) -> String {
+    format!("/api/chats/{}/stream?after={after}", segment(chat_id))
+}
+
+/// `GET /api/models`: the models the caller can use now.
+pub async fn list_models() -> Result<ModelsResponse, ApiError> {
+    let response = send(Request::get("/api/models").build()).await?;
+    read_json(response).await
+}
+
+/// `GET /api/settings/provider-keys`: which keys are set (never the keys).
+pub async fn provider_keys() -> Result<Vec<ProviderKeyStatus>, ApiError> {
+    let response = send(Request::get("/api/settings/provider-keys").build()).await?;
+    read_json(response).await
+}
+
+/// `PUT /api/settings/provider-keys/{provider}` (204).
+pub async fn set_provider_key(
+    csrf_token: &str,
+    provider: &str,
+    api_key: &str,
+) -> Result<(), ApiError> {
+    let url = format!("/api/settings/provider-keys/{}", segment(provider));
+    let body = SetProviderKeyRequest {
+        api_key: api_key.to_owned(),
+    };
+    let response = send(with_csrf(Request::put(&url), csrf_token).json(&body)).await?;
+    expect_success(response).await
+}
+
+/// `DELETE /api/settings/provider-keys/{provider}` (204).
+pub async fn delete_provider_key(csrf_token: &str, provider: &str) -> Result<(), ApiError> {
+    let url = format!("/api/settings/provider-keys/{}", segment(provider));
+    let response = send(with_csrf(Request::delete(&url), csrf_token).build()).await?;
+    expect_success(response).await
+}
+
+/// Percent-encodes one path segment. Ids come from the address bar too, so
+/// a crafted `/chats/..%2Fsettings` must stay one segment of a chat URL.
+fn segment(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    // "." and ".." are dot-segments even when not encoded elsewhere.
+    match out.as_str() {
+        "." => "%2E".into(),
+        ".." => "%2E%2E".into(),
+        _ => out,
+    }
 }
 
 /// Adds the session's CSRF token; every non-GET request of a signed-in

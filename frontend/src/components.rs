@@ -1,12 +1,28 @@
-//! Small pieces shared by several pages.
+//! Small pieces shared by several pages, named for what the user sees.
 
+mod chat_header;
+mod chat_nav;
+mod composer;
 mod form_error;
+mod model_picker;
+mod new_chat_button;
+mod provider_keys;
 mod require_session;
 mod session_pending;
+mod tool_call_block;
+mod turn_view;
 
+pub use chat_header::ChatHeader;
+pub use chat_nav::ChatNav;
+pub use composer::Composer;
 pub use form_error::FormError;
+pub use model_picker::ModelPicker;
+pub use new_chat_button::NewChatButton;
+pub use provider_keys::ProviderKeys;
 pub use require_session::RequireSession;
 pub use session_pending::SessionPending;
+pub use tool_call_block::ToolCallBlock;
+pub use turn_view::TurnView;
 
 /// Sets the browser tab's title to "`page` · Countersign".
 pub fn set_page_title(page: &str) {

@@ -1,24 +1,33 @@
 //! Countersign's browser app (Leptos, client-side rendered).
 //!
 //! Layout: [`App`] below lists every route; [`api`] is the only module that
-//! talks HTTP; [`session`] holds who is signed in; `pages/` has one module per
-//! screen and `components/` the pieces they share. The app holds no business
-//! rules: it shows what the server decided (`../shared/DESIGN.md` §9).
+//! talks HTTP (and builds every `/api` URL), [`sse`] opens a chat's event
+//! stream; [`session`] holds who is signed in and `chats` the chat list;
+//! [`transcript`] turns a chat's messages and events into what the chat page
+//! shows, and [`markdown`] renders answers safely (both plain Rust, unit-tested
+//! on the host with `cargo test -p countersign-web --lib`); `pages/` has one
+//! module per screen and `components/` the pieces they share. The app holds
+//! no business rules: it shows what the server decided
+//! (`../shared/DESIGN.md` §9).
 //!
 //! The server's Content-Security-Policy forbids inline scripts and styles, so
 //! nothing here sets a `style` attribute: looks come from `dist/app.css`.
 
 pub mod api;
+mod chats;
 mod components;
+pub mod markdown;
 mod pages;
 pub mod session;
+pub mod sse;
+pub mod transcript;
 
 use leptos::prelude::*;
 use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 
 use crate::components::RequireSession;
-use crate::pages::{HomePage, NotFoundPage, SettingsPage, Shell, SignInPage, SignUpPage};
+use crate::pages::{ChatPage, HomePage, NotFoundPage, SettingsPage, Shell, SignInPage, SignUpPage};
 use crate::session::SessionState;
 
 /// The whole app: session state, router and routes. Sign-in and sign-up are
@@ -45,6 +54,7 @@ pub fn App() -> impl IntoView {
                     view=|| view! { <RequireSession signed_in=true redirect="/signin"><Shell /></RequireSession> }
                 >
                     <Route path=path!("") view=HomePage />
+                    <Route path=path!("chats/:id") view=ChatPage />
                     <Route path=path!("settings") view=SettingsPage />
                 </ParentRoute>
             </Routes>

@@ -57,7 +57,7 @@ pub struct ChatMessage {
 
 /// `GET /api/chats/{id}`: the chat, its finished messages, and where to
 /// resume its stream.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatDetail {
     /// Chat id.
     pub id: String,
@@ -76,6 +76,22 @@ pub struct ChatDetail {
     /// Open `GET /api/chats/{id}/stream?after=` this: every event after it
     /// belongs to the running turn or later ones.
     pub resume_after: i64,
+    /// Finished turns, oldest first: how each ended and its events other
+    /// than text (tool calls, tool results, errors), so a reloaded page
+    /// shows them as they were.
+    #[serde(default)]
+    pub turns: Vec<TurnRecord>,
+}
+
+/// A finished turn in [`ChatDetail`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    /// The turn.
+    pub turn_id: String,
+    /// `done`, `failed` or `cancelled`.
+    pub status: String,
+    /// Its `tool_call`, `tool_result` and `error` events, in order.
+    pub events: Vec<crate::ChatEvent>,
 }
 
 /// `POST /api/chats/{id}/messages`.

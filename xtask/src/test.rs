@@ -56,6 +56,18 @@ pub fn test() -> anyhow::Result<()> {
             "warnings",
         ]))
     })?;
+    step(&mut t, "clippy (web app tests, host)", || {
+        run(cmd("cargo").args([
+            "clippy",
+            "-p",
+            "countersign-web",
+            "--lib",
+            "--tests",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    })?;
     step(&mut t, "clippy (web app, wasm32)", || {
         tools::ensure_wasm_target()?;
         run(cmd("cargo").args([
@@ -77,6 +89,11 @@ pub fn test() -> anyhow::Result<()> {
             cmd("cargo")
                 .args(["test", "--workspace", "--exclude", "countersign-web"])
                 .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url()),
+            &mut counts,
+        )?;
+        // The web app's pure logic (Markdown safety, transcript) on the host.
+        run_counting(
+            cmd("cargo").args(["test", "-p", "countersign-web", "--lib"]),
             &mut counts,
         )
     })?;

@@ -1,6 +1,8 @@
 //! Builds the web app: the `countersign-web` crate to wasm32, then
 //! `wasm-bindgen` into `frontend/dist/pkg/`, beside the committed
-//! `index.html`, `app.js` and `app.css`.
+//! `index.html`, `app.js` and `app.css`, then `wasm-opt -Oz` when the npm
+//! `binaryen` package is installed (by the e2e packages; Debian's binaryen
+//! 108 produces wasm the browser rejects, see RECIPES.md).
 
 use crate::proc::{cmd, run};
 
@@ -20,6 +22,7 @@ pub fn build() -> anyhow::Result<()> {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
     let wasm = target.join("wasm32-unknown-unknown/wasm-release/countersign_web.wasm");
+    let out = root.join("frontend/dist/pkg");
     run(cmd("wasm-bindgen")
         // Names only help panic backtraces; dropping them saves ~40 %.
         .args([
@@ -29,6 +32,28 @@ pub fn build() -> anyhow::Result<()> {
             "--remove-name-section",
             "--out-dir",
         ])
-        .arg(root.join("frontend/dist/pkg"))
-        .arg(wasm))
+        .arg(&out)
+        .arg(wasm))?;
+    let wasm_opt = root.join("e2e/node_modules/.bin/wasm-opt");
+    let bundle = out.join("countersign_web_bg.wasm");
+    if wasm_opt.exists() {
+        run(cmd(&wasm_opt)
+            .args([
+                "-Oz",
+                "--enable-bulk-memory",
+                "--enable-nontrapping-float-to-int",
+                "--enable-sign-ext",
+                "--enable-mutable-globals",
+                "-o",
+            ])
+            .arg(&bundle)
+            .arg(&bundle))?;
+    } else {
+        println!(
+            "(wasm-opt not installed: the web app is larger but works; `cargo xtask test` installs it)"
+        );
+    }
+    let size = std::fs::metadata(&bundle)?.len();
+    println!("web app: {} KiB of wasm", size / 1024);
+    Ok(())
 }

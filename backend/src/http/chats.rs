@@ -9,7 +9,7 @@ use crate::{AppState, db, events, turns};
 use axum::{extract::State, http::StatusCode, response::IntoResponse};
 use countersign_api::{
     ChatDetail, ChatMessage, ChatSummary, CreateChatRequest, SendMessageRequest, TurnAccepted,
-    UpdateChatRequest,
+    TurnRecord, UpdateChatRequest,
 };
 use serde_json::json;
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
@@ -120,6 +120,7 @@ pub async fn get_chat(
         Option<Uuid>,
         Option<i64>,
         serde_json::Value,
+        serde_json::Value,
     );
     let row: Option<DetailRow> = sqlx::query_as(
         "select c.id, c.title, c.model, c.created_at, c.updated_at, c.last_seq,
@@ -130,7 +131,17 @@ pub async fn get_chat(
                              'created_at', m.created_at)
                            order by m.created_at, m.role = 'assistant')
                             from messages m join turns t on t.id = m.turn_id
-                           where m.chat_id = c.id and t.status <> 'running'), '[]'::json)
+                           where m.chat_id = c.id and t.status <> 'running'), '[]'::json),
+                coalesce((select json_agg(json_build_object(
+                             'turn_id', t.id, 'status', t.status,
+                             'events', coalesce((select json_agg(e.data order by e.seq)
+                                                   from chat_events e
+                                                  where e.chat_id = c.id and e.turn_id = t.id
+                                                    and e.type in ('tool_call', 'tool_result', 'error')),
+                                                '[]'::json))
+                           order by t.started_at)
+                            from turns t
+                           where t.chat_id = c.id and t.status <> 'running'), '[]'::json)
            from chats c
            left join turns r on r.chat_id = c.id and r.status = 'running'
           where c.id = $1",
@@ -139,14 +150,26 @@ pub async fn get_chat(
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
-    let Some((id, title, model, created_at, updated_at, last_seq, running, running_seq, messages)) =
-        row
+    let Some((
+        id,
+        title,
+        model,
+        created_at,
+        updated_at,
+        last_seq,
+        running,
+        running_seq,
+        messages,
+        turn_records,
+    )) = row
     else {
         return Err(ApiError::NotFound("No such chat.".into()));
     };
     let chat = (id, title, model, created_at, updated_at);
     let messages: Vec<ChatMessage> =
         serde_json::from_value(messages).map_err(|e| ApiError::Internal(e.into()))?;
+    let turn_records: Vec<TurnRecord> =
+        serde_json::from_value(turn_records).map_err(|e| ApiError::Internal(e.into()))?;
     let s = summary(chat);
     Ok(axum::Json(ChatDetail {
         id: s.id,
@@ -157,6 +180,7 @@ pub async fn get_chat(
         messages,
         running_turn_id: running.map(|id| id.to_string()),
         resume_after: running_seq.map_or(last_seq, |seq| seq - 1),
+        turns: turn_records,
     }))
 }
 

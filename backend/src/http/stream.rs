@@ -68,6 +68,7 @@ impl Follow {
                     Err(RecvError::Closed) => return false,
                 },
                 () = tokio::time::sleep_until(deadline) => return true,
+                () = self.state.hub.closed() => return false,
             }
         }
     }

@@ -155,6 +155,20 @@ impl TestApp {
             .expect("superuser connection")
     }
 
+    /// The same database behind another server at `base`, with a fresh
+    /// client (not signed in).
+    pub fn at(&self, base: &str) -> TestApp {
+        TestApp {
+            base: base.to_owned(),
+            pool: self.pool.clone(),
+            superuser_db_url: self.superuser_db_url.clone(),
+            owner_db_url: self.owner_db_url.clone(),
+            client: new_client(),
+            csrf: Default::default(),
+            config: self.config.clone(),
+        }
+    }
+
     /// The current session's CSRF token.
     pub fn csrf_token(&self) -> String {
         self.csrf.lock().expect("lock").clone().expect("signed in")

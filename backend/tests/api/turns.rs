@@ -287,6 +287,18 @@ async fn a_named_tool_is_called_once_and_its_result_summarised() {
     );
     assert_eq!(events.last().expect("finished").1["status"], "done");
 
+    // A reload shows the finished turn's tool blocks too.
+    let detail = app.get_json(&format!("/api/chats/{chat}")).await;
+    let record = &detail["turns"][0];
+    assert_eq!(record["status"], "done");
+    let kinds: Vec<&str> = record["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["type"].as_str().expect("type"))
+        .collect();
+    assert_eq!(kinds, vec!["tool_call", "tool_result"]);
+
     assert_eq!(tool.executed.load(Ordering::SeqCst), 1, "ran exactly once");
     assert_eq!(
         *tool.arguments.lock().expect("lock"),
@@ -522,4 +534,75 @@ async fn an_answer_that_lives_only_in_events_is_recovered_for_the_history() {
             ("user".to_owned(), json!("and now?")),
         ]
     );
+}
+
+/// A real `countersign serve` process on a free port; stopped on drop.
+struct ServerProcess {
+    child: std::process::Child,
+    base: String,
+}
+
+impl ServerProcess {
+    async fn start(app: &TestApp) -> Self {
+        use std::io::BufRead as _;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("port")
+            .local_addr()
+            .expect("addr")
+            .port();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+            .arg("serve")
+            .env("DATABASE_URL", app.config.database_url.expose())
+            .env("COUNTERSIGN_MIGRATION_DATABASE_URL", &app.owner_db_url)
+            .env("COUNTERSIGN_BIND", format!("127.0.0.1:{port}"))
+            .env("COUNTERSIGN_DEMO_WORD_DELAY_MS", "20")
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start countersign serve");
+        // The server prints its URL once it listens.
+        let stdout = child.stdout.take().expect("stdout");
+        let line = tokio::task::spawn_blocking(move || {
+            std::io::BufReader::new(stdout)
+                .lines()
+                .next()
+                .expect("a line")
+                .expect("stdout")
+        })
+        .await
+        .expect("reader");
+        assert!(line.contains(&format!("127.0.0.1:{port}")), "{line}");
+        Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn two_server_processes_on_one_database_share_a_chats_stream() {
+    let app = spawn_app_with(|_| {}).await;
+    let one = ServerProcess::start(&app).await;
+    let two = ServerProcess::start(&app).await;
+    let on_one = app.at(&one.base);
+    let on_two = app.at(&two.base);
+    let (_, email) = on_one.signed_up_user().await;
+    let (status, _, _) = on_two.login(&email, GOOD_PASSWORD).await;
+    assert_eq!(status, StatusCode::OK);
+
+    let chat = on_two.create_chat("offline/demo").await;
+    let mut stream = on_two.stream(&chat, None).await;
+    on_one.send(&chat, "from process one").await;
+    let events = stream.until("turn_finished").await;
+    assert!(text_of(&events).contains("from process one"));
+    assert_eq!(events.last().expect("finished").1["status"], "done");
 }

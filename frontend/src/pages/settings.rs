@@ -1,10 +1,11 @@
-//! `/settings`: placeholders for the sections `../shared/DESIGN.md` §9 lists.
+//! `/settings`: the sections `../shared/DESIGN.md` §9 lists. "Models and
+//! keys" works; the others are still placeholders.
 
 use leptos::prelude::*;
 
-use crate::components::set_page_title;
+use crate::components::{ProviderKeys, set_page_title};
 
-/// The settings sections, none of them built yet.
+/// Models and keys, then the sections not built yet.
 #[component]
 pub fn SettingsPage() -> impl IntoView {
     set_page_title("Settings");
@@ -12,10 +13,6 @@ pub fn SettingsPage() -> impl IntoView {
         (
             "Connectors",
             "The MCP servers whose tools the assistant may use.",
-        ),
-        (
-            "Models and keys",
-            "Which language models you chat with, and their API keys.",
         ),
         (
             "Security",
@@ -26,6 +23,7 @@ pub fn SettingsPage() -> impl IntoView {
     view! {
         <div class="page">
             <h1>"Settings"</h1>
+            <ProviderKeys />
             {sections
                 .into_iter()
                 .map(|(title, blurb)| {

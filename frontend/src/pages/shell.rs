@@ -4,13 +4,17 @@ use leptos::prelude::*;
 use leptos_router::components::{A, Outlet};
 
 use crate::api;
+use crate::chats::ChatList;
+use crate::components::ChatNav;
 use crate::session::SessionState;
 
-/// Sidebar with the app name, chats, settings, the user and "Sign out"; the
-/// matched child route renders in the main area.
+/// Sidebar with the app name, "New chat" and the chats, settings, the user
+/// and "Sign out"; the matched child route renders in the main area. It
+/// provides the [`ChatList`] the pages below update.
 #[component]
 pub fn Shell() -> impl IntoView {
     let session = SessionState::expect();
+    ChatList::provide();
 
     let sign_out = Action::new_local(move |_: &()| {
         async move {
@@ -38,12 +42,7 @@ pub fn Shell() -> impl IntoView {
                 <A href="/" exact=true attr:class="brand">
                     "Countersign"
                 </A>
-                <section class="sidebar-section" aria-labelledby="chats-heading">
-                    <h2 id="chats-heading" class="sidebar-heading">
-                        "Chats"
-                    </h2>
-                    <p class="sidebar-empty">"No chats yet"</p>
-                </section>
+                <ChatNav />
                 <ul class="sidebar-links">
                     <li>
                         <A href="/settings" attr:class="sidebar-link" {..} data-testid="nav-settings">

@@ -1,0 +1,366 @@
+//! `/chats/:id`: one chat — its transcript, streamed live, the composer, the
+//! model picker, Stop, rename and delete.
+//!
+//! How a chat is shown (DESIGN §7): `GET /api/chats/{id}` gives the finished
+//! messages and `resume_after`; the stream is opened after it, so it replays
+//! the running turn (if any) and then follows later ones. A reload, a second
+//! tab and a reconnect all go through the same path, and
+//! [`Transcript::apply`] skips what was already applied. The turn runs on the
+//! server: leaving the page does not stop it, only Stop does.
+
+use countersign_api::ModelInfo;
+use leptos::html::Div;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_router::hooks::use_params_map;
+
+use crate::api;
+use crate::chats::ChatList;
+use crate::components::{ChatHeader, Composer, ModelPicker, TurnView, set_page_title};
+use crate::session::SessionState;
+use crate::sse::{EventStream, StreamItem};
+use crate::transcript::Transcript;
+
+/// The app path of chat `id`.
+pub fn chat_path(id: &str) -> String {
+    format!("/chats/{id}")
+}
+
+/// The route: rebuilds [`ChatView`] (and so its stream) whenever the id in
+/// the address changes.
+#[component]
+pub fn ChatPage() -> impl IntoView {
+    let params = use_params_map();
+    let chat_id = Memo::new(move |_| params.with(|p| p.get("id").unwrap_or_default()));
+    move || {
+        let chat_id = chat_id.get();
+        view! { <ChatView chat_id=chat_id /> }
+    }
+}
+
+/// Loading the chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Load {
+    Loading,
+    Failed(String),
+    Ready,
+}
+
+/// The live connection, as the page tells the user about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Live {
+    Connecting,
+    Open,
+    Reconnecting,
+    Closed,
+}
+
+/// Pixels from the bottom that still count as "at the bottom".
+const BOTTOM_SLACK: i32 = 48;
+
+#[component]
+fn ChatView(chat_id: String) -> impl IntoView {
+    let session = SessionState::expect();
+    let chats = ChatList::expect();
+    let chat_id = StoredValue::new(chat_id);
+
+    let load = RwSignal::new(Load::Loading);
+    let transcript = RwSignal::new(Transcript::default());
+    let title = RwSignal::new(String::new());
+    let model = RwSignal::new(String::new());
+    let live = RwSignal::new(Live::Connecting);
+    let stream = StoredValue::new_local(None::<EventStream>);
+    let models = LocalResource::new(api::list_models);
+
+    // Applies what the stream reports; a turn starting or ending changes the
+    // chat list (title, order).
+    let on_item = move |item: StreamItem| match item {
+        StreamItem::Event { seq, event } => {
+            live.set(Live::Open);
+            let mut applied = None;
+            transcript.update(|t| applied = Some(t.apply(seq, event)));
+            if applied.is_some_and(|a| a.turn_started || a.turn_finished) {
+                chats.refresh();
+            }
+        }
+        StreamItem::Open => live.set(Live::Open),
+        StreamItem::Reconnecting => live.set(Live::Reconnecting),
+        StreamItem::Closed => live.set(Live::Closed),
+    };
+    // (Re)opens the stream after the last applied event.
+    let open_stream = move || {
+        let Some(after) = transcript.try_with_untracked(|t| t.last_seq) else {
+            return;
+        };
+        stream.set_value(None);
+        live.set(Live::Connecting);
+        let url = api::chat_stream_url(&chat_id.get_value(), after);
+        match EventStream::open(&url, on_item) {
+            Ok(opened) => stream.set_value(Some(opened)),
+            Err(_) => live.set(Live::Closed),
+        }
+    };
+    let load_chat = move || {
+        load.set(Load::Loading);
+        spawn_local(async move {
+            let Some(id) = chat_id.try_get_value() else {
+                return;
+            };
+            match api::get_chat(&id).await {
+                Ok(detail) => {
+                    if load.is_disposed() {
+                        return;
+                    }
+                    title.set(detail.title.clone());
+                    model.set(detail.model.clone());
+                    transcript.set(Transcript::from_detail(&detail));
+                    load.set(Load::Ready);
+                    open_stream();
+                }
+                Err(error) => load.set(Load::Failed(error.detail)),
+            }
+        });
+    };
+    load_chat();
+
+    // The title as the list knows it (it follows renames in other tabs and
+    // the title the server gives the first message), else as loaded.
+    let shown_title = Memo::new(move |_| {
+        let listed = chats.title_of(&chat_id.get_value());
+        let title = listed.unwrap_or_else(|| title.get());
+        if title.trim().is_empty() {
+            "New chat".to_owned()
+        } else {
+            title
+        }
+    });
+    Effect::new(move |_| set_page_title(&shown_title.get()));
+
+    let running = Memo::new(move |_| transcript.with(|t| t.running_turn().map(str::to_owned)));
+    let offline = Memo::new(move |_| {
+        let model = model.get();
+        let listed: Option<ModelInfo> = models
+            .get()
+            .and_then(Result::ok)
+            .and_then(|list| list.models.into_iter().find(|m| m.id == model));
+        listed.map_or(model.starts_with("offline/"), |m| m.offline_demo)
+    });
+
+    // ---- Auto-scroll: follow the answer while the reader is at the bottom;
+    // stop when they scroll up, start again when they come back down.
+    let scroller = NodeRef::<Div>::new();
+    let follow = RwSignal::new(true);
+    // Where our own last scroll put the view. Growing content moves the
+    // bottom away without any scrolling, so only a position *above* this
+    // means the reader scrolled up.
+    let auto_top = StoredValue::new(0);
+    let scroll_to_bottom = move || {
+        request_animation_frame(move || {
+            if let Some(el) = scroller.get_untracked() {
+                el.set_scroll_top(el.scroll_height());
+                auto_top.set_value(el.scroll_top());
+            }
+        });
+    };
+    Effect::new(move |_| {
+        transcript.track();
+        if follow.get_untracked() {
+            scroll_to_bottom();
+        }
+    });
+    let on_scroll = move |_| {
+        let Some(el) = scroller.get_untracked() else {
+            return;
+        };
+        let top = el.scroll_top();
+        let at_bottom = el.scroll_height() - top - el.client_height() <= BOTTOM_SLACK;
+        if at_bottom {
+            if !follow.get_untracked() {
+                follow.set(true);
+            }
+        } else if top < auto_top.get_value() - 2 && follow.get_untracked() {
+            follow.set(false);
+        }
+    };
+    let jump_to_latest = move |_| {
+        follow.set(true);
+        scroll_to_bottom();
+    };
+
+    // ---- Sending and stopping.
+    let draft = RwSignal::new(String::new());
+    let sending = RwSignal::new(false);
+    let action_error = RwSignal::new(None::<String>);
+    let stopping = RwSignal::new(None::<String>);
+
+    let can_send = Signal::derive(move || {
+        !sending.get() && running.get().is_none() && !draft.with(|d| d.trim().is_empty())
+    });
+    let send = Callback::new(move |()| {
+        if !can_send.get_untracked() {
+            return;
+        }
+        let content = draft.get_untracked().trim().to_owned();
+        let token = session.csrf_token().unwrap_or_default();
+        let id = chat_id.get_value();
+        sending.set(true);
+        action_error.set(None);
+        draft.set(String::new());
+        follow.set(true);
+        spawn_local(async move {
+            let result = api::send_message(&token, &id, &content).await;
+            sending.set(false);
+            match result {
+                Ok(accepted) => transcript.update(|t| t.accepted(&accepted.turn_id)),
+                Err(error) => {
+                    // Give the text back, unless the user already typed more.
+                    draft.update(|d| {
+                        if d.is_empty() {
+                            *d = content;
+                        }
+                    });
+                    action_error.set(Some(error.detail));
+                }
+            }
+        });
+    });
+    let stop = Callback::new(move |()| {
+        let Some(turn_id) = running.get_untracked() else {
+            return;
+        };
+        if stopping.get_untracked().as_deref() == Some(turn_id.as_str()) {
+            return;
+        }
+        let token = session.csrf_token().unwrap_or_default();
+        let id = chat_id.get_value();
+        stopping.set(Some(turn_id.clone()));
+        action_error.set(None);
+        spawn_local(async move {
+            match api::cancel_turn(&token, &id, &turn_id).await {
+                // The stream brings `turn_finished` (cancelled).
+                Ok(()) => {}
+                // Already over: the stream brings (or brought) how it ended.
+                Err(error) if error.is_conflict() => {
+                    transcript.update(|t| t.settled(&turn_id));
+                }
+                Err(error) => {
+                    stopping.set(None);
+                    action_error.set(Some(error.detail));
+                }
+            }
+        });
+    });
+    let is_stopping = Signal::derive(move || {
+        let running = running.get();
+        running.is_some() && stopping.get() == running
+    });
+
+    let turn_count = Memo::new(move |_| transcript.with(|t| t.turns.len()));
+    let model_signal = model;
+
+    let body = move || {
+        match load.get() {
+        Load::Loading => view! {
+            <p class="pending" role="status">
+                "Loading the chat…"
+            </p>
+        }
+        .into_any(),
+        Load::Failed(message) => view! {
+            <div class="page">
+                <h1>"This chat could not be opened"</h1>
+                <p class="form-error" role="alert" data-testid="chat-load-error">
+                    {message}
+                </p>
+                <button type="button" class="button secondary" on:click=move |_| load_chat()>
+                    "Try again"
+                </button>
+            </div>
+        }
+        .into_any(),
+        Load::Ready => view! {
+            <div class="chat-page" data-testid="chat-page">
+                <ChatHeader chat_id=chat_id.get_value() title=shown_title on_renamed=move |t| title.set(t)>
+                    <ModelPicker chat_id=chat_id.get_value() model=model_signal models=models />
+                </ChatHeader>
+                <div
+                    class="transcript"
+                    node_ref=scroller
+                    on:scroll=on_scroll
+                    data-testid="transcript"
+                    tabindex="0"
+                    role="region"
+                    aria-label="Conversation"
+                >
+                    <Show when=move || offline.get()>
+                        <p class="offline-notice">
+                            <span class="offline-badge" data-testid="offline-badge">
+                                "Offline demo, not AI"
+                            </span>
+                            " Replies come from a built-in script, so you can try Countersign without a language model. Pick another model above to chat with an AI."
+                        </p>
+                    </Show>
+                    <Show when=move || turn_count.get() == 0>
+                        <p class="transcript-empty muted" data-testid="transcript-empty">
+                            "No messages yet. Write one below to start."
+                        </p>
+                    </Show>
+                    <For each=move || 0..turn_count.get() key=|index| *index let:index>
+                        <TurnView transcript=transcript index=index />
+                    </For>
+                </div>
+                <Show when=move || !follow.get()>
+                    <button
+                        type="button"
+                        class="button secondary jump-latest"
+                        data-testid="scroll-latest"
+                        on:click=jump_to_latest
+                    >
+                        "Jump to latest ↓"
+                    </button>
+                </Show>
+                {move || match live.get() {
+                    Live::Reconnecting => Some(
+                        view! {
+                            <p class="live-status muted" role="status" data-testid="stream-status">
+                                "Connection lost. Reconnecting…"
+                            </p>
+                        }
+                        .into_any(),
+                    ),
+                    Live::Closed => Some(
+                        view! {
+                            <div class="form-error live-error" role="alert" data-testid="stream-error">
+                                <span>"Live updates stopped. Replies will not appear until you reconnect."</span>
+                                <button
+                                    type="button"
+                                    class="button secondary small"
+                                    data-testid="stream-reconnect"
+                                    on:click=move |_| open_stream()
+                                >
+                                    "Reconnect"
+                                </button>
+                            </div>
+                        }
+                        .into_any(),
+                    ),
+                    Live::Connecting | Live::Open => None,
+                }}
+                <Composer
+                    draft=draft
+                    can_send=can_send
+                    sending=sending
+                    running=Signal::derive(move || running.get().is_some())
+                    stopping=is_stopping
+                    error=action_error
+                    on_send=send
+                    on_stop=stop
+                />
+            </div>
+        }
+        .into_any(),
+    }
+    };
+
+    view! { <div class="chat-route">{body}</div> }
+}
