@@ -98,6 +98,85 @@ ALTER TABLE ONLY public.chats FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.chats OWNER TO countersign_owner;
 
 --
+-- Name: connector_secrets; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.connector_secrets (
+    connector_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    key_id text NOT NULL,
+    nonce bytea NOT NULL,
+    ciphertext bytea NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY public.connector_secrets FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.connector_secrets OWNER TO countersign_owner;
+
+--
+-- Name: connector_tools; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.connector_tools (
+    id uuid NOT NULL,
+    connector_id uuid NOT NULL,
+    user_id uuid DEFAULT auth.uid() NOT NULL,
+    name text NOT NULL,
+    model_name text NOT NULL,
+    descriptor jsonb NOT NULL,
+    descriptor_digest text NOT NULL,
+    review_state text DEFAULT 'new'::text NOT NULL,
+    reviewed_descriptor jsonb,
+    reviewed_digest text,
+    removed boolean DEFAULT false NOT NULL,
+    first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    changed_at timestamp with time zone,
+    CONSTRAINT connector_tools_digest_shape CHECK ((descriptor_digest ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT connector_tools_model_name_shape CHECK ((model_name ~ '^[a-zA-Z0-9_-]{1,64}$'::text)),
+    CONSTRAINT connector_tools_review_state CHECK ((review_state = ANY (ARRAY['new'::text, 'kept'::text, 'declined'::text, 'changed'::text])))
+);
+
+ALTER TABLE ONLY public.connector_tools FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.connector_tools OWNER TO countersign_owner;
+
+--
+-- Name: connectors; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.connectors (
+    id uuid NOT NULL,
+    user_id uuid DEFAULT auth.uid() NOT NULL,
+    name text NOT NULL,
+    slug text NOT NULL,
+    url text NOT NULL,
+    auth_type text DEFAULT 'none'::text NOT NULL,
+    header_names text[] DEFAULT '{}'::text[] NOT NULL,
+    trust_annotations boolean DEFAULT false NOT NULL,
+    status text DEFAULT 'untested'::text NOT NULL,
+    last_error text,
+    protocol_version text,
+    last_checked_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT connectors_auth_type CHECK ((auth_type = ANY (ARRAY['none'::text, 'bearer'::text, 'headers'::text]))),
+    CONSTRAINT connectors_header_count CHECK ((cardinality(header_names) <= 20)),
+    CONSTRAINT connectors_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 100))),
+    CONSTRAINT connectors_slug_shape CHECK ((slug ~ '^[a-z0-9][a-z0-9_]{0,23}$'::text)),
+    CONSTRAINT connectors_status CHECK ((status = ANY (ARRAY['untested'::text, 'ok'::text, 'error'::text]))),
+    CONSTRAINT connectors_url_length CHECK (((char_length(url) >= 8) AND (char_length(url) <= 2048)))
+);
+
+ALTER TABLE ONLY public.connectors FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.connectors OWNER TO countersign_owner;
+
+--
 -- Name: login_failures; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -277,6 +356,30 @@ ALTER TABLE ONLY public.chats
 
 
 --
+-- Name: connector_secrets connector_secrets_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connector_secrets
+    ADD CONSTRAINT connector_secrets_pkey PRIMARY KEY (connector_id);
+
+
+--
+-- Name: connector_tools connector_tools_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connector_tools
+    ADD CONSTRAINT connector_tools_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: connectors connectors_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connectors
+    ADD CONSTRAINT connectors_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: login_failures login_failures_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -337,6 +440,34 @@ ALTER TABLE ONLY public.users
 --
 
 CREATE INDEX chats_user_updated_idx ON public.chats USING btree (user_id, updated_at DESC);
+
+
+--
+-- Name: connector_tools_connector_name_key; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE UNIQUE INDEX connector_tools_connector_name_key ON public.connector_tools USING btree (connector_id, name);
+
+
+--
+-- Name: connector_tools_user_model_name_key; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE UNIQUE INDEX connector_tools_user_model_name_key ON public.connector_tools USING btree (user_id, model_name);
+
+
+--
+-- Name: connectors_user_name_key; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE UNIQUE INDEX connectors_user_name_key ON public.connectors USING btree (user_id, lower(name));
+
+
+--
+-- Name: connectors_user_slug_key; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE UNIQUE INDEX connectors_user_slug_key ON public.connectors USING btree (user_id, slug);
 
 
 --
@@ -425,6 +556,46 @@ ALTER TABLE ONLY public.chat_events
 
 ALTER TABLE ONLY public.chats
     ADD CONSTRAINT chats_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: connector_secrets connector_secrets_connector_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connector_secrets
+    ADD CONSTRAINT connector_secrets_connector_id_fkey FOREIGN KEY (connector_id) REFERENCES public.connectors(id) ON DELETE CASCADE;
+
+
+--
+-- Name: connector_secrets connector_secrets_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connector_secrets
+    ADD CONSTRAINT connector_secrets_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: connector_tools connector_tools_connector_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connector_tools
+    ADD CONSTRAINT connector_tools_connector_id_fkey FOREIGN KEY (connector_id) REFERENCES public.connectors(id) ON DELETE CASCADE;
+
+
+--
+-- Name: connector_tools connector_tools_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connector_tools
+    ADD CONSTRAINT connector_tools_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: connectors connectors_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connectors
+    ADD CONSTRAINT connectors_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -535,6 +706,59 @@ CREATE POLICY chats_owner ON public.chats TO authenticated USING ((user_id = aut
 --
 
 CREATE POLICY chats_service ON public.chats TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: connector_secrets; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.connector_secrets ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: connector_secrets connector_secrets_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY connector_secrets_service ON public.connector_secrets TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: connector_tools; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.connector_tools ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: connector_tools connector_tools_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY connector_tools_owner ON public.connector_tools TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+
+
+--
+-- Name: connector_tools connector_tools_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY connector_tools_service ON public.connector_tools TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: connectors; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.connectors ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: connectors connectors_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY connectors_owner ON public.connectors TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+
+
+--
+-- Name: connectors connectors_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY connectors_service ON public.connectors TO service_role USING (true) WITH CHECK (true);
 
 
 --
@@ -705,6 +929,29 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.chats TO service_role;
 
 
 --
+-- Name: TABLE connector_secrets; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.connector_secrets TO service_role;
+
+
+--
+-- Name: TABLE connector_tools; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.connector_tools TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.connector_tools TO service_role;
+
+
+--
+-- Name: TABLE connectors; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.connectors TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.connectors TO service_role;
+
+
+--
 -- Name: TABLE login_failures; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -776,6 +1023,18 @@ REVOKE ALL ON TABLE chat_events FROM anon;
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- chats: row level security enabled and forced
 REVOKE ALL ON TABLE chats FROM anon;
+-- authenticated may: SELECT, INSERT, UPDATE, DELETE
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- connector_secrets: row level security enabled and forced
+REVOKE ALL ON TABLE connector_secrets FROM anon;
+REVOKE ALL ON TABLE connector_secrets FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- connector_tools: row level security enabled and forced
+REVOKE ALL ON TABLE connector_tools FROM anon;
+-- authenticated may: SELECT, INSERT, UPDATE, DELETE
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- connectors: row level security enabled and forced
+REVOKE ALL ON TABLE connectors FROM anon;
 -- authenticated may: SELECT, INSERT, UPDATE, DELETE
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- login_failures: row level security enabled and forced

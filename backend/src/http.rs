@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod chats;
+pub mod connectors;
 pub mod error;
 pub mod extract;
 pub mod health;
@@ -44,6 +45,21 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/chats/{id}/turns/{turn_id}/cancel",
             post(chats::cancel_turn),
+        )
+        .route(
+            "/connectors",
+            get(connectors::list_connectors).post(connectors::create_connector),
+        )
+        .route(
+            "/connectors/{id}",
+            get(connectors::get_connector)
+                .patch(connectors::update_connector)
+                .delete(connectors::delete_connector),
+        )
+        .route("/connectors/{id}/tools", get(connectors::list_tools))
+        .route(
+            "/connectors/{id}/tools/review",
+            put(connectors::review_tools),
         )
         .route("/models", get(models::list_models))
         .route("/settings/provider-keys", get(models::list_provider_keys))

@@ -22,6 +22,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod connectors;
 pub mod db;
 pub mod events;
 pub mod http;

@@ -7,11 +7,13 @@
 
 pub mod auth;
 pub mod chat;
+pub mod connectors;
 pub mod error;
 pub mod events;
 
 pub use auth::{LoginRequest, MeResponse, SessionResponse, SignupRequest, User};
 pub use chat::*;
+pub use connectors::*;
 pub use error::ErrorBody;
 pub use events::{ChatEvent, ChatEventMessage};
 

@@ -102,6 +102,20 @@ impl From<crate::models::KeyError> for ApiError {
     }
 }
 
+impl From<crate::connectors::ConnectorError> for ApiError {
+    fn from(err: crate::connectors::ConnectorError) -> Self {
+        use crate::connectors::ConnectorError as E;
+        let message = err.to_string();
+        match err {
+            E::Invalid(_) | E::UnknownTool(_) => Self::Unprocessable(message),
+            E::NameTaken(_) => Self::Conflict(message),
+            E::NotFound => Self::NotFound(message),
+            E::NoSecretKey => Self::Unavailable(message),
+            E::Database(e) => Self::Internal(e.into()),
+        }
+    }
+}
+
 impl ApiError {
     /// 401 for a request without a valid session.
     pub fn sign_in_required() -> Self {

@@ -7,6 +7,7 @@
 
 mod auth;
 mod chats;
+mod connectors;
 mod health;
 mod helpers;
 mod rls;

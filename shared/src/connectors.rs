@@ -1,0 +1,123 @@
+//! Connectors: users' remote MCP servers and their tools (DESIGN §2, §5,
+//! §8).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How Countersign authenticates to a connector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectorAuth {
+    /// `none`, `bearer` or `headers`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The bearer token (`type: bearer`); write-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// Custom headers (`type: headers`), at most 20; write-only values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+}
+
+/// `POST /api/connectors`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreateConnectorRequest {
+    /// Shown name, unique per user.
+    pub name: String,
+    /// The server's Streamable HTTP endpoint (https).
+    pub url: String,
+    /// Credentials; `{"type":"none"}` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<ConnectorAuth>,
+}
+
+/// `PATCH /api/connectors/{id}`: fields present are changed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct UpdateConnectorRequest {
+    /// New name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// New URL (checked like a new one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// New credentials (replace the old ones entirely).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<ConnectorAuth>,
+}
+
+/// A connector as the API shows it: never a secret, only what is set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connector {
+    /// Id (UUID).
+    pub id: String,
+    /// Shown name.
+    pub name: String,
+    /// Prefix of its tools' names for the model.
+    pub slug: String,
+    /// Endpoint URL.
+    pub url: String,
+    /// The host Countersign connects to (the card's "destination").
+    pub host: String,
+    /// `none`, `bearer` or `headers`.
+    pub auth_type: String,
+    /// A bearer token is stored.
+    pub token_set: bool,
+    /// Names of the stored custom headers (values never leave the server).
+    pub header_names: Vec<String>,
+    /// "Trust this server's safety annotations" (off by default).
+    pub trust_annotations: bool,
+    /// `untested`, `ok` or `error`.
+    pub status: String,
+    /// Why the last Test/Refresh failed.
+    pub last_error: Option<String>,
+    /// Protocol version negotiated last time.
+    pub protocol_version: Option<String>,
+    /// RFC 3339.
+    pub last_checked_at: Option<String>,
+    /// Tools by review state: `new`, `kept`, `declined`, `changed`.
+    pub tool_counts: BTreeMap<String, i64>,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+/// One tool of a connector (`GET /api/connectors/{id}/tools`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorTool {
+    /// The tool's name on its server.
+    pub name: String,
+    /// The name offered to the model.
+    pub model_name: String,
+    /// Title, if the server gave one.
+    pub title: Option<String>,
+    /// Description, as the server wrote it.
+    pub description: Option<String>,
+    /// Input JSON Schema.
+    pub input_schema: serde_json::Value,
+    /// Annotations exactly as the server sent them: the server's own
+    /// claims, never verified.
+    pub annotations: Option<serde_json::Value>,
+    /// SHA-256 (hex) of the RFC 8785 canonical descriptor.
+    pub descriptor_digest: String,
+    /// `new`, `kept`, `declined` or `changed`.
+    pub review_state: String,
+    /// The server no longer lists it.
+    pub removed: bool,
+    /// For a `changed` tool: the descriptor the user kept, to compare.
+    pub reviewed_descriptor: Option<serde_json::Value>,
+    /// RFC 3339.
+    pub first_seen_at: String,
+    /// RFC 3339.
+    pub last_seen_at: String,
+    /// RFC 3339: when its digest last moved.
+    pub changed_at: Option<String>,
+}
+
+/// `PUT /api/connectors/{id}/tools/review`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ReviewToolsRequest {
+    /// Tool names (as on the server) to offer to the model.
+    #[serde(default)]
+    pub keep: Vec<String>,
+    /// Tool names never to offer, and never to badge as new again.
+    #[serde(default)]
+    pub decline: Vec<String>,
+}
