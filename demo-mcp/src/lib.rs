@@ -1,0 +1,164 @@
+//! # countersign-demo-mcp
+//!
+//! A loopback-only MCP server whose tools cover every case Countersign's
+//! tool-call gate must decide (DESIGN.md §5): read-only and closed-world,
+//! open-world by omission, no annotations, destructive, non-destructive
+//! write, string-typed annotations, a descriptor that drifts, a tool that
+//! arrives late, a slow tool and a failing tool. `cargo xtask run` starts it
+//! for the product's "Available" connectors; tests start it in-process with
+//! [`DemoServer::start`] on port 0.
+//!
+//! Layout:
+//!
+//! - [`tools`] — the tool descriptors and what each call does (the contract);
+//! - `state` — notebook, drift, call log ([`DemoState`]);
+//! - `mcp` — the rmcp `ServerHandler` and `StreamableHttpService` at `/mcp`;
+//! - `stringly` — the `/mcp` response layer that writes the string-typed
+//!   annotations rmcp's types cannot carry;
+//! - `admin` — `/admin/*`: call log, drift, add-tool, reset;
+//! - `guard` — loopback-only listening, `Host`/`Origin` checks.
+//!
+//! Routes: `POST|GET|DELETE /mcp` (MCP Streamable HTTP, both the 2026-07-28
+//! stateless era and the 2025-11-25 session era), and the admin routes
+//! listed in `admin`. Every route refuses a foreign `Host` or `Origin` with
+//! 403.
+//!
+//! Deliberately not here: authentication (the server holds only demo data
+//! and listens only on loopback), persistence, and any real network access —
+//! `fetch_url_preview` makes its preview up.
+
+mod admin;
+mod guard;
+mod mcp;
+mod state;
+mod stringly;
+pub mod tools;
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+
+use axum::Router;
+use rmcp::transport::StreamableHttpServerConfig;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use state::{CallLog, CallRecord, DemoState, DriftField, Note};
+
+/// Serves the demo MCP server on `listener` with fresh state until
+/// `shutdown` resolves.
+///
+/// Fails at once, without serving, if the listener is not on loopback.
+pub async fn serve(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    serve_with_state(listener, DemoState::new(), shutdown).await
+}
+
+/// Like [`serve`], with state the caller keeps a handle on.
+pub async fn serve_with_state(
+    listener: TcpListener,
+    state: DemoState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let addr = listener.local_addr()?;
+    guard::ensure_loopback(addr)?;
+    let config = StreamableHttpServerConfig::default();
+    // Cancelling rmcp's token ends open SSE streams (standalone GET streams,
+    // `subscriptions/listen`), which graceful shutdown would otherwise wait on.
+    let open_streams = config.cancellation_token.clone();
+    axum::serve(listener, app(state, addr, config))
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            open_streams.cancel();
+        })
+        .await
+}
+
+/// Every route, guarded. `addr` is where the server listens; it decides
+/// which `Host` and `Origin` values are accepted.
+fn app(state: DemoState, addr: SocketAddr, config: StreamableHttpServerConfig) -> Router {
+    let allowed = guard::Allowed::for_addr(addr);
+    let mcp = mcp::service(state.clone(), &allowed, config);
+    Router::new()
+        .route_service("/mcp", mcp)
+        .layer(axum::middleware::map_response(
+            stringly::stringify_annotations,
+        ))
+        .merge(admin::routes().with_state(state))
+        .layer(axum::middleware::from_fn_with_state(
+            allowed,
+            guard::loopback_only,
+        ))
+}
+
+/// A demo server running in the background of the current tokio runtime,
+/// for tests and for `cargo xtask run`. Dropping it shuts the server down.
+#[derive(Debug)]
+pub struct DemoServer {
+    addr: SocketAddr,
+    state: DemoState,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl DemoServer {
+    /// Binds `addr` (port 0 picks a free port) and starts serving.
+    ///
+    /// Refuses any non-loopback address before binding it.
+    pub async fn start(addr: SocketAddr) -> io::Result<Self> {
+        guard::ensure_loopback(addr)?;
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let state = DemoState::new();
+        let (shutdown, stop) = oneshot::channel::<()>();
+        let task = tokio::spawn(serve_with_state(listener, state.clone(), async move {
+            // Resolves on `stop()` and when the handle is dropped.
+            let _ = stop.await;
+        }));
+        Ok(Self {
+            addr,
+            state,
+            shutdown: Some(shutdown),
+            task: Some(task),
+        })
+    }
+
+    /// Where the server listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub fn mcp_url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// The server's root, `http://127.0.0.1:PORT` (admin routes hang off it).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The live state: call log, drift, reset.
+    pub fn state(&self) -> &DemoState {
+        &self.state
+    }
+
+    /// The tool calls executed so far.
+    pub fn calls(&self) -> CallLog {
+        self.state.calls()
+    }
+
+    /// Stops accepting, ends open streams, and waits for in-flight requests.
+    pub async fn stop(mut self) -> io::Result<()> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.map_err(io::Error::other)?,
+            None => Ok(()),
+        }
+    }
+}
