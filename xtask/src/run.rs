@@ -94,6 +94,7 @@ pub fn run() -> anyhow::Result<()> {
     tools::ensure_wasm_bindgen()?;
     web::build()?;
     build_server()?;
+    run_cmd(cmd("cargo").args(["build", "-p", "countersign-demo-mcp"]))?;
 
     let data = crate::root().join(".data");
     std::fs::create_dir_all(&data)?;
@@ -154,16 +155,38 @@ pub fn run() -> anyhow::Result<()> {
         .next()
         .and_then(|p| p.parse().ok())
         .context("COUNTERSIGN_BIND must end in :PORT")?;
-    let mut child = spawn(&mut server)?;
+    // The demo MCP server, on loopback, allowed as a private connector.
+    let demo_bind =
+        std::env::var("COUNTERSIGN_DEMO_MCP_BIND").unwrap_or_else(|_| "127.0.0.1:3100".to_owned());
+    let mut demo = spawn(
+        cmd(server_bin().with_file_name("countersign-demo-mcp")).args(["--bind", &demo_bind]),
+    )?;
+    server
+        .env("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS", &demo_bind)
+        .env(
+            "COUNTERSIGN_DEMO_CONNECTOR_URL",
+            format!("http://{demo_bind}/mcp"),
+        );
+    let mut child = match spawn(&mut server) {
+        Ok(child) => child,
+        Err(err) => {
+            terminate(&mut demo);
+            return Err(err);
+        }
+    };
     if let Err(err) = wait_for_http(port, "/readyz", &mut child, Duration::from_secs(60)) {
         terminate(&mut child);
+        terminate(&mut demo);
         if stop.load(Ordering::SeqCst) {
             println!("stopped before the server was ready");
             return Ok(());
         }
         return Err(err);
     }
-    println!("\n  Countersign is running at http://{bind}  (Ctrl-C stops it)\n");
+    println!(
+        "\n  Countersign is running at http://{bind}  (Ctrl-C stops it)\n  \
+         Demo MCP server: http://{demo_bind}/mcp\n"
+    );
 
     loop {
         if let Some(status) = child.try_wait()? {
@@ -179,5 +202,6 @@ pub fn run() -> anyhow::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
+    terminate(&mut demo);
     Ok(())
 }
