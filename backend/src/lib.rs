@@ -16,6 +16,7 @@
 //! - [`models`]: which models a user can use; provider keys.
 //! - [`tools`]: the `ToolBox` the tool loop calls.
 //! - [`secrets`]: AEAD for secrets at rest.
+//! - [`ssrf`]: the guard every connector connection goes through.
 //! - [`http`]: the router, middleware (security headers, Origin and CSRF
 //!   checks) and one module per resource. The only place that knows status
 //!   codes.
@@ -29,6 +30,7 @@ pub mod http;
 pub mod llm;
 pub mod models;
 pub mod secrets;
+pub mod ssrf;
 pub mod telemetry;
 pub mod tools;
 pub mod turns;
