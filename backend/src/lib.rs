@@ -15,8 +15,9 @@
 //! - [`llm`]: providers (Anthropic, OpenAI-compatible, offline demo).
 //! - [`models`]: which models a user can use; provider keys.
 //! - [`tools`]: the `ToolBox` the tool loop calls.
+//! - [`connectors`]: users' MCP servers, credentials, tool review.
+//! - [`mcp`]: the MCP client (rmcp), raw `tools/list`, descriptor digests.
 //! - [`secrets`]: AEAD for secrets at rest.
-//! - [`ssrf`]: the guard every connector connection goes through.
 //! - [`http`]: the router, middleware (security headers, Origin and CSRF
 //!   checks) and one module per resource. The only place that knows status
 //!   codes.
@@ -28,6 +29,7 @@ pub mod db;
 pub mod events;
 pub mod http;
 pub mod llm;
+pub mod mcp;
 pub mod models;
 pub mod secrets;
 pub mod ssrf;

@@ -1,0 +1,831 @@
+//! The MCP client: how the server talks to users' remote MCP servers
+//! ("connectors", DESIGN §2) over Streamable HTTP, on rmcp's client side.
+//!
+//! What it owns:
+//!
+//! - [`connect`]: the handshake. It prefers the stateless 2026-07-28
+//!   protocol (`server/discover`, then per-request `_meta`) and falls back
+//!   to 2025-11-25 (`initialize` + `Mcp-Session-Id`) in two steps: rmcp's
+//!   `ClientLifecycleMode::Auto` falls back by itself when a server answers
+//!   `server/discover` with a JSON-RPC error (or not within 10 s); when the
+//!   discovery fails any other way that still means "an HTTP server that
+//!   does not speak 2026-07-28" (it answers `200 {}`, a discover result with
+//!   no version in common, a parse failure), [`connect`] starts again on a
+//!   fresh transport with the legacy handshake, saying
+//!   `ProtocolVersion::LATEST_WITH_INITIALIZE` in its `initialize`.
+//!   Unreachable, unauthorized and timed-out servers are not retried.
+//! - [`McpSession::list_tools`]: every page of `tools/list`, as
+//!   [`ToolDescriptor`]s whose annotations are the exact JSON the server
+//!   sent (see `transport` for how the raw reply is kept), never from
+//!   rmcp's response cache, which is switched off for the session.
+//! - [`McpSession::call_tool`]: one `tools/call`, no retries, bounded in
+//!   time and in size ([`ToolResult`]).
+//! - [`descriptor_digest`]: the SHA-256 a gate grant pins (DESIGN §5).
+//! - [`McpError`]: failures in words a user can act on, without secrets.
+//!
+//! What it deliberately does not do: decide whether a call may run (the
+//! gate does), check URLs against the SSRF rules (the caller passes a
+//! client from `ssrf::guarded_client`, and this module sends everything,
+//! rmcp's requests included, through it), store anything, or answer the
+//! server's own requests (sampling, elicitation, roots): the client
+//! declares no such capability, and a tool that asks for input fails with
+//! [`McpError::ToolFailed`].
+
+mod error;
+mod transport;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
+use rmcp::RoleClient;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ServerResult,
+};
+use rmcp::service::{
+    ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt,
+    PeerRequestOptions, RunningService,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
+
+use crate::config::Secret;
+pub use error::McpError;
+use error::{Phase, Redactor};
+use transport::{ConnectorHttp, RawReplies};
+
+/// Where a connector lives and how to authenticate to it.
+#[derive(Debug, Clone)]
+pub struct McpTarget {
+    /// The Streamable HTTP endpoint, e.g. `https://mcp.example.com/mcp`.
+    pub url: reqwest::Url,
+    /// Extra headers sent with every request (API keys, tenant ids). Values
+    /// are secrets: connector auth headers are stored encrypted (DESIGN §3).
+    pub headers: Vec<(String, Secret)>,
+    /// Sent as `Authorization: Bearer <token>`.
+    pub bearer: Option<Secret>,
+}
+
+impl McpTarget {
+    /// A target with no headers and no token.
+    pub fn new(url: reqwest::Url) -> Self {
+        Self {
+            url,
+            headers: Vec::new(),
+            bearer: None,
+        }
+    }
+}
+
+/// Limits for one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpSettings {
+    /// How long one `tools/call` may take (DESIGN §6: 60 s by default).
+    pub call_timeout: Duration,
+    /// How long [`connect`] (the whole handshake, fallback included) and
+    /// [`McpSession::list_tools`] (all pages together) may each take.
+    pub list_timeout: Duration,
+    /// The longest [`ToolResult::text`] handed on, in characters (Unicode
+    /// scalar values); longer text is cut, with a note.
+    pub max_result_chars: usize,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        Self {
+            call_timeout: Duration::from_secs(60),
+            list_timeout: Duration::from_secs(30),
+            max_result_chars: 20_000,
+        }
+    }
+}
+
+/// One tool as the server describes it in `tools/list`. Every field is what
+/// the server sent, unparsed where the gate needs the raw JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDescriptor {
+    /// The tool's name on that server.
+    pub name: String,
+    /// `title`, when the server sent a string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `description`, when the server sent a string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `inputSchema` as sent (`null` when the server left it out).
+    pub input_schema: Value,
+    /// `outputSchema` as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// `annotations` exactly as sent: string-typed hints stay strings,
+    /// unknown keys stay. `None` only when the key is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+}
+
+/// What a `tools/call` returned, bounded for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The server's `isError`: the tool ran and reported failure.
+    pub is_error: bool,
+    /// The text content blocks, one per line; other content described
+    /// (`[image: image/png, 1234 bytes]`). When the result has no content
+    /// but structured content, its compact JSON. At most
+    /// `max_result_chars` characters plus the cut note.
+    pub text: String,
+    /// `structuredContent`, unless it alone exceeds `max_result_chars` when
+    /// serialized (then `None`, `truncated` and a note in `text`).
+    pub structured: Option<Value>,
+    /// Whether anything was cut or dropped.
+    pub truncated: bool,
+}
+
+/// A live connection to one connector.
+pub struct McpSession {
+    service: RunningService<RoleClient, ClientConfig>,
+    raw: RawReplies,
+    protocol_version: String,
+    settings: McpSettings,
+    redactor: Redactor,
+}
+
+impl std::fmt::Debug for McpSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpSession")
+            .field("protocol_version", &self.protocol_version)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which handshake a connection attempt uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handshake {
+    /// `server/discover` for 2026-07-28, rmcp falling back to `initialize`
+    /// when the server says it is legacy.
+    Auto,
+    /// `initialize` with 2025-11-25 only.
+    Legacy,
+}
+
+/// Connects to `target` through `http` and negotiates the protocol.
+///
+/// `http` should come from `ssrf::guarded_client`: every request of the
+/// session, rmcp's own included, goes through it, so its resolver and
+/// timeouts apply.
+pub async fn connect(
+    http: reqwest::Client,
+    target: &McpTarget,
+    settings: &McpSettings,
+) -> Result<McpSession, McpError> {
+    let redactor = Redactor::for_target(target);
+    let config = transport_config(target)?;
+    let deadline = Instant::now() + settings.list_timeout;
+    let timed_out = || McpError::Timeout {
+        after: Some(settings.list_timeout),
+    };
+    let raw = RawReplies::default();
+
+    let attempt = |handshake| {
+        let transport = StreamableHttpClientTransport::with_client(
+            ConnectorHttp::new(http.clone(), raw.clone()),
+            config.clone(),
+        );
+        tokio::time::timeout_at(deadline, start(transport, handshake))
+    };
+    let service = match attempt(Handshake::Auto).await {
+        Err(_) => return Err(timed_out()),
+        Ok(Ok(service)) => service,
+        Ok(Err(modern)) => {
+            let modern_error = error::from_initialize(&modern, &redactor);
+            // Auto already tried `initialize` when the server rejected
+            // `server/discover` with a JSON-RPC error.
+            let legacy_tried = matches!(modern, ClientInitializeError::LegacyFallbackFailed { .. });
+            if legacy_tried || !modern_error.may_be_legacy() {
+                return Err(modern_error);
+            }
+            tracing::debug!(
+                error = %modern_error,
+                "mcp: server/discover failed; retrying with the 2025-11-25 handshake"
+            );
+            match attempt(Handshake::Legacy).await {
+                Err(_) => return Err(timed_out()),
+                Ok(Ok(service)) => service,
+                Ok(Err(legacy)) => {
+                    let legacy_error = error::from_initialize(&legacy, &redactor);
+                    // A server that did not understand discovery at all is
+                    // best described by what it said to `initialize`.
+                    let pick_legacy = matches!(modern_error, McpError::NotMcp { .. })
+                        || !legacy_error.may_be_legacy();
+                    return Err(if pick_legacy {
+                        legacy_error
+                    } else {
+                        modern_error
+                    });
+                }
+            }
+        }
+    };
+
+    // The gate pins what the server says now, never a remembered answer.
+    service
+        .peer()
+        .set_response_cache_config(ClientCacheConfig::disabled())
+        .await;
+    let protocol_version = service
+        .peer()
+        .peer_info()
+        .map(|info| info.protocol_version.to_string())
+        .unwrap_or_default();
+    Ok(McpSession {
+        service,
+        raw,
+        protocol_version,
+        settings: settings.clone(),
+        redactor,
+    })
+}
+
+async fn start(
+    transport: StreamableHttpClientTransport<ConnectorHttp>,
+    handshake: Handshake,
+) -> Result<RunningService<RoleClient, ClientConfig>, ClientInitializeError> {
+    let info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("countersign", env!("CARGO_PKG_VERSION")),
+    );
+    match handshake {
+        Handshake::Auto => {
+            info.serve_with_lifecycle(
+                transport,
+                ClientLifecycleMode::Auto {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+                },
+            )
+            .await
+        }
+        Handshake::Legacy => {
+            // Without this, `initialize` would name 2026-07-28, which has no
+            // handshake, and strict servers refuse it.
+            info.with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+                .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+                .await
+        }
+    }
+}
+
+/// Headers rmcp or HTTP itself sets; a connector may not override them.
+const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "connection",
+    "content-length",
+    "content-type",
+    "host",
+    "last-event-id",
+    "mcp-method",
+    "mcp-name",
+    "mcp-protocol-version",
+    "mcp-session-id",
+    "transfer-encoding",
+];
+
+fn transport_config(target: &McpTarget) -> Result<StreamableHttpClientTransportConfig, McpError> {
+    if !matches!(target.url.scheme(), "http" | "https") {
+        return Err(McpError::InvalidTarget(
+            "the URL must start with https://".to_owned(),
+        ));
+    }
+    let mut headers = HashMap::new();
+    for (name, value) in &target.headers {
+        let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+            McpError::InvalidTarget(format!("{name:?} is not a valid HTTP header name"))
+        })?;
+        let lower = name.as_str().to_owned();
+        if RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("mcp-param-") {
+            return Err(McpError::InvalidTarget(format!(
+                "the header {lower} is set by Countersign itself"
+            )));
+        }
+        if name == AUTHORIZATION && target.bearer.is_some() {
+            return Err(McpError::InvalidTarget(
+                "set either a bearer token or an Authorization header, not both".to_owned(),
+            ));
+        }
+        let mut value = HeaderValue::from_str(value.expose()).map_err(|_| {
+            McpError::InvalidTarget(format!("the value of the header {lower} is not valid"))
+        })?;
+        value.set_sensitive(true);
+        if headers.insert(name, value).is_some() {
+            return Err(McpError::InvalidTarget(format!(
+                "the header {lower} is set twice"
+            )));
+        }
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.as_str())
+        .custom_headers(headers)
+        // rmcp would re-send a request after re-initializing an expired
+        // session; a tool call is never sent twice.
+        .reinit_on_expired_session(false);
+    if let Some(bearer) = &target.bearer {
+        if HeaderValue::from_str(&format!("Bearer {}", bearer.expose())).is_err() {
+            return Err(McpError::InvalidTarget(
+                "the bearer token contains characters a header cannot carry".to_owned(),
+            ));
+        }
+        config = config.auth_header(bearer.expose());
+    }
+    Ok(config)
+}
+
+/// A server sending more pages than this is looping or hostile.
+const MAX_PAGES: usize = 100;
+
+impl McpSession {
+    /// The protocol version the server agreed to, e.g. `"2026-07-28"` or
+    /// `"2025-11-25"`.
+    pub fn protocol_version(&self) -> String {
+        self.protocol_version.clone()
+    }
+
+    /// Every tool the server lists right now, following `nextCursor` to
+    /// the last page, in the server's order.
+    ///
+    /// Fails with [`McpError::Protocol`] when a tool has no name, a name
+    /// repeats (which descriptor would the gate pin?) or a cursor repeats.
+    pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, McpError> {
+        let deadline = Instant::now() + self.settings.list_timeout;
+        let mut tools = Vec::new();
+        let mut names = HashSet::new();
+        let mut cursors = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let result = self.list_page(cursor.take(), deadline).await?;
+            let Some(page) = result.get("tools").and_then(Value::as_array) else {
+                return Err(McpError::Protocol(
+                    "its tools/list result has no tools array".to_owned(),
+                ));
+            };
+            for raw in page {
+                let tool = descriptor(raw).ok_or_else(|| {
+                    McpError::Protocol("it listed a tool without a name".to_owned())
+                })?;
+                if !names.insert(tool.name.clone()) {
+                    return Err(McpError::Protocol(format!(
+                        "it listed the tool {:?} twice",
+                        self.redactor.scrub(&tool.name)
+                    )));
+                }
+                tools.push(tool);
+            }
+            match result.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if !next.is_empty() => {
+                    if !cursors.insert(next.to_owned()) {
+                        return Err(McpError::Protocol(
+                            "its tools/list pages run in a circle".to_owned(),
+                        ));
+                    }
+                    cursor = Some(next.to_owned());
+                }
+                _ => return Ok(tools),
+            }
+        }
+        Err(McpError::Protocol(format!(
+            "it listed tools on more than {MAX_PAGES} pages"
+        )))
+    }
+
+    /// One `tools/list` page: the raw `result` object.
+    async fn list_page(
+        &self,
+        cursor: Option<String>,
+        deadline: Instant,
+    ) -> Result<Map<String, Value>, McpError> {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(McpError::Timeout {
+                after: Some(self.settings.list_timeout),
+            });
+        }
+        // Sent as a plain request, not through `Peer::list_tools`, so no
+        // cache is even consulted; the reply is read raw (see `transport`).
+        let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
+            PaginatedRequestParams::default().with_cursor(cursor),
+        ));
+        let peer = self.service.peer();
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::with_timeout(remaining))
+            .await
+            .map_err(|e| error::from_service(&e, Phase::ListTools, &self.redactor))?;
+        let id = handle.id.clone();
+        let outcome = handle.await_response().await;
+        let raw = self.raw.take(&id);
+        outcome.map_err(|e| match e {
+            rmcp::ServiceError::Timeout { .. } => McpError::Timeout {
+                after: Some(self.settings.list_timeout),
+            },
+            e => error::from_service(&e, Phase::ListTools, &self.redactor),
+        })?;
+        let Some(mut raw) = raw else {
+            return Err(McpError::Protocol(
+                "its tools/list answer could not be read".to_owned(),
+            ));
+        };
+        match raw.get_mut("result").map(Value::take) {
+            Some(Value::Object(result)) => Ok(result),
+            _ => Err(McpError::Protocol(
+                "its tools/list result is not an object".to_owned(),
+            )),
+        }
+    }
+
+    /// Calls tool `name` once with `arguments`, within `call_timeout`.
+    ///
+    /// Nothing is retried: a timeout (after which rmcp tells the server the
+    /// request is cancelled) or a transport failure is reported as such,
+    /// and the call may or may not have run.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<ToolResult, McpError> {
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = self
+            .service
+            .peer()
+            .send_request_with_option(
+                request,
+                PeerRequestOptions::with_timeout(self.settings.call_timeout),
+            )
+            .await
+            .map_err(|e| error::from_service(&e, Phase::CallTool, &self.redactor))?;
+        let result = handle
+            .await_response()
+            .await
+            .map_err(|e| error::from_service(&e, Phase::CallTool, &self.redactor))?;
+        match result {
+            ServerResult::InputRequiredResult(_) => Err(McpError::ToolFailed(
+                "the tool asked the user for more input, which Countersign does not support yet"
+                    .to_owned(),
+            )),
+            ServerResult::CreateTaskResult(_) => Err(McpError::ToolFailed(
+                "the server turned the call into a background task, which Countersign does not \
+                 support yet"
+                    .to_owned(),
+            )),
+            other => {
+                let value = serde_json::to_value(&other).map_err(|_| {
+                    McpError::Protocol("its tools/call result could not be read".to_owned())
+                })?;
+                tool_result(&value, self.settings.max_result_chars)
+            }
+        }
+    }
+
+    /// Ends the session (a legacy session is also deleted on the server,
+    /// best effort).
+    pub async fn close(self) {
+        if let Err(error) = self.service.cancel().await {
+            tracing::debug!(%error, "mcp: the session task ended abnormally");
+        }
+    }
+}
+
+/// A descriptor from one raw `tools/list` entry; `None` without a name.
+fn descriptor(raw: &Value) -> Option<ToolDescriptor> {
+    let tool = raw.as_object()?;
+    let text = |key: &str| tool.get(key).and_then(Value::as_str).map(str::to_owned);
+    Some(ToolDescriptor {
+        name: text("name")?,
+        title: text("title"),
+        description: text("description"),
+        input_schema: tool.get("inputSchema").cloned().unwrap_or(Value::Null),
+        output_schema: tool.get("outputSchema").cloned(),
+        annotations: tool.get("annotations").cloned(),
+    })
+}
+
+/// A [`ToolResult`] from the JSON of a `tools/call` result.
+fn tool_result(value: &Value, max_chars: usize) -> Result<ToolResult, McpError> {
+    let Some(result) = value.as_object() else {
+        return Err(McpError::Protocol(
+            "its tools/call result is not an object".to_owned(),
+        ));
+    };
+    let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
+    let mut structured = result
+        .get("structuredContent")
+        .filter(|v| !v.is_null())
+        .cloned();
+    let blocks = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut text = blocks.iter().map(describe).collect::<Vec<_>>().join("\n");
+    if blocks.is_empty()
+        && let Some(structured) = &structured
+    {
+        text = structured.to_string();
+    }
+
+    let mut truncated = false;
+    let total = text.chars().count();
+    if total > max_chars {
+        text = text.chars().take(max_chars).collect();
+        text.push_str(&format!(
+            "\n\n[Countersign cut this result: {total} characters, first {max_chars} shown.]"
+        ));
+        truncated = true;
+    }
+    if let Some(size) = structured
+        .as_ref()
+        .map(|v| v.to_string().chars().count())
+        .filter(|&size| size > max_chars)
+    {
+        structured = None;
+        text.push_str(&format!(
+            "\n\n[Countersign dropped the structured result: {size} characters, more than \
+             {max_chars}.]"
+        ));
+        truncated = true;
+    }
+    Ok(ToolResult {
+        is_error,
+        text,
+        structured,
+        truncated,
+    })
+}
+
+/// One content block as text: text as is, anything else described.
+fn describe(block: &Value) -> String {
+    let field = |key: &str| block.get(key).and_then(Value::as_str);
+    let kind = field("type").unwrap_or("unknown");
+    let mime = |v: Option<&str>| v.unwrap_or("unknown type").to_owned();
+    match kind {
+        "text" => field("text").unwrap_or_default().to_owned(),
+        "image" | "audio" => format!(
+            "[{kind}: {}, {} bytes]",
+            mime(field("mimeType")),
+            base64_size(field("data").unwrap_or_default())
+        ),
+        "resource" => {
+            let resource = block.get("resource");
+            let of = |key: &str| resource.and_then(|r| r.get(key)).and_then(Value::as_str);
+            let uri = of("uri").unwrap_or("unknown URI");
+            match (of("text"), of("blob")) {
+                (Some(text), _) => format!("[resource: {uri}]\n{text}"),
+                (None, Some(blob)) => format!(
+                    "[resource: {uri}, {}, {} bytes]",
+                    mime(of("mimeType")),
+                    base64_size(blob)
+                ),
+                (None, None) => format!("[resource: {uri}]"),
+            }
+        }
+        "resource_link" => match field("name") {
+            Some(name) => format!(
+                "[resource link: {name}, {}]",
+                field("uri").unwrap_or("unknown URI")
+            ),
+            None => format!("[resource link: {}]", field("uri").unwrap_or("unknown URI")),
+        },
+        other => format!("[{other} content]"),
+    }
+}
+
+/// How many bytes a base64 string decodes to.
+fn base64_size(data: &str) -> usize {
+    let digits = data
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
+        .count();
+    digits * 3 / 4
+}
+
+/// The digest an always-allow grant pins (DESIGN §5): lowercase hex SHA-256
+/// of the RFC 8785 (JCS) canonical JSON of
+///
+/// ```json
+/// {"name": …, "title": …, "description": …, "inputSchema": …,
+///  "outputSchema": …, "annotations": …}
+/// ```
+///
+/// where `title`, `description`, `outputSchema` and `annotations` are left
+/// out when absent (`None`), and `inputSchema` is always present (`null`
+/// when the server sent none). Values are the server's JSON as received, so
+/// any change to any of these six fields, including to a single annotation,
+/// changes the digest; key order and whitespace never do.
+pub fn descriptor_digest(tool: &ToolDescriptor) -> String {
+    let mut object = Map::new();
+    object.insert("name".to_owned(), Value::String(tool.name.clone()));
+    let mut optional = |key: &str, value: Option<Value>| {
+        if let Some(value) = value {
+            object.insert(key.to_owned(), value);
+        }
+    };
+    optional("title", tool.title.clone().map(Value::String));
+    optional("description", tool.description.clone().map(Value::String));
+    optional("inputSchema", Some(tool.input_schema.clone()));
+    optional("outputSchema", tool.output_schema.clone());
+    optional("annotations", tool.annotations.clone());
+    let canonical = serde_json_canonicalizer::to_vec(&Value::Object(object))
+        .expect("a serde_json::Value always has string keys, so JCS cannot fail");
+    hex::encode(Sha256::digest(&canonical))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(value: Value) -> ToolDescriptor {
+        descriptor(&value).expect("test tool has a name")
+    }
+
+    fn sample() -> Value {
+        json!({
+            "name": "search_notes",
+            "title": "Search notes",
+            "description": "Searches the notebook.",
+            "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}},
+            "annotations": {"readOnlyHint": true, "openWorldHint": false}
+        })
+    }
+
+    #[test]
+    fn sessions_and_their_futures_can_move_between_tasks() {
+        fn send_sync<T: Send + Sync>(_: &T) {}
+        fn send<T: Send>(_: T) {}
+        // Compiles only if the turn task can own and share a session.
+        let _check = |session: McpSession, http: reqwest::Client, target: McpTarget| {
+            send_sync(&session);
+            send(connect(http, &target, &McpSettings::default()));
+            send(session.list_tools());
+            send(session.call_tool("x", Map::new()));
+            send(session.close());
+        };
+    }
+
+    #[test]
+    fn the_digest_of_a_fixed_descriptor_is_a_known_value() {
+        // Computed independently: sha256 of the JCS text
+        // {"annotations":{"openWorldHint":false,"readOnlyHint":true},
+        //  "description":"Searches the notebook.","inputSchema":{"properties":
+        //  {"query":{"type":"string"}},"type":"object"},"name":"search_notes",
+        //  "title":"Search notes"} (without the line breaks).
+        assert_eq!(descriptor_digest(&tool(sample())), KNOWN_DIGEST);
+    }
+
+    const KNOWN_DIGEST: &str = "23a455b3506ecac928d9c57d0c60f2492ed7ccbf6a079ea00610a3aa6b0b453a";
+
+    #[test]
+    fn key_order_and_whitespace_do_not_change_the_digest() {
+        let reordered: Value = serde_json::from_str(
+            r#"{ "annotations" : { "openWorldHint" : false , "readOnlyHint" : true },
+                 "inputSchema" : { "properties" : { "query" : { "type" : "string" } },
+                                   "type" : "object" },
+                 "description" : "Searches the notebook.",
+                 "title" : "Search notes", "name" : "search_notes" }"#,
+        )
+        .expect("test JSON parses");
+
+        assert_eq!(
+            descriptor_digest(&tool(reordered)),
+            descriptor_digest(&tool(sample()))
+        );
+    }
+
+    #[test]
+    fn any_field_change_changes_the_digest() {
+        let original = descriptor_digest(&tool(sample()));
+        type Change = (&'static str, fn(&mut Value));
+        let changes: [Change; 9] = [
+            ("name", |t| t["name"] = json!("search_notes2")),
+            ("title", |t| t["title"] = json!("Search all notes")),
+            ("title removed", |t| {
+                t.as_object_mut().map(|o| o.remove("title"));
+            }),
+            ("description", |t| t["description"] = json!("Searches.")),
+            ("input schema", |t| {
+                t["inputSchema"]["required"] = json!(["query"])
+            }),
+            ("output schema added", |t| {
+                t["outputSchema"] = json!({"type": "object"})
+            }),
+            ("hint flipped", |t| {
+                t["annotations"]["openWorldHint"] = json!(true)
+            }),
+            ("hint as a string", |t| {
+                t["annotations"]["readOnlyHint"] = json!("true")
+            }),
+            ("unknown annotation key", |t| {
+                t["annotations"]["x-vendor"] = json!(1)
+            }),
+        ];
+        for (what, change) in changes {
+            let mut changed = sample();
+            change(&mut changed);
+            assert_ne!(descriptor_digest(&tool(changed)), original, "{what}");
+        }
+    }
+
+    #[test]
+    fn the_digest_is_lowercase_hex_sha256() {
+        let digest = descriptor_digest(&tool(sample()));
+        assert_eq!(digest.len(), 64);
+        assert!(digest.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f')));
+    }
+
+    #[test]
+    fn a_long_result_is_cut_with_a_note() {
+        let result = json!({"content": [{"type": "text", "text": "é".repeat(30)}]});
+
+        let cut = tool_result(&result, 10).expect("result reads");
+
+        assert!(cut.truncated);
+        assert_eq!(
+            cut.text,
+            format!(
+                "{}\n\n[Countersign cut this result: 30 characters, first 10 shown.]",
+                "é".repeat(10)
+            )
+        );
+    }
+
+    #[test]
+    fn non_text_content_is_described() {
+        let result = json!({"content": [
+            {"type": "text", "text": "Here:"},
+            {"type": "image", "mimeType": "image/png", "data": "AAECAwQ="},
+            {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "hello"}},
+            {"type": "resource_link", "uri": "file:///b", "name": "b"},
+            {"type": "hologram"}
+        ], "isError": false});
+
+        let read = tool_result(&result, 1000).expect("result reads");
+
+        assert_eq!(
+            read.text,
+            "Here:\n[image: image/png, 5 bytes]\n[resource: file:///a.txt]\nhello\n\
+             [resource link: b, file:///b]\n[hologram content]"
+        );
+        assert!(!read.is_error && !read.truncated);
+    }
+
+    #[test]
+    fn structured_content_stands_in_for_missing_text_and_is_dropped_when_too_big() {
+        let small = tool_result(&json!({"content": [], "structuredContent": {"n": 1}}), 100)
+            .expect("result reads");
+        assert_eq!(small.text, r#"{"n":1}"#);
+        assert_eq!(small.structured, Some(json!({"n": 1})));
+
+        let big = tool_result(
+            &json!({"content": [{"type": "text", "text": "ok"}],
+                    "structuredContent": {"s": "x".repeat(50)}}),
+            20,
+        )
+        .expect("result reads");
+        assert_eq!(big.structured, None);
+        assert!(big.truncated);
+        assert!(
+            big.text
+                .starts_with("ok\n\n[Countersign dropped the structured result")
+        );
+    }
+
+    #[test]
+    fn reserved_and_malformed_headers_are_refused() {
+        let url: reqwest::Url = "https://mcp.example.com/mcp".parse().expect("URL parses");
+        let cases = [
+            ("Mcp-Session-Id", "x", "a header rmcp sets"),
+            ("Accept", "x", "a header rmcp sets"),
+            ("bad header", "x", "not a header name"),
+            ("X-Key", "line\nbreak", "not a header value"),
+        ];
+        for (name, value, why) in cases {
+            let mut target = McpTarget::new(url.clone());
+            target.headers.push((name.into(), Secret::new(value)));
+            assert!(
+                matches!(transport_config(&target), Err(McpError::InvalidTarget(_))),
+                "{why}: {name}"
+            );
+        }
+        let mut both = McpTarget::new(url);
+        both.bearer = Some(Secret::new("t0ken"));
+        both.headers
+            .push(("Authorization".into(), Secret::new("Basic x")));
+        assert!(matches!(
+            transport_config(&both),
+            Err(McpError::InvalidTarget(_))
+        ));
+    }
+}
