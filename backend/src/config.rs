@@ -148,6 +148,20 @@ pub struct Config {
     #[arg(long, env = "COUNTERSIGN_MAX_TOOL_STEPS", default_value_t = 8)]
     pub max_tool_steps: u32,
 
+    /// Private destinations connectors may reach despite the SSRF guard,
+    /// comma-separated hosts, host:port or CIDRs (off by default). Also
+    /// allows plain http to them. For the demo server and tests on loopback.
+    #[arg(long, env = "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS", default_value = "")]
+    pub allow_private_connectors: crate::ssrf::AllowList,
+
+    /// URL of the demo MCP server, offered under "Available" in Settings.
+    #[arg(long, env = "COUNTERSIGN_DEMO_CONNECTOR_URL")]
+    pub demo_connector_url: Option<String>,
+
+    /// Timeout of one MCP request (seconds).
+    #[arg(long, env = "COUNTERSIGN_MCP_TIMEOUT_SECS", default_value_t = 60)]
+    pub mcp_timeout_secs: u64,
+
     /// The offline demo model's pause between words (milliseconds).
     #[arg(long, env = "COUNTERSIGN_DEMO_WORD_DELAY_MS", default_value_t = 40)]
     pub demo_word_delay_ms: u64,
@@ -179,6 +193,9 @@ impl Config {
             keepalive_secs: 15,
             max_tool_steps: 8,
             demo_word_delay_ms: 0,
+            allow_private_connectors: crate::ssrf::AllowList::default(),
+            demo_connector_url: None,
+            mcp_timeout_secs: 60,
         }
     }
 

@@ -8,8 +8,10 @@
 //! seen is `new` and stays off until kept; `declined` is remembered and never
 //! badged again; a kept tool whose descriptor digest moves becomes `changed`
 //! (and goes back to `kept` if the server reverts). Only kept tools will be
-//! offered to models. Does not talk to the network: the SSRF guard and the
-//! MCP client do that.
+//! offered to models. Only [`refresh`] talks to the network, through the
+//! SSRF guard and the MCP client.
+
+pub mod refresh;
 
 use crate::{
     db::{self, Tx},
@@ -52,6 +54,12 @@ pub enum ConnectorError {
     /// Review names a tool the connector does not have.
     #[error("This connector has no tool named \"{0}\". Refresh it and review again.")]
     UnknownTool(String),
+    /// The SSRF guard refused the URL; the message says why.
+    #[error("{0}")]
+    Refused(String),
+    /// Connecting or listing failed; the message says why.
+    #[error("{0}")]
+    Unreachable(String),
     /// Credentials need `COUNTERSIGN_SECRET_KEY`.
     #[error("This server cannot store connector credentials: COUNTERSIGN_SECRET_KEY is not set.")]
     NoSecretKey,

@@ -56,6 +56,15 @@ pub fn router(state: AppState) -> Router {
                 .patch(connectors::update_connector)
                 .delete(connectors::delete_connector),
         )
+        .route(
+            "/connectors/available",
+            get(connectors::available_connectors),
+        )
+        .route("/connectors/{id}/test", post(connectors::refresh_connector))
+        .route(
+            "/connectors/{id}/refresh",
+            post(connectors::refresh_connector),
+        )
         .route("/connectors/{id}/tools", get(connectors::list_tools))
         .route(
             "/connectors/{id}/tools/review",

@@ -59,6 +59,11 @@ pub struct AppState {
     pub tools: Arc<dyn tools::ToolBox>,
     /// Encryption of secrets at rest; `None` without `COUNTERSIGN_SECRET_KEY`.
     pub secrets: Option<secrets::SecretBox>,
+    /// Name resolution for connector hosts (tests bring a stub).
+    pub resolver: Arc<dyn ssrf::HostResolver>,
+    /// The only client that talks to connectors: resolves through the SSRF
+    /// guard, follows no redirect. Rebuilt by [`AppState::with_resolver`].
+    pub connector_http: reqwest::Client,
 }
 
 impl AppState {
@@ -85,6 +90,12 @@ impl AppState {
         let http = reqwest::Client::builder()
             .connect_timeout(llm_http.connect_timeout)
             .build()?;
+        let resolver: Arc<dyn ssrf::HostResolver> = Arc::new(ssrf::SystemResolver);
+        let connector_http = ssrf::guarded_client(
+            reqwest::Client::builder(),
+            resolver.clone(),
+            config.allow_private_connectors.clone(),
+        )?;
         Ok(Self {
             db,
             config: Arc::new(config),
@@ -93,6 +104,19 @@ impl AppState {
             llm_http,
             tools: Arc::new(tools::NoTools),
             secrets,
+            resolver,
+            connector_http,
         })
+    }
+
+    /// The same state resolving connector hosts through `resolver`.
+    pub fn with_resolver(mut self, resolver: Arc<dyn ssrf::HostResolver>) -> anyhow::Result<Self> {
+        self.connector_http = ssrf::guarded_client(
+            reqwest::Client::builder(),
+            resolver.clone(),
+            self.config.allow_private_connectors.clone(),
+        )?;
+        self.resolver = resolver;
+        Ok(self)
     }
 }

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     AppState,
-    connectors::{self, Auth},
+    connectors::{self, Auth, refresh},
     db,
 };
 use axum::{extract::State, http::StatusCode, response::IntoResponse};
@@ -126,6 +126,8 @@ pub async fn create_connector(
     let name = connectors::parse_name(&req.name)?;
     let url = connectors::parse_url(&req.url)?;
     let auth = Auth::parse(req.auth.as_ref())?;
+    // Refused here, with the reason, and again on every connection.
+    refresh::check_url(&state, req.url.trim()).await?;
     let id = connectors::create(
         &state.db,
         state.secrets.as_ref(),
@@ -315,4 +317,38 @@ pub async fn review_tools(
 ) -> Result<StatusCode, ApiError> {
     connectors::review(&state.db, user.user_id, id, &req.keep, &req.decline).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/connectors/{id}/test` and `…/refresh`: connect (through the
+/// SSRF guard), list the tools, store them; answers the connector with its
+/// status. A failure answers 502 (or 422 for a refused URL) with the reason,
+/// which is also stored on the connector.
+pub async fn refresh_connector(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<Connector>, ApiError> {
+    let refreshed = refresh::refresh(&state, user.user_id, id).await?;
+    tracing::info!(
+        connector.id = %id,
+        mcp.protocol = %refreshed.protocol_version,
+        tools = refreshed.tools,
+        "connector refreshed"
+    );
+    Ok(axum::Json(load(&state, user.user_id, id).await?))
+}
+
+/// `GET /api/connectors/available`: connectors the deployment offers in
+/// one click (the demo server, where enabled).
+pub async fn available_connectors(
+    State(state): State<AppState>,
+    CurrentUser(_): CurrentUser,
+) -> axum::Json<serde_json::Value> {
+    let offers: Vec<serde_json::Value> = state
+        .config
+        .demo_connector_url
+        .iter()
+        .map(|url| serde_json::json!({"name": "Countersign demo", "url": url, "description": "A demo MCP server with a tool for every safety case: read-only, destructive, changing, slow, failing."}))
+        .collect();
+    axum::Json(serde_json::json!({ "available": offers }))
 }

@@ -41,6 +41,9 @@ pub enum ApiError {
         /// Seconds.
         retry_after_secs: u64,
     },
+    /// 502: a remote server (a connector) failed.
+    #[error("{0}")]
+    BadGateway(String),
     /// 503: a dependency is down.
     #[error("{0}")]
     Unavailable(String),
@@ -107,7 +110,8 @@ impl From<crate::connectors::ConnectorError> for ApiError {
         use crate::connectors::ConnectorError as E;
         let message = err.to_string();
         match err {
-            E::Invalid(_) | E::UnknownTool(_) => Self::Unprocessable(message),
+            E::Invalid(_) | E::UnknownTool(_) | E::Refused(_) => Self::Unprocessable(message),
+            E::Unreachable(_) => Self::BadGateway(message),
             E::NameTaken(_) => Self::Conflict(message),
             E::NotFound => Self::NotFound(message),
             E::NoSecretKey => Self::Unavailable(message),
@@ -134,6 +138,7 @@ impl IntoResponse for ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::BadGateway(_) => StatusCode::BAD_GATEWAY,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };

@@ -378,3 +378,178 @@ async fn another_users_connector_is_invisible() {
     .await;
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn the_ssrf_guard_refuses_private_and_metadata_urls_on_add() {
+    let app = app_with_key().await;
+    app.signed_up_user().await;
+    for (url, expected) in [
+        ("http://127.0.0.1:3100/mcp", "private"),
+        (
+            "https://169.254.169.254/latest/meta-data",
+            "169.254.169.254",
+        ),
+        ("https://[::ffff:10.0.0.1]/mcp", "10.0.0.1"),
+        ("https://2130706433/mcp", "2130706433"),
+        ("http://mcp.example.org/mcp", "https"),
+    ] {
+        let res = app
+            .post("/api/connectors", &json!({"name": "x", "url": url}))
+            .await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{url}");
+        let body: Value = res.json().await.expect("JSON");
+        let detail = body["detail"].as_str().expect("detail");
+        assert!(
+            detail.to_lowercase().contains(&expected.to_lowercase()),
+            "{url}: {detail}"
+        );
+    }
+    assert_eq!(
+        app.get_json("/api/connectors").await,
+        json!([]),
+        "nothing stored"
+    );
+}
+
+#[tokio::test]
+async fn test_and_refresh_against_the_demo_server_store_tools_and_mark_new_and_changed() {
+    let demo = countersign_demo_mcp::DemoServer::start("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("demo server");
+    let allow = demo.addr().to_string();
+    let app = spawn_app_with(|c| {
+        c.secret_key = Some(Secret::new(KEY_HEX));
+        c.allow_private_connectors = allow.parse().expect("allow list");
+    })
+    .await;
+    app.signed_up_user().await;
+    let created: Value = app
+        .post("/api/connectors", &json!({"name": "Demo", "url": demo.mcp_url(), "auth": {"type": "bearer", "token": "demo-token"}}))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let id = created["id"].as_str().expect("id").to_owned();
+
+    let res = send(
+        &app,
+        reqwest::Method::POST,
+        &format!("/api/connectors/{id}/test"),
+        None,
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let tested: Value = res.json().await.expect("JSON");
+    assert_eq!(tested["status"], "ok");
+    assert_eq!(tested["protocol_version"], "2026-07-28");
+    assert_eq!(tested["tool_counts"]["new"], 9);
+
+    let tools = app.get_json(&format!("/api/connectors/{id}/tools")).await;
+    let by_name = |name: &str| {
+        tools
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+            .expect(name)
+    };
+    assert_eq!(
+        by_name("stringly_annotated")["annotations"],
+        json!({"readOnlyHint": "true", "openWorldHint": "false"}),
+        "strings stay strings"
+    );
+    assert_eq!(
+        by_name("echo")["annotations"],
+        Value::Null,
+        "no annotations at all"
+    );
+    assert!(
+        by_name("fetch_url_preview")["annotations"]
+            .get("openWorldHint")
+            .is_none(),
+        "omitted stays omitted"
+    );
+    assert_eq!(by_name("search_notes")["model_name"], "demo__search_notes");
+
+    let res = send(
+        &app,
+        reqwest::Method::PUT,
+        &format!("/api/connectors/{id}/tools/review"),
+        Some(json!({"keep": ["search_notes", "drifting_tool"], "decline": ["delete_note"]})),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+
+    demo.state()
+        .drift(countersign_demo_mcp::DriftField::Description);
+    demo.state().add_late_arrival();
+    let res = send(
+        &app,
+        reqwest::Method::POST,
+        &format!("/api/connectors/{id}/refresh"),
+        None,
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let tools = app.get_json(&format!("/api/connectors/{id}/tools")).await;
+    let state_of = |name: &str| {
+        tools
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["review_state"].clone())
+            .expect(name)
+    };
+    assert_eq!(state_of("drifting_tool"), "changed");
+    assert_eq!(state_of("search_notes"), "kept");
+    assert_eq!(state_of("delete_note"), "declined");
+    assert_eq!(state_of("late_arrival"), "new");
+    assert_eq!(
+        demo.calls().total,
+        0,
+        "listing and reviewing never call a tool"
+    );
+}
+
+#[tokio::test]
+async fn a_refresh_that_cannot_connect_says_why_and_records_it() {
+    // A loopback port that was free a moment ago: nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr");
+    let app = spawn_app_with(|c| {
+        c.secret_key = Some(Secret::new(KEY_HEX));
+        c.allow_private_connectors = closed.to_string().parse().expect("allow list");
+    })
+    .await;
+    app.signed_up_user().await;
+    let created: Value = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Down", "url": format!("http://{closed}/mcp")}),
+        )
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let id = created["id"].as_str().expect("id");
+    let res = send(
+        &app,
+        reqwest::Method::POST,
+        &format!("/api/connectors/{id}/refresh"),
+        None,
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::BAD_GATEWAY);
+    let body: Value = res.json().await.expect("JSON");
+    assert!(
+        body["detail"].as_str().expect("detail").contains("refused"),
+        "{body}"
+    );
+    let stored = app.get_json(&format!("/api/connectors/{id}")).await;
+    assert_eq!(stored["status"], "error");
+    assert_eq!(stored["last_error"], body["detail"]);
+}

@@ -101,7 +101,11 @@ async fn serve(pool: PgPool, config: Config, tools: Option<Arc<dyn ToolBox>>) ->
         .await
         .expect("bind a free port");
     let addr: SocketAddr = listener.local_addr().expect("local addr");
-    let mut state = AppState::new(pool, config).await.expect("app state");
+    let mut state = AppState::new(pool, config)
+        .await
+        .expect("app state")
+        .with_resolver(Arc::new(TestResolver))
+        .expect("resolver");
     if let Some(tools) = tools {
         state.tools = tools;
     }
@@ -376,4 +380,28 @@ pub fn text_of(events: &[(i64, Value)]) -> String {
         .filter(|(_, e)| e["type"] == "text_delta")
         .map(|(_, e)| e["text"].as_str().expect("text"))
         .collect()
+}
+
+/// Connector host names for tests, so that no test ever asks a real DNS
+/// server: `*.example.org`, `a.example` and `b.example` resolve to a public
+/// documentation-free address (nothing is ever dialled there: tests that
+/// connect use allow-listed loopback servers), everything else does not
+/// exist.
+#[derive(Debug)]
+pub struct TestResolver;
+
+impl countersign::ssrf::HostResolver for TestResolver {
+    fn lookup<'a>(&'a self, host: &'a str) -> countersign::ssrf::Lookup<'a> {
+        Box::pin(async move {
+            let host = host.trim_end_matches('.').to_ascii_lowercase();
+            if host.ends_with(".example.org") || host == "a.example" || host == "b.example" {
+                Ok(vec!["93.184.216.34".parse().expect("IP")])
+            } else {
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such host (test resolver)",
+                ))
+            }
+        })
+    }
 }

@@ -1,0 +1,128 @@
+//! Test and Refresh: the one place that connects to a connector. It runs
+//! the SSRF guard (`ssrf::check`), connects through the guarded client,
+//! lists the tools as the server sends them, digests each descriptor and
+//! merges the listing into the stored tools. The outcome (ok, or the
+//! error in words a user can act on) is recorded on the connector.
+
+use super::{Auth, ConnectorError, Listed, apply_listing, load_auth};
+use crate::{
+    AppState, db,
+    mcp::{self, McpSettings, McpTarget},
+    ssrf,
+};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// What a successful refresh found.
+#[derive(Debug, Clone)]
+pub struct Refreshed {
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    /// How many tools the server listed.
+    pub tools: usize,
+}
+
+/// Checks `url` against the SSRF guard, for the add and edit forms.
+pub async fn check_url(state: &AppState, url: &str) -> Result<ssrf::GuardedTarget, ConnectorError> {
+    ssrf::check(
+        url,
+        state.resolver.as_ref(),
+        &state.config.allow_private_connectors,
+    )
+    .await
+    .map_err(|e| ConnectorError::Refused(e.to_string()))
+}
+
+/// Connects, lists and stores the tools of connector `id`.
+#[tracing::instrument(skip(state), fields(user.id = %user_id, connector.id = %id))]
+pub async fn refresh(
+    state: &AppState,
+    user_id: Uuid,
+    id: Uuid,
+) -> Result<Refreshed, ConnectorError> {
+    let mut tx = db::user_tx(&state.db, user_id).await?;
+    let row: Option<(String, String)> =
+        sqlx::query_as("select url, slug from connectors where id = $1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    tx.commit().await?;
+    let (url, slug) = row.ok_or(ConnectorError::NotFound)?;
+
+    let outcome = list(state, user_id, id, &url).await;
+    let mut tx = db::user_tx(&state.db, user_id).await?;
+    let result = match outcome {
+        Ok((protocol_version, listing)) => {
+            apply_listing(&mut tx, id, &slug, &listing).await?;
+            sqlx::query(
+                "update connectors set status = 'ok', last_error = null, protocol_version = $2,
+                        last_checked_at = now() where id = $1",
+            )
+            .bind(id)
+            .bind(&protocol_version)
+            .execute(&mut *tx)
+            .await?;
+            Ok(Refreshed {
+                protocol_version,
+                tools: listing.len(),
+            })
+        }
+        Err(err) => {
+            sqlx::query(
+                "update connectors set status = 'error', last_error = $2, last_checked_at = now() where id = $1",
+            )
+            .bind(id)
+            .bind(err.to_string())
+            .execute(&mut *tx)
+            .await?;
+            Err(err)
+        }
+    };
+    tx.commit().await?;
+    result
+}
+
+async fn list(
+    state: &AppState,
+    user_id: Uuid,
+    id: Uuid,
+    url: &str,
+) -> Result<(String, Vec<Listed>), ConnectorError> {
+    let guarded = check_url(state, url).await?;
+    let auth = load_auth(&state.db, state.secrets.as_ref(), user_id, id).await?;
+    let mut target = McpTarget::new(guarded.url().clone());
+    match auth {
+        Auth::None => {}
+        Auth::Bearer(token) => target.bearer = Some(crate::config::Secret::new(token)),
+        Auth::Headers(headers) => {
+            target.headers = headers
+                .into_iter()
+                .map(|(k, v)| (k, crate::config::Secret::new(v)))
+                .collect();
+        }
+    }
+    let settings = McpSettings {
+        call_timeout: Duration::from_secs(state.config.mcp_timeout_secs),
+        ..McpSettings::default()
+    };
+    let unreachable = |e: mcp::McpError| ConnectorError::Unreachable(e.to_string());
+    let session = mcp::connect(state.connector_http.clone(), &target, &settings)
+        .await
+        .map_err(unreachable)?;
+    let protocol_version = session.protocol_version();
+    let tools = session.list_tools().await;
+    session.close().await;
+    let listing = tools
+        .map_err(unreachable)?
+        .iter()
+        .map(|tool| {
+            Ok(Listed {
+                name: tool.name.clone(),
+                descriptor: serde_json::to_value(tool)
+                    .map_err(|e| ConnectorError::Unreachable(e.to_string()))?,
+                digest: mcp::descriptor_digest(tool),
+            })
+        })
+        .collect::<Result<Vec<_>, ConnectorError>>()?;
+    Ok((protocol_version, listing))
+}
