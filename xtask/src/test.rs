@@ -119,10 +119,18 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
     tools::ensure_e2e_packages()?;
     web::build()?;
     build_server()?;
+    run(cmd("cargo").args(["build", "-p", "countersign-demo-mcp"]))?;
     bootstrap_db(cluster, "e2e", "e2e", "e2e")?;
 
+    // The demo MCP server the connector journeys add.
+    let demo_port = free_port()?;
+    let demo_addr = format!("127.0.0.1:{demo_port}");
+    let mut demo = spawn(
+        cmd(server_bin().with_file_name("countersign-demo-mcp")).args(["--bind", &demo_addr]),
+    )?;
+
     let port = free_port()?;
-    let mut server = spawn(
+    let server = spawn(
         cmd(server_bin())
             .arg("serve")
             .env("DATABASE_URL", cluster.url("countersign_app", None, "e2e"))
@@ -136,13 +144,25 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
                 crate::root().join("frontend/dist"),
             )
             .env("RUST_LOG", "warn")
+            .env("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS", &demo_addr)
+            .env(
+                "COUNTERSIGN_DEMO_CONNECTOR_URL",
+                format!("http://{demo_addr}/mcp"),
+            )
             // Slow enough to reload, open a second tab or press Stop mid-reply.
             .env("COUNTERSIGN_DEMO_WORD_DELAY_MS", "150")
             .env(
                 "COUNTERSIGN_SECRET_KEY",
                 "4e2f1c9d8b7a6f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6",
             ),
-    )?;
+    );
+    let mut server = match server {
+        Ok(server) => server,
+        Err(err) => {
+            terminate(&mut demo);
+            return Err(err);
+        }
+    };
     let base_url = format!("http://127.0.0.1:{port}");
     let result =
         wait_for_http(port, "/readyz", &mut server, Duration::from_secs(60)).and_then(|()| {
@@ -150,10 +170,12 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
                 cmd("npx")
                     .args(["playwright", "test"])
                     .current_dir(crate::root().join("e2e"))
-                    .env("COUNTERSIGN_E2E_BASE_URL", &base_url),
+                    .env("COUNTERSIGN_E2E_BASE_URL", &base_url)
+                    .env("COUNTERSIGN_E2E_DEMO_ADMIN", format!("http://{demo_addr}")),
                 counts,
             )
         });
     terminate(&mut server);
+    terminate(&mut demo);
     result
 }
