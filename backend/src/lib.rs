@@ -14,6 +14,7 @@
 //! - [`turns`]: a turn as a server task: the model, the tool loop, Stop.
 //! - [`llm`]: providers (Anthropic, OpenAI-compatible, offline demo).
 //! - [`models`]: which models a user can use; provider keys.
+//! - [`gate`]: the pure function that decides "ask or run".
 //! - [`tools`]: the `ToolBox` the tool loop calls.
 //! - [`connectors`]: users' MCP servers, credentials, tool review.
 //! - [`mcp`]: the MCP client (rmcp), raw `tools/list`, descriptor digests.
@@ -27,6 +28,7 @@ pub mod config;
 pub mod connectors;
 pub mod db;
 pub mod events;
+pub mod gate;
 pub mod http;
 pub mod llm;
 pub mod mcp;

@@ -1,0 +1,290 @@
+//! The gate (DESIGN §5): the only place that decides whether a tool call
+//! may run without asking. A pure function of stored facts, checked at call
+//! time, never a cached verdict.
+//!
+//! A call runs without asking only if:
+//! 1. a turn grant covers this connector + tool in this turn, or
+//! 2. an always-allow grant exists for this user, connector, tool **and the
+//!    tool's current descriptor digest**, or
+//! 3. the user trusts this connector's annotations **and** the stored
+//!    annotations positively declare the tool safe: `readOnlyHint` is JSON
+//!    `true`, `openWorldHint` is JSON `false` (omitted means open world),
+//!    and `destructiveHint` is absent or JSON `false` — and no stored
+//!    `requires_confirmation = true` says otherwise.
+//!
+//! Everything else asks. Only JSON booleans count: `"true"` is not `true`.
+//! On `destructiveHint` this is stricter than DESIGN's `!== true`: any value
+//! but an absent one or `false` (a string, a number, `null`) asks, because a
+//! server's metadata must never lower the risk of its own tools and an odd
+//! value is no declaration of safety.
+
+use serde_json::Value;
+
+/// The always-allow grant for this user, connector and tool, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlwaysGrant {
+    /// None.
+    None,
+    /// One exists and names the tool's current descriptor digest.
+    Current,
+    /// One exists for an older descriptor: the tool changed since.
+    Stale,
+}
+
+/// What the gate looks at, all read from storage at call time.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// The tool's annotations exactly as the server sent them.
+    pub annotations: Option<&'a Value>,
+    /// "Trust this server's safety annotations" for the connector.
+    pub trust_annotations: bool,
+    /// A stored `requires_confirmation`; only `true` is honoured.
+    pub requires_confirmation: Option<bool>,
+    /// The user allowed this connector + tool for the rest of this turn.
+    pub turn_grant: bool,
+    /// The durable rule, if any.
+    pub always_grant: AlwaysGrant,
+}
+
+/// Why a call may run without a card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunBecause {
+    /// "Allow for the rest of this turn".
+    TurnGrant,
+    /// "Always allow this tool", for this very descriptor.
+    AlwaysGrant,
+    /// Trusted annotations declare it read-only and closed-world.
+    TrustedAnnotations,
+}
+
+/// Why a call asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskBecause {
+    /// The always-allow rule was for an older descriptor.
+    ChangedSinceAllowed,
+    /// The connector's annotations are not trusted (the default).
+    NotTrusted,
+    /// Trusted, but the annotations do not declare the tool safe.
+    NotDeclaredSafe,
+    /// A stored `requires_confirmation = true`.
+    RequiresConfirmation,
+}
+
+impl AskBecause {
+    /// The reason shown on the card.
+    pub fn text(self) -> &'static str {
+        match self {
+            Self::ChangedSinceAllowed => "this tool changed since you allowed it",
+            Self::NotTrusted => "every tool call asks for your approval",
+            Self::NotDeclaredSafe => {
+                "the server does not declare this tool read-only and closed-world"
+            }
+            Self::RequiresConfirmation => "this tool is marked as needing confirmation",
+        }
+    }
+}
+
+/// The verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Run without a card.
+    Run(RunBecause),
+    /// Ask the user.
+    Ask(AskBecause),
+}
+
+/// Whether the annotations positively declare the tool safe (rule 3's
+/// second half).
+pub fn declared_safe(annotations: Option<&Value>) -> bool {
+    let Some(Value::Object(hints)) = annotations else {
+        return false;
+    };
+    hints.get("readOnlyHint") == Some(&Value::Bool(true))
+        && hints.get("openWorldHint") == Some(&Value::Bool(false))
+        && matches!(
+            hints.get("destructiveHint"),
+            None | Some(Value::Bool(false))
+        )
+}
+
+/// The gate.
+pub fn decide(facts: &Facts<'_>) -> Decision {
+    if facts.turn_grant {
+        return Decision::Run(RunBecause::TurnGrant);
+    }
+    match facts.always_grant {
+        AlwaysGrant::Current => return Decision::Run(RunBecause::AlwaysGrant),
+        AlwaysGrant::Stale => return Decision::Ask(AskBecause::ChangedSinceAllowed),
+        AlwaysGrant::None => {}
+    }
+    if !facts.trust_annotations {
+        return Decision::Ask(AskBecause::NotTrusted);
+    }
+    if facts.requires_confirmation == Some(true) {
+        return Decision::Ask(AskBecause::RequiresConfirmation);
+    }
+    if declared_safe(facts.annotations) {
+        Decision::Run(RunBecause::TrustedAnnotations)
+    } else {
+        Decision::Ask(AskBecause::NotDeclaredSafe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Map, json};
+
+    /// Every value a hint can have on the wire; `None` is "absent".
+    fn values() -> Vec<Option<Value>> {
+        vec![
+            None,
+            Some(json!(true)),
+            Some(json!(false)),
+            Some(json!("true")),
+            Some(json!("false")),
+            Some(json!(1)),
+            Some(json!(0)),
+            Some(Value::Null),
+        ]
+    }
+
+    fn facts(annotations: Option<&Value>, trust: bool, cached: Option<bool>) -> Facts<'_> {
+        Facts {
+            annotations,
+            trust_annotations: trust,
+            requires_confirmation: cached,
+            turn_grant: false,
+            always_grant: AlwaysGrant::None,
+        }
+    }
+
+    #[test]
+    fn every_combination_of_hints_trust_and_cached_flag_runs_only_when_positively_safe() {
+        let mut runs = 0;
+        let mut cases = 0;
+        for ro in values() {
+            for ow in values() {
+                for de in values() {
+                    let mut hints = Map::new();
+                    for (key, value) in [
+                        ("readOnlyHint", &ro),
+                        ("openWorldHint", &ow),
+                        ("destructiveHint", &de),
+                    ] {
+                        if let Some(v) = value {
+                            hints.insert(key.to_owned(), v.clone());
+                        }
+                    }
+                    let annotations = Value::Object(hints);
+                    for trust in [false, true] {
+                        for cached in [None, Some(false), Some(true)] {
+                            cases += 1;
+                            let verdict = decide(&facts(Some(&annotations), trust, cached));
+                            // The rule, stated on the raw values.
+                            let safe = trust
+                                && cached != Some(true)
+                                && ro == Some(json!(true))
+                                && ow == Some(json!(false))
+                                && (de.is_none() || de == Some(json!(false)));
+                            let ran = matches!(verdict, Decision::Run(_));
+                            assert_eq!(
+                                ran, safe,
+                                "ro={ro:?} ow={ow:?} de={de:?} trust={trust} cached={cached:?} → {verdict:?}"
+                            );
+                            runs += usize::from(ran);
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 8 * 8 * 8 * 2 * 3);
+        // Only readOnly=true, openWorld=false, destructive absent|false, with
+        // trust on and the cached flag not true: 2 × 2 = 4 cases.
+        assert_eq!(runs, 4);
+    }
+
+    #[test]
+    fn notable_cases_ask_or_run_with_their_reason() {
+        let safe = json!({"readOnlyHint": true, "openWorldHint": false, "destructiveHint": false});
+        let empty = json!({});
+        let read_only = json!({"readOnlyHint": true});
+        let strings = json!({"readOnlyHint": "true", "openWorldHint": "false"});
+        let not_object = json!([true]);
+        let cases: Vec<(Facts<'_>, Decision, &str)> = vec![
+            (
+                facts(Some(&safe), false, None),
+                Decision::Ask(AskBecause::NotTrusted),
+                "trust off",
+            ),
+            (
+                facts(Some(&safe), true, None),
+                Decision::Run(RunBecause::TrustedAnnotations),
+                "trusted and safe",
+            ),
+            (
+                facts(Some(&safe), true, Some(true)),
+                Decision::Ask(AskBecause::RequiresConfirmation),
+                "cached true is honoured",
+            ),
+            (
+                facts(Some(&safe), true, Some(false)),
+                Decision::Run(RunBecause::TrustedAnnotations),
+                "cached false is not a reason to run, the annotations are",
+            ),
+            (
+                facts(None, true, Some(false)),
+                Decision::Ask(AskBecause::NotDeclaredSafe),
+                "stale row: no annotations, cached false, trust on",
+            ),
+            (
+                facts(Some(&empty), true, Some(false)),
+                Decision::Ask(AskBecause::NotDeclaredSafe),
+                "stale row: {} annotations",
+            ),
+            (
+                facts(Some(&read_only), true, None),
+                Decision::Ask(AskBecause::NotDeclaredSafe),
+                "openWorldHint omitted means open world",
+            ),
+            (
+                facts(Some(&strings), true, None),
+                Decision::Ask(AskBecause::NotDeclaredSafe),
+                "strings are not booleans",
+            ),
+            (
+                facts(Some(&not_object), true, None),
+                Decision::Ask(AskBecause::NotDeclaredSafe),
+                "not an object",
+            ),
+        ];
+        for (f, expected, why) in cases {
+            assert_eq!(decide(&f), expected, "{why}");
+        }
+    }
+
+    #[test]
+    fn grants_come_first_and_a_changed_tool_suspends_an_always_rule() {
+        let unsafe_tool = json!({"destructiveHint": true});
+        let mut f = facts(Some(&unsafe_tool), false, Some(true));
+        f.turn_grant = true;
+        assert_eq!(decide(&f), Decision::Run(RunBecause::TurnGrant));
+        f.turn_grant = false;
+        f.always_grant = AlwaysGrant::Current;
+        assert_eq!(decide(&f), Decision::Run(RunBecause::AlwaysGrant));
+        f.always_grant = AlwaysGrant::Stale;
+        assert_eq!(decide(&f), Decision::Ask(AskBecause::ChangedSinceAllowed));
+        assert_eq!(
+            AskBecause::ChangedSinceAllowed.text(),
+            "this tool changed since you allowed it"
+        );
+        let safe = json!({"readOnlyHint": true, "openWorldHint": false});
+        let mut trusted = facts(Some(&safe), true, None);
+        trusted.always_grant = AlwaysGrant::Stale;
+        assert_eq!(
+            decide(&trusted),
+            Decision::Ask(AskBecause::ChangedSinceAllowed),
+            "a stale rule asks even when annotations would pass"
+        );
+    }
+}
