@@ -11,11 +11,13 @@
 use std::fmt;
 
 use countersign_api::{
-    CSRF_HEADER, ChatDetail, ChatSummary, CreateChatRequest, ErrorBody, LoginRequest, MeResponse,
-    ModelsResponse, ProviderKeyStatus, SendMessageRequest, SessionResponse, SetProviderKeyRequest,
-    SignupRequest, TurnAccepted, UpdateChatRequest,
+    CSRF_HEADER, ChatDetail, ChatSummary, Connector, ConnectorTool, CreateChatRequest,
+    CreateConnectorRequest, ErrorBody, LoginRequest, MeResponse, ModelsResponse, ProviderKeyStatus,
+    ReviewToolsRequest, SendMessageRequest, SessionResponse, SetProviderKeyRequest, SignupRequest,
+    TurnAccepted, UpdateChatRequest,
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 /// A request that did not succeed, in words a person can act on.
@@ -192,6 +194,94 @@ pub async fn delete_provider_key(csrf_token: &str, provider: &str) -> Result<(),
     let url = format!("/api/settings/provider-keys/{}", segment(provider));
     let response = send(with_csrf(Request::delete(&url), csrf_token).build()).await?;
     expect_success(response).await
+}
+
+/// A connector the deployment offers in one click (`GET
+/// /api/connectors/available`), e.g. the demo server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct AvailableConnector {
+    /// Suggested name.
+    pub name: String,
+    /// Its endpoint.
+    pub url: String,
+    /// What it is, in a sentence.
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Deserialize)]
+struct AvailableConnectors {
+    available: Vec<AvailableConnector>,
+}
+
+/// `GET /api/connectors`: the caller's connectors (never a secret).
+pub async fn list_connectors() -> Result<Vec<Connector>, ApiError> {
+    let response = send(Request::get("/api/connectors").build()).await?;
+    read_json(response).await
+}
+
+/// `POST /api/connectors` (201). A 422 carries the server's refusal (a bad
+/// URL, a private address, bad headers), a 409 a name already in use.
+pub async fn create_connector(
+    csrf_token: &str,
+    body: &CreateConnectorRequest,
+) -> Result<Connector, ApiError> {
+    let response = send(with_csrf(Request::post("/api/connectors"), csrf_token).json(body)).await?;
+    read_json(response).await
+}
+
+/// `DELETE /api/connectors/{id}` (204): its tools and grants go with it.
+pub async fn delete_connector(csrf_token: &str, connector_id: &str) -> Result<(), ApiError> {
+    let url = format!("/api/connectors/{}", segment(connector_id));
+    let response = send(with_csrf(Request::delete(&url), csrf_token).build()).await?;
+    expect_success(response).await
+}
+
+/// `POST /api/connectors/{id}/test`: connects and lists the tools; answers
+/// the connector with its new status. A failure's reason is also stored on
+/// the connector as `last_error`.
+pub async fn test_connector(csrf_token: &str, connector_id: &str) -> Result<Connector, ApiError> {
+    let url = format!("/api/connectors/{}/test", segment(connector_id));
+    let response = send(with_csrf(Request::post(&url), csrf_token).build()).await?;
+    read_json(response).await
+}
+
+/// `POST /api/connectors/{id}/refresh`: lists the tools again, marking new
+/// and changed ones.
+pub async fn refresh_connector(
+    csrf_token: &str,
+    connector_id: &str,
+) -> Result<Connector, ApiError> {
+    let url = format!("/api/connectors/{}/refresh", segment(connector_id));
+    let response = send(with_csrf(Request::post(&url), csrf_token).build()).await?;
+    read_json(response).await
+}
+
+/// `GET /api/connectors/{id}/tools`: every tool the server listed, with its
+/// review state and its annotations exactly as the server sent them.
+pub async fn connector_tools(connector_id: &str) -> Result<Vec<ConnectorTool>, ApiError> {
+    let url = format!("/api/connectors/{}/tools", segment(connector_id));
+    let response = send(Request::get(&url).build()).await?;
+    read_json(response).await
+}
+
+/// `PUT /api/connectors/{id}/tools/review` (204): keep some tools, decline
+/// the others.
+pub async fn review_tools(
+    csrf_token: &str,
+    connector_id: &str,
+    body: &ReviewToolsRequest,
+) -> Result<(), ApiError> {
+    let url = format!("/api/connectors/{}/tools/review", segment(connector_id));
+    let response = send(with_csrf(Request::put(&url), csrf_token).json(body)).await?;
+    expect_success(response).await
+}
+
+/// `GET /api/connectors/available`: the deployment's one-click offers.
+pub async fn available_connectors() -> Result<Vec<AvailableConnector>, ApiError> {
+    let response = send(Request::get("/api/connectors/available").build()).await?;
+    let body: AvailableConnectors = read_json(response).await?;
+    Ok(body.available)
 }
 
 /// Percent-encodes one path segment. Ids come from the address bar too, so

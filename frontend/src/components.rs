@@ -3,6 +3,7 @@
 mod chat_header;
 mod chat_nav;
 mod composer;
+mod connectors;
 mod form_error;
 mod model_picker;
 mod new_chat_button;
@@ -10,11 +11,13 @@ mod provider_keys;
 mod require_session;
 mod session_pending;
 mod tool_call_block;
+mod tool_review_list;
 mod turn_view;
 
 pub use chat_header::ChatHeader;
 pub use chat_nav::ChatNav;
 pub use composer::Composer;
+pub use connectors::ConnectorsSection;
 pub use form_error::FormError;
 pub use model_picker::ModelPicker;
 pub use new_chat_button::NewChatButton;
@@ -22,6 +25,7 @@ pub use provider_keys::ProviderKeys;
 pub use require_session::RequireSession;
 pub use session_pending::SessionPending;
 pub use tool_call_block::ToolCallBlock;
+pub use tool_review_list::ToolReviewList;
 pub use turn_view::TurnView;
 
 /// Sets the browser tab's title to "`page` · Countersign".

@@ -5,7 +5,8 @@
 //! stream; [`session`] holds who is signed in and `chats` the chat list;
 //! [`transcript`] turns a chat's messages and events into what the chat page
 //! shows, and [`markdown`] renders answers safely (both plain Rust, unit-tested
-//! on the host with `cargo test -p countersign-web --lib`); `pages/` has one
+//! on the host with `cargo test -p countersign-web --lib`), as is
+//! [`tool_review`], the words Settings → Connectors puts on tools; `pages/` has one
 //! module per screen and `components/` the pieces they share. The app holds
 //! no business rules: it shows what the server decided
 //! (`../shared/DESIGN.md` §9).
@@ -20,6 +21,7 @@ pub mod markdown;
 mod pages;
 pub mod session;
 pub mod sse;
+pub mod tool_review;
 pub mod transcript;
 
 use leptos::prelude::*;

@@ -1,0 +1,164 @@
+// Journey: a person adds the demo MCP server from Settings → Connectors
+// ("Available"), tests it, keeps two of its tools and declines the rest; the
+// server then changes one kept tool and adds a new one; after Refresh the
+// changed tool is badged "changed" with what changed, the new one "new", and
+// the declined ones stay quiet (DESIGN §5, connect-time review).
+//
+// Needs the server started with COUNTERSIGN_DEMO_CONNECTOR_URL pointing at
+// the demo server (and that address allowed), and this process given
+// COUNTERSIGN_E2E_DEMO_ADMIN=http://127.0.0.1:<demo port> to steer it.
+import path from 'node:path';
+import { expect, test, type Page } from '@playwright/test';
+
+const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
+const DEMO_ADMIN = process.env.COUNTERSIGN_E2E_DEMO_ADMIN;
+const DEMO_NAME = 'Countersign demo';
+const DEMO_TOOLS = [
+  'add_note',
+  'delete_note',
+  'drifting_tool',
+  'echo',
+  'failing_tool',
+  'fetch_url_preview',
+  'search_notes',
+  'slow_tool',
+  'stringly_annotated',
+];
+const KEPT = ['search_notes', 'drifting_tool'];
+
+function uniqueEmail(label: string): string {
+  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+}
+
+let problems: string[] = [];
+
+test.beforeEach(({ page }) => {
+  problems = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
+      problems.push(`console: ${message.text()}`);
+    }
+  });
+});
+
+test.afterEach(() => {
+  expect(problems, 'CSP violations or page errors').toEqual([]);
+});
+
+async function snap(page: Page, name: string) {
+  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
+}
+
+test('a user adds the demo connector, keeps two tools, and after a refresh sees the changed and the new tool badged', async ({
+  page,
+  request,
+}) => {
+  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
+  const admin = (route: string, data?: unknown) =>
+    request.post(`${DEMO_ADMIN}${route}`, data === undefined ? {} : { data });
+
+  // The demo server is shared by the run: start from its original tool list.
+  expect((await admin('/admin/reset')).ok(), 'POST /admin/reset').toBe(true);
+
+  await page.goto('/signup');
+  await page.getByTestId('signup-email').fill(uniqueEmail('connectors'));
+  await page.getByTestId('signup-name').fill('Connie Nector');
+  await page.getByTestId('signup-password').fill(PASSPHRASE);
+  await page.getByTestId('signup-submit').click();
+  await expect(page.getByTestId('shell')).toBeVisible();
+
+  await page.getByTestId('nav-settings').click();
+  await expect(page).toHaveURL(/\/settings$/);
+  const section = page.getByTestId('connectors-section');
+  await expect(section).toBeVisible();
+
+  // A private address the deployment does not allow: the server's refusal,
+  // inline.
+  await section.getByTestId('connector-add-name').fill('Local thing');
+  await section.getByTestId('connector-add-url').fill('http://127.0.0.1/mcp');
+  await section.getByTestId('connector-add-submit').click();
+  await expect(section.getByTestId('connector-add-error')).toContainText('does not connect to private networks');
+  await expect(section.getByTestId('connector-row')).toHaveCount(0);
+
+  // "Available": one click adds the demo server and tests it.
+  await section.getByTestId('available-add').first().click();
+  const row = section.locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
+  await expect(row).toBeVisible();
+  await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
+  await expect(row.getByTestId('connector-status')).toHaveText('OK');
+  await expect(row.getByTestId('connector-tool-counts')).toHaveText('9 tools: 9 new');
+  await expect(row.getByTestId('connector-protocol')).toContainText('MCP ');
+  await expect(row.getByTestId('connector-auth')).toHaveText('No authentication');
+
+  // Test again by hand: still ok.
+  await row.getByTestId('connector-test').click();
+  await expect(row.getByTestId('connector-test')).toHaveText('Test');
+  await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
+
+  // Review: every tool is new and unchecked; the annotations are the
+  // server's own claims, string values shown as strings.
+  await row.getByTestId('connector-review').click();
+  const tools = row.getByTestId('tool-row');
+  await expect(tools).toHaveCount(DEMO_TOOLS.length);
+  const tool = (name: string) => row.locator(`[data-testid="tool-row"][data-tool-name="${name}"]`);
+  for (const name of DEMO_TOOLS) {
+    await expect(tool(name).getByTestId('tool-badge-new'), `${name} is new`).toBeVisible();
+    await expect(tool(name).getByTestId('tool-keep'), `${name} starts unchecked`).not.toBeChecked();
+  }
+  await expect(tool('search_notes').getByTestId('annotation-claims')).toHaveText(
+    'The server says: read-only, not destructive, closed world',
+  );
+  await expect(tool('delete_note').getByTestId('annotation-claims')).toHaveText(/^The server says: (.*, )?destructive\b/);
+  await expect(tool('stringly_annotated').getByTestId('annotation-claims')).toContainText(
+    '(a string, not a yes/no)',
+  );
+
+  for (const name of KEPT) {
+    await tool(name).getByTestId('tool-keep').check();
+  }
+  await row.getByTestId('review-save').click();
+  await expect(row.getByTestId('review-notice')).toBeVisible();
+  await expect(row.getByTestId('connector-tool-counts')).toHaveText('9 tools: 2 kept, 7 declined');
+  await expect(row.getByTestId('tool-badge-new')).toHaveCount(0);
+  for (const name of KEPT) {
+    await expect(tool(name).getByTestId('tool-keep')).toBeChecked();
+  }
+
+  // The server changes a kept tool's description and lists a new tool.
+  expect((await admin('/admin/drift', { field: 'description' })).ok(), 'POST /admin/drift').toBe(true);
+  expect((await admin('/admin/add-tool')).ok(), 'POST /admin/add-tool').toBe(true);
+
+  await row.getByTestId('connector-refresh').click();
+  await expect(tool('late_arrival')).toBeVisible();
+  await expect(tools).toHaveCount(DEMO_TOOLS.length + 1);
+
+  const drifting = tool('drifting_tool');
+  await expect(drifting.getByTestId('tool-badge-changed')).toBeVisible();
+  await expect(drifting.getByTestId('tool-keep')).toBeChecked();
+  await expect(tool('late_arrival').getByTestId('tool-badge-new')).toBeVisible();
+  await expect(tool('late_arrival').getByTestId('tool-keep')).not.toBeChecked();
+  await expect(row.getByTestId('tool-badge-changed')).toHaveCount(1);
+  await expect(row.getByTestId('tool-badge-new')).toHaveCount(1);
+  // Declined tools are remembered and never badged again.
+  for (const name of DEMO_TOOLS.filter((n) => !KEPT.includes(n))) {
+    await expect(tool(name).locator('.badge'), `${name} is not badged`).toHaveCount(0);
+  }
+  await expect(tool('search_notes').locator('.badge')).toHaveCount(0);
+
+  // What changed: the description, before and after.
+  const whatChanged = drifting.getByTestId('tool-what-changed');
+  await whatChanged.locator('summary').click();
+  await expect(whatChanged.getByTestId('what-changed-after')).toContainText('(updated)');
+  await expect(whatChanged.getByTestId('what-changed-before')).not.toContainText('(updated)');
+  await expect(whatChanged.getByTestId('what-changed-after')).toHaveCount(1);
+
+  await snap(page, 'connectors');
+
+  // Delete, with a confirmation.
+  await row.getByTestId('connector-delete').click();
+  await row.getByTestId('connector-delete-confirm').click();
+  await expect(section.getByTestId('connector-row')).toHaveCount(0);
+
+  await admin('/admin/reset');
+});

@@ -1,0 +1,610 @@
+//! Settings → "Connectors": the user's MCP servers, adding one (by hand or
+//! from the deployment's offers), testing and refreshing it, deleting it, and
+//! opening its tool review ([`ToolReviewList`]).
+//!
+//! Credentials are write-only (DESIGN §3): the server answers "token set"
+//! and header *names*, never values, and so does this section. Refusals
+//! (a private address, a bad URL, a taken name) are the server's words,
+//! shown inline. Nothing here judges a server or its tools.
+
+use std::collections::BTreeMap;
+
+use countersign_api::{Connector, ConnectorAuth, CreateConnectorRequest};
+use leptos::ev::SubmitEvent;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api::{self, ApiError};
+use crate::components::{FormError, ToolReviewList};
+use crate::session::SessionState;
+use crate::tool_review::counts_summary;
+
+/// Most custom headers a connector may carry (the server's limit too).
+const MAX_HEADERS: usize = 20;
+
+/// The connectors as last loaded, shared by the list, the add form and the
+/// one-click offers; every change the server answers is written back here.
+#[derive(Clone, Copy)]
+struct ConnectorStore {
+    list: RwSignal<Option<Result<Vec<Connector>, ApiError>>>,
+}
+
+impl ConnectorStore {
+    fn new() -> Self {
+        let store = Self {
+            list: RwSignal::new(None),
+        };
+        store.reload();
+        store
+    }
+
+    fn reload(self) {
+        spawn_local(async move {
+            let result = api::list_connectors().await;
+            self.list.set(Some(result));
+        });
+    }
+
+    /// Replaces the connector with the same id, or appends it.
+    fn upsert(self, connector: Connector) {
+        self.list.update(|list| {
+            if let Some(Ok(items)) = list {
+                match items.iter_mut().find(|c| c.id == connector.id) {
+                    Some(slot) => *slot = connector,
+                    None => items.push(connector),
+                }
+            }
+        });
+    }
+
+    fn remove(self, id: &str) {
+        self.list.update(|list| {
+            if let Some(Ok(items)) = list {
+                items.retain(|c| c.id != id);
+            }
+        });
+    }
+
+    fn get(self, id: &str) -> Option<Connector> {
+        self.list.with(|list| match list {
+            Some(Ok(items)) => items.iter().find(|c| c.id == id).cloned(),
+            _ => None,
+        })
+    }
+
+    fn ids(self) -> Vec<String> {
+        self.list.with(|list| match list {
+            Some(Ok(items)) => items.iter().map(|c| c.id.clone()).collect(),
+            _ => Vec::new(),
+        })
+    }
+
+    fn has_url(self, url: &str) -> bool {
+        self.list.with(|list| match list {
+            Some(Ok(items)) => items.iter().any(|c| c.url == url),
+            _ => false,
+        })
+    }
+}
+
+/// The whole section.
+#[component]
+pub fn ConnectorsSection() -> impl IntoView {
+    let store = ConnectorStore::new();
+
+    let list_view = move || match store.list.with(|l| {
+        l.as_ref()
+            .map(|r| r.as_ref().map(Vec::len).map_err(Clone::clone))
+    }) {
+        None => view! { <p class="muted">"Loading…"</p> }.into_any(),
+        Some(Err(error)) => view! {
+            <p class="form-error" role="alert" data-testid="connectors-load-error">
+                {error.detail}
+            </p>
+        }
+        .into_any(),
+        Some(Ok(0)) => {
+            view! { <p class="muted" data-testid="connectors-empty">"No connectors yet."</p> }
+                .into_any()
+        }
+        Some(Ok(_)) => ().into_any(),
+    };
+
+    view! {
+        <section class="panel" aria-labelledby="connectors-heading" data-testid="connectors-section">
+            <h2 id="connectors-heading">"Connectors"</h2>
+            <p>
+                "The MCP servers whose tools the assistant may use. After adding one, review its tools: only the tools you keep are offered to the assistant, and each call still asks you unless you decide otherwise."
+            </p>
+            {list_view}
+            <ul class="connector-list">
+                <For each=move || store.ids() key=|id| id.clone() let:id>
+                    <ConnectorRow id=id store=store />
+                </For>
+            </ul>
+            <AvailableOffers store=store />
+            <AddConnectorForm store=store />
+        </section>
+    }
+}
+
+/// One connector: what the server last answered about it, and its actions.
+#[component]
+fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
+    let session = SessionState::expect();
+    let connector = {
+        let id = id.clone();
+        Memo::new(move |_| store.get(&id))
+    };
+    let field = move |f: fn(&Connector) -> String| {
+        move || connector.with(|c| c.as_ref().map(f).unwrap_or_default())
+    };
+
+    let busy = RwSignal::new(None::<&'static str>);
+    let error = RwSignal::new(None::<String>);
+    let review_open = RwSignal::new(false);
+    let tools_version = RwSignal::new(0_u32);
+    let confirming = RwSignal::new(false);
+
+    let check = {
+        let id = id.clone();
+        move |refresh: bool| {
+            if busy.get_untracked().is_some() {
+                return;
+            }
+            let token = session.csrf_token().unwrap_or_default();
+            let id = id.clone();
+            busy.set(Some(if refresh { "refresh" } else { "test" }));
+            error.set(None);
+            spawn_local(async move {
+                let result = if refresh {
+                    api::refresh_connector(&token, &id).await
+                } else {
+                    api::test_connector(&token, &id).await
+                };
+                busy.set(None);
+                match result {
+                    Ok(updated) => store.upsert(updated),
+                    Err(failure) => {
+                        // 502 and 422 are stored as the connector's
+                        // `last_error`, which the reload brings in.
+                        if !matches!(failure.status, Some(422 | 502)) {
+                            error.set(Some(failure.detail));
+                        }
+                        store.reload();
+                    }
+                }
+                tools_version.update(|v| *v += 1);
+            });
+        }
+    };
+    let test = {
+        let check = check.clone();
+        move |_| check(false)
+    };
+    let refresh = move |_| check(true);
+
+    let delete = {
+        let id = id.clone();
+        move |_| {
+            if busy.get_untracked().is_some() {
+                return;
+            }
+            let token = session.csrf_token().unwrap_or_default();
+            let id = id.clone();
+            busy.set(Some("delete"));
+            error.set(None);
+            spawn_local(async move {
+                let result = api::delete_connector(&token, &id).await;
+                busy.set(None);
+                match result {
+                    Ok(()) => store.remove(&id),
+                    Err(failure) => {
+                        confirming.set(false);
+                        error.set(Some(failure.detail));
+                    }
+                }
+            });
+        }
+    };
+
+    let status =
+        move || connector.with(|c| c.as_ref().map(|c| c.status.clone()).unwrap_or_default());
+    let status_text = move || match status().as_str() {
+        "ok" => "OK",
+        "error" => "Error",
+        _ => "Not tested yet",
+    };
+    let last_error = move || {
+        connector.with(|c| {
+            c.as_ref()
+                .filter(|c| c.status == "error")
+                .and_then(|c| c.last_error.clone())
+        })
+    };
+    let auth_text = move || {
+        connector.with(|c| match c {
+            Some(c) if c.auth_type == "bearer" && c.token_set => "Bearer token set".to_owned(),
+            Some(c) if c.auth_type == "bearer" => "Bearer token not set".to_owned(),
+            Some(c) if c.auth_type == "headers" => {
+                format!("Custom headers: {}", c.header_names.join(", "))
+            }
+            _ => "No authentication".to_owned(),
+        })
+    };
+    let protocol = move || {
+        connector.with(|c| {
+            c.as_ref()
+                .and_then(|c| c.protocol_version.clone())
+                .map(|v| format!("MCP {v}"))
+        })
+    };
+    let counts = move || connector.with(|c| c.as_ref().map(|c| counts_summary(&c.tool_counts)));
+    let name = field(|c| c.name.clone());
+    let host = field(|c| c.host.clone());
+    let heading_id = format!("connector-{id}-name");
+    let review_id = format!("connector-{id}-review");
+    let question_id = format!("connector-{id}-delete-question");
+
+    view! {
+        <li class="connector-row" data-testid="connector-row" data-connector-name=name aria-labelledby=heading_id.clone()>
+            <div class="connector-head">
+                <h3 id=heading_id.clone()>{name}</h3>
+                <p class="connector-status" data-testid="connector-status" data-status=status>
+                    {status_text}
+                </p>
+            </div>
+            <dl class="connector-facts">
+                <div>
+                    <dt>"Destination"</dt>
+                    <dd><code data-testid="connector-host">{host}</code></dd>
+                </div>
+                <div>
+                    <dt>"Authentication"</dt>
+                    <dd data-testid="connector-auth">{auth_text}</dd>
+                </div>
+                {move || protocol().map(|p| view! {
+                    <div>
+                        <dt>"Protocol"</dt>
+                        <dd data-testid="connector-protocol">{p}</dd>
+                    </div>
+                })}
+                {move || counts().map(|text| view! {
+                    <div>
+                        <dt>"Tools"</dt>
+                        <dd data-testid="connector-tool-counts">{text}</dd>
+                    </div>
+                })}
+            </dl>
+            {move || last_error().map(|text| view! {
+                <p class="connector-last-error" data-testid="connector-last-error">
+                    {text}
+                </p>
+            })}
+            <div class="connector-actions">
+                <button type="button" class="button secondary small" data-testid="connector-test"
+                    disabled=move || busy.get().is_some() on:click=test>
+                    {move || if busy.get() == Some("test") { "Testing…" } else { "Test" }}
+                </button>
+                <button type="button" class="button secondary small" data-testid="connector-refresh"
+                    disabled=move || busy.get().is_some() on:click=refresh>
+                    {move || if busy.get() == Some("refresh") { "Refreshing…" } else { "Refresh" }}
+                </button>
+                <button type="button" class="button secondary small" data-testid="connector-review"
+                    aria-expanded=move || review_open.get().to_string()
+                    aria-controls=review_id.clone()
+                    on:click=move |_| review_open.update(|open| *open = !*open)>
+                    {move || if review_open.get() { "Hide tools" } else { "Review tools" }}
+                </button>
+                <button type="button" class="button secondary small danger-text" data-testid="connector-delete"
+                    disabled=move || busy.get().is_some() || confirming.get()
+                    on:click=move |_| confirming.set(true)>
+                    "Delete"
+                </button>
+            </div>
+            <FormError message=error testid="connector-error" />
+            <Show when=move || confirming.get()>
+                <div class="confirm" role="alertdialog" aria-labelledby=question_id.clone() data-testid="connector-delete-dialog">
+                    <p id=question_id.clone() class="confirm-question">
+                        {move || format!("Delete the connector “{}”?", name())}
+                    </p>
+                    <p class="muted">"Its tools and every “always allow” you gave them are deleted with it."</p>
+                    <div class="confirm-buttons">
+                        <button type="button" class="button danger" data-testid="connector-delete-confirm"
+                            disabled=move || busy.get().is_some() on:click=delete.clone()>
+                            {move || if busy.get() == Some("delete") { "Deleting…" } else { "Delete connector" }}
+                        </button>
+                        <button type="button" class="button secondary" data-testid="connector-delete-cancel"
+                            on:click=move |_| confirming.set(false)>
+                            "Cancel"
+                        </button>
+                    </div>
+                </div>
+            </Show>
+            <div id=review_id>
+                <Show when=move || review_open.get()>
+                    <ToolReviewList
+                        connector_id=id.clone()
+                        version=tools_version.read_only()
+                        on_saved=move || {
+                            tools_version.update(|v| *v += 1);
+                            store.reload();
+                        }
+                    />
+                </Show>
+            </div>
+        </li>
+    }
+}
+
+/// The deployment's one-click offers: "Add" creates the connector and runs
+/// Test right away.
+#[component]
+fn AvailableOffers(store: ConnectorStore) -> impl IntoView {
+    let session = SessionState::expect();
+    let offers = LocalResource::new(api::available_connectors);
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+
+    let add = move |name: String, url: String| {
+        if busy.get_untracked() {
+            return;
+        }
+        let token = session.csrf_token().unwrap_or_default();
+        busy.set(true);
+        error.set(None);
+        spawn_local(async move {
+            let body = CreateConnectorRequest {
+                name,
+                url,
+                auth: None,
+            };
+            match api::create_connector(&token, &body).await {
+                Ok(created) => {
+                    let id = created.id.clone();
+                    store.upsert(created);
+                    match api::test_connector(&token, &id).await {
+                        Ok(tested) => store.upsert(tested),
+                        // The reason is stored as the connector's last_error.
+                        Err(_) => store.reload(),
+                    }
+                }
+                Err(failure) => error.set(Some(failure.detail)),
+            }
+            busy.set(false);
+        });
+    };
+
+    move || {
+        match offers.get() {
+        Some(Ok(list)) if !list.is_empty() => view! {
+            <div class="available" data-testid="available-connectors">
+                <h3>"Available"</h3>
+                <ul class="available-list">
+                    {list
+                        .into_iter()
+                        .map(|offer| {
+                            let url = offer.url.clone();
+                            let added = Memo::new(move |_| store.has_url(&url));
+                            let (name, url) = (offer.name.clone(), offer.url.clone());
+                            view! {
+                                <li class="available-offer">
+                                    <div>
+                                        <p class="available-name">{offer.name.clone()}</p>
+                                        <p class="muted">{offer.description.clone()}</p>
+                                        <code class="available-url">{offer.url.clone()}</code>
+                                    </div>
+                                    <button type="button" class="button primary small" data-testid="available-add"
+                                        aria-label=format!("Add {}", offer.name)
+                                        disabled=move || busy.get() || added.get()
+                                        on:click=move |_| add(name.clone(), url.clone())>
+                                        {move || if added.get() { "Added" } else { "Add" }}
+                                    </button>
+                                </li>
+                            }
+                        })
+                        .collect_view()}
+                </ul>
+                <FormError message=error testid="available-error" />
+            </div>
+        }
+        .into_any(),
+        _ => ().into_any(),
+    }
+    }
+}
+
+/// One custom header row of the add form.
+#[derive(Clone, Copy)]
+struct HeaderRow {
+    key: u32,
+    name: RwSignal<String>,
+    value: RwSignal<String>,
+}
+
+/// "Add a connector": name, URL and credentials.
+#[component]
+fn AddConnectorForm(store: ConnectorStore) -> impl IntoView {
+    let session = SessionState::expect();
+    let name = RwSignal::new(String::new());
+    let url = RwSignal::new(String::new());
+    let auth_kind = RwSignal::new("none".to_owned());
+    let token = RwSignal::new(String::new());
+    let next_key = RwSignal::new(1_u32);
+    let new_row = move || HeaderRow {
+        key: {
+            let key = next_key.get_untracked();
+            next_key.set(key + 1);
+            key
+        },
+        name: RwSignal::new(String::new()),
+        value: RwSignal::new(String::new()),
+    };
+    let headers = RwSignal::new(Vec::<HeaderRow>::new());
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let notice = RwSignal::new(None::<String>);
+
+    let submit = move |event: SubmitEvent| {
+        event.prevent_default();
+        if busy.get_untracked() {
+            return;
+        }
+        let auth = match auth_kind.get_untracked().as_str() {
+            "bearer" => ConnectorAuth {
+                kind: "bearer".into(),
+                token: Some(token.get_untracked()),
+                headers: None,
+            },
+            "headers" => {
+                let map: BTreeMap<String, String> = headers
+                    .get_untracked()
+                    .iter()
+                    .filter(|row| !row.name.get_untracked().trim().is_empty())
+                    .map(|row| {
+                        (
+                            row.name.get_untracked().trim().to_owned(),
+                            row.value.get_untracked(),
+                        )
+                    })
+                    .collect();
+                ConnectorAuth {
+                    kind: "headers".into(),
+                    token: None,
+                    headers: Some(map),
+                }
+            }
+            _ => ConnectorAuth {
+                kind: "none".into(),
+                token: None,
+                headers: None,
+            },
+        };
+        let body = CreateConnectorRequest {
+            name: name.get_untracked().trim().to_owned(),
+            url: url.get_untracked().trim().to_owned(),
+            auth: Some(auth),
+        };
+        let csrf = session.csrf_token().unwrap_or_default();
+        busy.set(true);
+        error.set(None);
+        notice.set(None);
+        spawn_local(async move {
+            let result = api::create_connector(&csrf, &body).await;
+            busy.set(false);
+            match result {
+                Ok(created) => {
+                    notice.set(Some(format!(
+                        "Added “{}”. Test it, then review its tools.",
+                        created.name
+                    )));
+                    store.upsert(created);
+                    name.set(String::new());
+                    url.set(String::new());
+                    token.set(String::new());
+                    headers.set(Vec::new());
+                    auth_kind.set("none".into());
+                }
+                Err(failure) => error.set(Some(failure.detail)),
+            }
+        });
+    };
+
+    let header_rows = move || {
+        view! {
+            <fieldset class="connector-headers">
+                <legend>"Custom headers (at most 20)"</legend>
+                <For each=move || headers.get() key=|row| row.key let:row>
+                    {
+                        let name_id = format!("connector-header-name-{}", row.key);
+                        let value_id = format!("connector-header-value-{}", row.key);
+                        view! {
+                            <div class="header-row" data-testid="connector-header-row">
+                                <label for=name_id.clone()>"Header name"</label>
+                                <input id=name_id type="text" autocomplete="off" spellcheck="false"
+                                    data-testid="connector-header-name" bind:value=row.name />
+                                <label for=value_id.clone()>"Value"</label>
+                                <input id=value_id type="password" autocomplete="off"
+                                    data-testid="connector-header-value" bind:value=row.value />
+                                <button type="button" class="button secondary small" data-testid="connector-header-remove"
+                                    aria-label=move || {
+                                        let n = row.name.get();
+                                        if n.trim().is_empty() { "Remove this header".to_owned() } else { format!("Remove header {n}") }
+                                    }
+                                    on:click=move |_| headers.update(|rows| rows.retain(|r| r.key != row.key))>
+                                    "Remove"
+                                </button>
+                            </div>
+                        }
+                    }
+                </For>
+                <button type="button" class="button secondary small" data-testid="connector-header-add"
+                    disabled=move || headers.with(Vec::len) >= MAX_HEADERS
+                    on:click=move |_| {
+                        if headers.with_untracked(Vec::len) < MAX_HEADERS {
+                            let row = new_row();
+                            headers.update(|rows| rows.push(row));
+                        }
+                    }>
+                    "Add header"
+                </button>
+            </fieldset>
+        }
+    };
+
+    view! {
+        <form class="connector-add" on:submit=submit aria-labelledby="connector-add-heading">
+            <h3 id="connector-add-heading">"Add a connector"</h3>
+            <div class="field">
+                <label for="connector-add-name">"Name"</label>
+                <input id="connector-add-name" data-testid="connector-add-name" type="text"
+                    autocomplete="off" required bind:value=name />
+            </div>
+            <div class="field">
+                <label for="connector-add-url">"Server URL"</label>
+                <input id="connector-add-url" data-testid="connector-add-url" type="url"
+                    placeholder="https://example.com/mcp" autocomplete="off" spellcheck="false"
+                    required bind:value=url />
+            </div>
+            <div class="field">
+                <label for="connector-add-auth">"Authentication"</label>
+                <select id="connector-add-auth" data-testid="connector-add-auth"
+                    prop:value=move || auth_kind.get()
+                    on:change=move |ev| {
+                        let kind = event_target_value(&ev);
+                        if kind == "headers" && headers.with_untracked(Vec::is_empty) {
+                            let row = new_row();
+                            headers.set(vec![row]);
+                        }
+                        auth_kind.set(kind);
+                    }>
+                    <option value="none">"None"</option>
+                    <option value="bearer">"Bearer token"</option>
+                    <option value="headers">"Custom headers"</option>
+                </select>
+            </div>
+            <Show when=move || auth_kind.get() == "bearer">
+                <div class="field">
+                    <label for="connector-add-token">"Bearer token"</label>
+                    <input id="connector-add-token" data-testid="connector-add-token" type="password"
+                        autocomplete="off" spellcheck="false" aria-describedby="connector-secret-note"
+                        bind:value=token />
+                </div>
+            </Show>
+            <Show when=move || auth_kind.get() == "headers">{header_rows}</Show>
+            <Show when=move || auth_kind.get() != "none">
+                <p id="connector-secret-note" class="muted">
+                    "Stored encrypted and never shown again: later you will see that a token is set, or the header names, not the values."
+                </p>
+            </Show>
+            <FormError message=error testid="connector-add-error" />
+            {move || notice.get().map(|text| view! {
+                <p class="key-notice" role="status" data-testid="connector-add-notice">{text}</p>
+            })}
+            <button type="submit" class="button primary" data-testid="connector-add-submit"
+                disabled=move || busy.get()>
+                {move || if busy.get() { "Adding…" } else { "Add connector" }}
+            </button>
+        </form>
+    }
+}

@@ -1,0 +1,222 @@
+//! A connector's tools to review (DESIGN §5, connect-time review): one row
+//! per tool with a "Keep" box, its description, the server's annotations
+//! *as the server's claims*, badges for new and changed tools, and for a
+//! changed tool what changed since the user kept it. "Keep these tools"
+//! keeps the checked ones and declines the rest.
+
+use countersign_api::ConnectorTool;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api;
+use crate::components::FormError;
+use crate::session::SessionState;
+use crate::tool_review::{annotation_claims, descriptor_changes, review_request, starts_kept};
+
+/// The review list of one connector, loaded again whenever `version` moves
+/// (after Test, Refresh or a saved review).
+#[component]
+pub fn ToolReviewList(
+    connector_id: String,
+    version: ReadSignal<u32>,
+    /// Called after a review was saved.
+    #[prop(into)]
+    on_saved: Callback<()>,
+) -> impl IntoView {
+    let tools = {
+        let connector_id = connector_id.clone();
+        LocalResource::new(move || {
+            version.track();
+            let connector_id = connector_id.clone();
+            async move { api::connector_tools(&connector_id).await }
+        })
+    };
+
+    view! {
+        <div class="tool-review" data-testid="tool-review">
+            {move || match tools.get() {
+                None => view! { <p class="muted">"Loading tools…"</p> }.into_any(),
+                Some(Err(error)) => view! {
+                    <p class="form-error" role="alert" data-testid="tools-load-error">{error.detail}</p>
+                }
+                .into_any(),
+                Some(Ok(list)) if list.is_empty() => view! {
+                    <p class="muted" data-testid="tools-empty">
+                        "No tools listed yet. Test the connector to fetch its tools."
+                    </p>
+                }
+                .into_any(),
+                Some(Ok(list)) => view! {
+                    <ReviewForm connector_id=connector_id.clone() tools=list on_saved=on_saved />
+                }
+                .into_any(),
+            }}
+        </div>
+    }
+}
+
+/// The rows and the save button for one loaded tool list.
+#[component]
+fn ReviewForm(
+    connector_id: String,
+    tools: Vec<ConnectorTool>,
+    on_saved: Callback<()>,
+) -> impl IntoView {
+    let session = SessionState::expect();
+    let boxes: Vec<(String, RwSignal<bool>)> = tools
+        .iter()
+        .filter(|tool| !tool.removed)
+        .map(|tool| {
+            (
+                tool.name.clone(),
+                RwSignal::new(starts_kept(&tool.review_state)),
+            )
+        })
+        .collect();
+    let boxes = StoredValue::new(boxes);
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let notice = RwSignal::new(None::<&'static str>);
+
+    let save = move |_| {
+        if busy.get_untracked() {
+            return;
+        }
+        let body = boxes.with_value(|boxes| {
+            review_request(
+                boxes
+                    .iter()
+                    .map(|(name, keep)| (name.as_str(), keep.get_untracked())),
+            )
+        });
+        let token = session.csrf_token().unwrap_or_default();
+        let connector_id = connector_id.clone();
+        busy.set(true);
+        error.set(None);
+        notice.set(None);
+        spawn_local(async move {
+            let result = api::review_tools(&token, &connector_id, &body).await;
+            busy.set(false);
+            match result {
+                Ok(()) => {
+                    notice.set(Some(
+                        "Saved. Only the tools you kept are offered to the assistant.",
+                    ));
+                    on_saved.run(());
+                }
+                Err(failure) => error.set(Some(failure.detail)),
+            }
+        });
+    };
+
+    let rows = tools
+        .into_iter()
+        .map(|tool| {
+            let keep = boxes.with_value(|boxes| {
+                boxes
+                    .iter()
+                    .find(|(name, _)| *name == tool.name)
+                    .map(|(_, keep)| *keep)
+            });
+            view! { <ToolRow tool=tool keep=keep /> }
+        })
+        .collect_view();
+
+    view! {
+        <p class="muted">
+            "Keep the tools the assistant may use. Annotations are what the server says about its own tools; Countersign does not verify them."
+        </p>
+        <ul class="tool-list">{rows}</ul>
+        <FormError message=error testid="review-error" />
+        {move || notice.get().map(|text| view! {
+            <p class="key-notice" role="status" data-testid="review-notice">{text}</p>
+        })}
+        <button type="button" class="button primary" data-testid="review-save"
+            disabled=move || busy.get() on:click=save>
+            {move || if busy.get() { "Saving…" } else { "Keep these tools" }}
+        </button>
+    }
+}
+
+/// One tool. `keep` is `None` for a tool the server no longer lists.
+#[component]
+fn ToolRow(tool: ConnectorTool, keep: Option<RwSignal<bool>>) -> impl IntoView {
+    // Names come from the server: keep element ids to a safe alphabet.
+    let slug: String = tool
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let keep_id = format!(
+        "tool-keep-{}-{slug}",
+        tool.descriptor_digest.get(..8).unwrap_or("")
+    );
+    let description_id = format!("{keep_id}-description");
+    let claims = annotation_claims(tool.annotations.as_ref());
+    let changes = if tool.review_state == "changed" {
+        descriptor_changes(&tool)
+    } else {
+        Vec::new()
+    };
+    let is_new = tool.review_state == "new" && !tool.removed;
+    let is_changed = tool.review_state == "changed" && !tool.removed;
+    let shown_title = tool.title.clone().filter(|t| !t.trim().is_empty());
+
+    let control = match keep {
+        Some(keep) => view! {
+            <input type="checkbox" id=keep_id.clone() data-testid="tool-keep"
+                aria-describedby=description_id.clone() bind:checked=keep />
+            <label for=keep_id.clone()>
+                "Keep"
+                <span class="visually-hidden">{format!(" {}", tool.name)}</span>
+            </label>
+        }
+        .into_any(),
+        None => view! {
+            <span class="tool-removed" data-testid="tool-removed">"No longer offered"</span>
+        }
+        .into_any(),
+    };
+
+    view! {
+        <li class="tool-row" data-testid="tool-row" data-tool-name=tool.name.clone()
+            data-review-state=tool.review_state.clone() data-removed=tool.removed.to_string()>
+            <div class="tool-row-head">
+                <span class="tool-keep">{control}</span>
+                <span class="tool-name">
+                    {shown_title.map(|title| view! { <strong>{title}</strong> " " })}
+                    <code>{tool.name.clone()}</code>
+                </span>
+                {is_new.then(|| view! { <span class="badge badge-new" data-testid="tool-badge-new">"new"</span> })}
+                {is_changed.then(|| view! { <span class="badge badge-changed" data-testid="tool-badge-changed">"changed"</span> })}
+            </div>
+            <p id=description_id class="tool-description">
+                {tool.description.clone().unwrap_or_else(|| "No description.".into())}
+            </p>
+            <p class="annotation-claims" data-testid="annotation-claims">{claims}</p>
+            {(!changes.is_empty()).then(|| view! {
+                <details class="what-changed" data-testid="tool-what-changed">
+                    <summary>"What changed"</summary>
+                    {changes
+                        .into_iter()
+                        .map(|change| view! {
+                            <div class="change">
+                                <h4>{change.label}</h4>
+                                <div class="change-sides">
+                                    <div class="change-side">
+                                        <p class="change-caption">"When you kept it"</p>
+                                        <pre data-testid="what-changed-before">{change.before}</pre>
+                                    </div>
+                                    <div class="change-side">
+                                        <p class="change-caption">"Now"</p>
+                                        <pre data-testid="what-changed-after">{change.after}</pre>
+                                    </div>
+                                </div>
+                            </div>
+                        })
+                        .collect_view()}
+                </details>
+            })}
+        </li>
+    }
+}

@@ -1,0 +1,263 @@
+//! What Settings → Connectors shows about a connector's tools, as plain
+//! Rust (unit-tested on the host): the server's safety annotations put into
+//! words, what changed in a tool since the user kept it, and the review the
+//! "Keep these tools" button sends.
+//!
+//! It decides nothing about safety (`../shared/DESIGN.md` §5): annotations
+//! are the server's own claims about its own tools, so they are worded as
+//! such ("The server says: …") and odd values are shown as sent, never
+//! coerced — `"true"` is a string, not a yes.
+
+use countersign_api::{ConnectorTool, ReviewToolsRequest};
+use serde_json::Value;
+
+/// The MCP safety hints, with the words for `true` and `false`.
+const HINTS: [(&str, &str, &str); 4] = [
+    ("readOnlyHint", "read-only", "not read-only"),
+    ("destructiveHint", "destructive", "not destructive"),
+    ("idempotentHint", "idempotent", "not idempotent"),
+    ("openWorldHint", "open world", "closed world"),
+];
+
+/// One sentence stating a tool's annotations as the server's claims, e.g.
+/// "The server says: read-only, closed world".
+pub fn annotation_claims(annotations: Option<&Value>) -> String {
+    let object = match annotations {
+        None | Some(Value::Null) => return "No safety annotations".into(),
+        Some(Value::Object(object)) => object,
+        Some(other) => {
+            return format!(
+                "The server sent annotations this page cannot read: {}",
+                compact(other)
+            );
+        }
+    };
+    let mut plain = Vec::new();
+    let mut odd = Vec::new();
+    for (key, yes, no) in HINTS {
+        match object.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(true)) => plain.push(yes.to_owned()),
+            Some(Value::Bool(false)) => plain.push(no.to_owned()),
+            Some(value) => odd.push(format!(
+                "{key} = {} ({}, not a yes/no)",
+                compact(value),
+                kind_of(value)
+            )),
+        }
+    }
+    match (plain.is_empty(), odd.is_empty()) {
+        (true, true) => "No safety annotations".into(),
+        (false, true) => format!("The server says: {}", plain.join(", ")),
+        (true, false) => format!("The server says {}", odd.join("; ")),
+        (false, false) => format!(
+            "The server says: {}; and {}",
+            plain.join(", "),
+            odd.join("; ")
+        ),
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+        Value::Bool(_) | Value::Null => "a value",
+    }
+}
+
+fn compact(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Pretty JSON for showing a schema or annotations; `(none)` when absent.
+pub fn pretty(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => "(none)".into(),
+        Some(Value::String(text)) => text.clone(),
+        Some(value) => serde_json::to_string_pretty(value).unwrap_or_default(),
+    }
+}
+
+/// One field of a tool that differs from the descriptor the user kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldChange {
+    /// What people call the field ("Description", "Input schema", …).
+    pub label: &'static str,
+    /// As the user kept it.
+    pub before: String,
+    /// As the server lists it now.
+    pub after: String,
+}
+
+/// The fields of `tool` that differ from `tool.reviewed_descriptor`, in the
+/// order a person reads a tool. Empty when there is nothing to compare.
+pub fn descriptor_changes(tool: &ConnectorTool) -> Vec<FieldChange> {
+    let Some(kept) = tool.reviewed_descriptor.as_ref() else {
+        return Vec::new();
+    };
+    let title = tool.title.clone().map(Value::String);
+    let description = tool.description.clone().map(Value::String);
+    let current: [(&'static str, &str, Option<&Value>); 4] = [
+        ("Title", "title", title.as_ref()),
+        ("Description", "description", description.as_ref()),
+        ("Input schema", "inputSchema", Some(&tool.input_schema)),
+        ("Annotations", "annotations", tool.annotations.as_ref()),
+    ];
+    current
+        .into_iter()
+        .filter_map(|(label, key, now)| {
+            let before = kept.get(key).filter(|v| !v.is_null());
+            let now = now.filter(|v| !v.is_null());
+            (before != now).then(|| FieldChange {
+                label,
+                before: pretty(before),
+                after: pretty(now),
+            })
+        })
+        .collect()
+}
+
+/// Whether a tool's "Keep" box starts checked: it is on now (`kept`), or
+/// was until it changed (`changed`).
+pub fn starts_kept(review_state: &str) -> bool {
+    matches!(review_state, "kept" | "changed")
+}
+
+/// The review "Keep these tools" sends: every listed tool (not the removed
+/// ones) either kept or declined. `checked` pairs tool names with the box.
+pub fn review_request<'a>(
+    checked: impl IntoIterator<Item = (&'a str, bool)>,
+) -> ReviewToolsRequest {
+    let mut request = ReviewToolsRequest::default();
+    for (name, keep) in checked {
+        if keep {
+            request.keep.push(name.to_owned());
+        } else {
+            request.decline.push(name.to_owned());
+        }
+    }
+    request
+}
+
+/// A connector's tool counts in words, e.g. "9 tools: 9 new".
+pub fn counts_summary(counts: &std::collections::BTreeMap<String, i64>) -> String {
+    let total: i64 = counts.values().sum();
+    let parts: Vec<String> = ["new", "changed", "kept", "declined"]
+        .into_iter()
+        .filter_map(|state| {
+            let n = counts.get(state).copied().unwrap_or(0);
+            (n > 0).then(|| format!("{n} {state}"))
+        })
+        .collect();
+    let noun = if total == 1 { "tool" } else { "tools" };
+    if parts.is_empty() {
+        format!("{total} {noun}")
+    } else {
+        format!("{total} {noun}: {}", parts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(state: &str) -> ConnectorTool {
+        ConnectorTool {
+            name: "t".into(),
+            model_name: "demo__t".into(),
+            title: None,
+            description: Some("new words".into()),
+            input_schema: json!({"type": "object"}),
+            annotations: Some(json!({"readOnlyHint": true})),
+            descriptor_digest: "d".into(),
+            review_state: state.into(),
+            removed: false,
+            reviewed_descriptor: None,
+            first_seen_at: String::new(),
+            last_seen_at: String::new(),
+            changed_at: None,
+        }
+    }
+
+    #[test]
+    fn annotations_are_worded_as_the_servers_claims() {
+        let cases = [
+            (None, "No safety annotations", "absent"),
+            (Some(json!({})), "No safety annotations", "empty object"),
+            (
+                Some(json!({"title": "x"})),
+                "No safety annotations",
+                "no hints, only a title",
+            ),
+            (
+                Some(json!({"readOnlyHint": true, "openWorldHint": false})),
+                "The server says: read-only, closed world",
+                "booleans",
+            ),
+            (
+                Some(json!({"destructiveHint": true})),
+                "The server says: destructive",
+                "destructive",
+            ),
+            (
+                Some(json!({"readOnlyHint": "true"})),
+                "The server says readOnlyHint = \"true\" (a string, not a yes/no)",
+                "a string is not a boolean",
+            ),
+            (
+                Some(json!({"readOnlyHint": true, "openWorldHint": 0})),
+                "The server says: read-only; and openWorldHint = 0 (a number, not a yes/no)",
+                "mixed",
+            ),
+        ];
+        for (annotations, expected, why) in cases {
+            assert_eq!(annotation_claims(annotations.as_ref()), expected, "{why}");
+        }
+    }
+
+    #[test]
+    fn only_fields_that_differ_are_listed_as_changes() {
+        let mut changed = tool("changed");
+        changed.reviewed_descriptor = Some(json!({
+            "name": "t",
+            "description": "old words",
+            "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": true}
+        }));
+        let changes = descriptor_changes(&changed);
+        assert_eq!(
+            changes,
+            vec![FieldChange {
+                label: "Description",
+                before: "old words".into(),
+                after: "new words".into(),
+            }]
+        );
+        assert!(
+            descriptor_changes(&tool("kept")).is_empty(),
+            "nothing to compare"
+        );
+    }
+
+    #[test]
+    fn the_review_keeps_checked_tools_and_declines_the_rest() {
+        let request = review_request([("a", true), ("b", false), ("c", true)]);
+        assert_eq!(request.keep, vec!["a", "c"]);
+        assert_eq!(request.decline, vec!["b"]);
+        assert!(starts_kept("kept") && starts_kept("changed"));
+        assert!(!starts_kept("new") && !starts_kept("declined"));
+    }
+
+    #[test]
+    fn counts_read_as_a_sentence() {
+        let mut counts = std::collections::BTreeMap::new();
+        counts.insert("new".to_owned(), 9);
+        counts.insert("kept".to_owned(), 0);
+        assert_eq!(counts_summary(&counts), "9 tools: 9 new");
+        assert_eq!(counts_summary(&Default::default()), "0 tools");
+    }
+}
