@@ -107,6 +107,14 @@ pub async fn serve(
         shutdown.await;
         hub.close();
     };
+    use axum::serve::ListenerExt as _;
+    // Stream events are small writes: without TCP_NODELAY, Nagle's
+    // algorithm and delayed ACKs hold each one back ~40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %err, "cannot set TCP_NODELAY");
+        }
+    });
     axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<SocketAddr>(),

@@ -14,10 +14,10 @@
 //! - [`turns`]: a turn as a server task: the model, the tool loop, Stop.
 //! - [`llm`]: providers (Anthropic, OpenAI-compatible, offline demo).
 //! - [`models`]: which models a user can use; provider keys.
-//! - [`gate`]: the pure function that decides "ask or run".
 //! - [`tools`]: the `ToolBox` the tool loop calls.
 //! - [`connectors`]: users' MCP servers, credentials, tool review.
 //! - [`mcp`]: the MCP client (rmcp), raw `tools/list`, descriptor digests.
+//! - [`probe`]: `countersign connector probe`, the MCP client from the CLI.
 //! - [`secrets`]: AEAD for secrets at rest.
 //! - [`http`]: the router, middleware (security headers, Origin and CSRF
 //!   checks) and one module per resource. The only place that knows status
@@ -28,11 +28,11 @@ pub mod config;
 pub mod connectors;
 pub mod db;
 pub mod events;
-pub mod gate;
 pub mod http;
 pub mod llm;
 pub mod mcp;
 pub mod models;
+pub mod probe;
 pub mod secrets;
 pub mod ssrf;
 pub mod telemetry;

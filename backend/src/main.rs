@@ -25,6 +25,36 @@ enum Command {
     /// Database administration for the embedded set-up and the tests.
     #[command(subcommand)]
     Db(DbCommand),
+    /// Look at MCP servers from the command line.
+    #[command(subcommand)]
+    Connector(ConnectorCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ConnectorCommand {
+    /// Connect to URL through the SSRF guard, print the negotiated protocol
+    /// and every tool as the server describes it (annotations raw, with the
+    /// descriptor digest); with --call, call one tool. Stores nothing.
+    Probe {
+        /// The connector's URL, e.g. https://mcp.example.com/mcp.
+        url: String,
+        /// An extra request header, NAME:VALUE (repeatable).
+        #[arg(long = "header", value_name = "NAME:VALUE")]
+        headers: Vec<String>,
+        /// A bearer token for the Authorization header.
+        #[arg(long, env = "COUNTERSIGN_PROBE_BEARER", hide_env_values = true)]
+        bearer: Option<config::Secret>,
+        /// Private destinations to allow (comma-separated hosts, host:port
+        /// or CIDRs), as for the server.
+        #[arg(long, env = "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS", default_value = "")]
+        allow_private: countersign::ssrf::AllowList,
+        /// A tool to call after listing.
+        #[arg(long, value_name = "TOOL")]
+        call: Option<String>,
+        /// The tool's arguments, a JSON object.
+        #[arg(long, value_name = "JSON", requires = "call", default_value = "{}")]
+        args: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -73,6 +103,33 @@ async fn main() -> anyhow::Result<()> {
             .await?;
             tracing::info!(db.name = %database, "database and roles ready");
             Ok(())
+        }
+        Command::Connector(ConnectorCommand::Probe {
+            url,
+            headers,
+            bearer,
+            allow_private,
+            call,
+            args,
+        }) => {
+            let request = countersign::probe::Probe {
+                url,
+                headers,
+                bearer,
+                allow: allow_private,
+                call: call.map(|name| (name, args)),
+            };
+            match countersign::probe::probe(&request).await {
+                Ok(report) => {
+                    print!("{report}");
+                    Ok(())
+                }
+                Err(err) => {
+                    // A message for a person, not a backtrace: exit 1.
+                    eprintln!("countersign connector probe: {err}");
+                    std::process::exit(1);
+                }
+            }
         }
     }
 }

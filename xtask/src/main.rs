@@ -13,6 +13,7 @@
 //! Each step prints the command it runs, so a failure says where it was.
 
 mod bench;
+mod interop;
 mod pg;
 mod proc;
 mod run;

@@ -1,6 +1,7 @@
 //! `cargo xtask test`: every check, in the order that fails fastest.
 
 use crate::{
+    interop,
     pg::{Cluster, StopOnDrop},
     proc::{Counts, cmd, free_port, run, run_counting, spawn, terminate, wait_for_http},
     run::{bootstrap_db, build_server, server_bin},
@@ -82,13 +83,21 @@ pub fn test() -> anyhow::Result<()> {
         ]))
     })?;
 
+    // MCP servers that no one here wrote, for the interop tests.
+    let mut interop_dir = std::path::PathBuf::new();
+    step(&mut t, "interop servers (npm, PyPI)", || {
+        interop_dir = interop::prepare()?;
+        Ok(())
+    })?;
+
     let cluster = throwaway_cluster("pg-test")?;
     let _stop = StopOnDrop(&cluster);
     step(&mut t, "unit and API tests (real Postgres)", || {
         run_counting(
             cmd("cargo")
                 .args(["test", "--workspace", "--exclude", "countersign-web"])
-                .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url()),
+                .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url())
+                .env("COUNTERSIGN_INTEROP_DIR", &interop_dir),
             &mut counts,
         )?;
         // The web app's pure logic (Markdown safety, transcript) on the host.

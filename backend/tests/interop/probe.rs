@@ -1,0 +1,153 @@
+//! `countersign connector probe`, the real binary, against the demo server
+//! and server-everything.
+
+use crate::everything;
+use std::process::{Command, Output};
+
+async fn run_probe(args: &[&str]) -> Output {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_countersign"))
+            .args(["connector", "probe"])
+            .args(&args)
+            .env_remove("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS")
+            .env_remove("COUNTERSIGN_PROBE_BEARER")
+            .output()
+            .expect("the binary runs")
+    })
+    .await
+    .expect("the probe task")
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "probe failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The digests the report prints: one per tool, each 64 hex digits.
+fn digests(report: &str) -> Vec<&str> {
+    let digests: Vec<&str> = report
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("digest: "))
+        .collect();
+    for digest in &digests {
+        assert!(
+            digest.len() == 64 && digest.chars().all(|c| c.is_ascii_hexdigit()),
+            "{digest} is 64 hex digits"
+        );
+    }
+    digests
+}
+
+#[tokio::test]
+async fn probe_lists_the_demo_tools_with_raw_annotations_and_calls_echo() {
+    let demo = countersign_demo_mcp::DemoServer::start("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("the demo server starts");
+    let allow = demo.addr().to_string();
+
+    let report = stdout(&run_probe(&[&demo.mcp_url(), "--allow-private", &allow]).await);
+    assert!(report.contains("protocol: 2026-07-28"), "{report}");
+    assert!(report.contains("- search_notes"), "{report}");
+    assert!(
+        report.contains(r#"annotations: {"openWorldHint":"false","readOnlyHint":"true"}"#)
+            || report.contains(r#"annotations: {"readOnlyHint":"true","openWorldHint":"false"}"#),
+        "string hints stay strings: {report}"
+    );
+    let tools: usize = report
+        .lines()
+        .find_map(|l| l.strip_prefix("tools: "))
+        .expect("a tools line")
+        .parse()
+        .expect("a count");
+    assert_eq!(digests(&report).len(), tools, "{report}");
+
+    let called = stdout(
+        &run_probe(&[
+            &demo.mcp_url(),
+            "--allow-private",
+            &allow,
+            "--call",
+            "echo",
+            "--args",
+            r#"{"text":"hi"}"#,
+        ])
+        .await,
+    );
+    let tail: Vec<&str> = called.lines().rev().take(2).collect();
+    assert_eq!(tail, ["hi", "call echo: is_error=false"], "{called}");
+}
+
+#[tokio::test]
+async fn probe_shows_server_everything_tools_with_their_four_hints() {
+    let server = everything().await;
+    let report =
+        stdout(&run_probe(&[&server.mcp_url(), "--allow-private", &server.allow_entry()]).await);
+    assert!(report.contains("protocol: 2025-11-25"), "{report}");
+    let echo: Vec<&str> = report
+        .lines()
+        .skip_while(|l| *l != "- echo")
+        .take(5)
+        .collect();
+    assert_eq!(echo.get(1), Some(&"  title: Echo Tool"), "{report}");
+    assert_eq!(
+        echo.get(2),
+        Some(&"  description: Echoes back the input string"),
+        "{report}"
+    );
+    let annotations: serde_json::Value = serde_json::from_str(
+        echo.get(3)
+            .and_then(|l| l.strip_prefix("  annotations: "))
+            .expect("an annotations line"),
+    )
+    .expect("annotations are JSON");
+    assert_eq!(
+        annotations,
+        serde_json::json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+    );
+    assert!(digests(&report).len() >= 10, "{report}");
+}
+
+#[tokio::test]
+async fn probe_refuses_loopback_without_an_allow_list_and_exits_1() {
+    let demo = countersign_demo_mcp::DemoServer::start("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("the demo server starts");
+
+    let output = run_probe(&[&demo.mcp_url()]).await;
+
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("refused: 127.0.0.1 is a loopback address"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "nothing printed as a result");
+    assert_eq!(demo.calls().total, 0, "no tool ran");
+}
+
+#[tokio::test]
+async fn probe_reports_a_server_that_is_not_there_and_exits_1() {
+    let port = crate::free_port().to_string();
+    let allow = format!("127.0.0.1:{port}");
+
+    let output = run_probe(&[
+        &format!("http://127.0.0.1:{port}/mcp"),
+        "--allow-private",
+        &allow,
+    ])
+    .await;
+
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("countersign connector probe: could not reach the MCP server"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "nothing printed as a result");
+}

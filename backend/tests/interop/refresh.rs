@@ -1,0 +1,132 @@
+//! Test/Refresh and review (`countersign::connectors`) on a fresh database,
+//! against the servers that others wrote.
+
+use crate::{Server, everything, python};
+use countersign::{
+    AppState, Config,
+    connectors::{self, Auth, refresh::refresh},
+    db,
+};
+use reqwest::Url;
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+fn superuser_url() -> Url {
+    let raw = std::env::var("COUNTERSIGN_TEST_SUPERUSER_URL").unwrap_or_else(|_| {
+        panic!(
+            "COUNTERSIGN_TEST_SUPERUSER_URL is not set. Run the tests with `cargo xtask test`, \
+             which starts a throwaway Postgres, or point it at a superuser of a scratch cluster."
+        )
+    });
+    Url::parse(&raw).expect("COUNTERSIGN_TEST_SUPERUSER_URL is a URL")
+}
+
+fn with_login(url: &Url, user: &str, password: &str, database: &str) -> String {
+    let mut url = url.clone();
+    url.set_username(user).expect("URL has a host");
+    url.set_password(Some(password)).expect("URL has a host");
+    url.set_path(database);
+    url.to_string()
+}
+
+/// App state over a new database, with the guard letting `server`'s port
+/// through, and a user in it.
+async fn state_for(server: &Server) -> (AppState, Uuid) {
+    countersign::telemetry::init_for_tests();
+    let su = superuser_url();
+    let database = format!("t_{}", Uuid::new_v4().simple());
+    db::bootstrap(su.as_str(), &database, "test-owner", "test-app")
+        .await
+        .expect("bootstrap the test database");
+    db::migrate(&with_login(&su, db::OWNER_ROLE, "test-owner", &database))
+        .await
+        .expect("migrate");
+    let app_url = with_login(&su, db::APP_ROLE, "test-app", &database);
+    let pool = db::connect(&app_url)
+        .await
+        .expect("connect as the app role");
+    let mut config = Config::with_database_url(app_url);
+    config.allow_private_connectors = server.allow();
+    let state = AppState::new(pool, config).await.expect("app state");
+
+    let user_id = Uuid::new_v4();
+    let mut tx = db::service_tx(&state.db).await.expect("service tx");
+    sqlx::query("insert into users (id, email, password_hash) values ($1, $2, 'not-a-hash')")
+        .bind(user_id)
+        .bind(format!("user-{}@example.org", user_id.simple()))
+        .execute(&mut *tx)
+        .await
+        .expect("a user");
+    sqlx::query("insert into profiles (user_id, display_name) values ($1, 'Interop')")
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await
+        .expect("a profile");
+    tx.commit().await.expect("commit");
+    (state, user_id)
+}
+
+async fn review_states(state: &AppState, user_id: Uuid, id: Uuid) -> BTreeMap<String, String> {
+    let mut tx = db::user_tx(&state.db, user_id).await.expect("user tx");
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "select name, review_state from connector_tools where connector_id = $1 and not removed",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await
+    .expect("tools");
+    tx.commit().await.expect("commit");
+    rows.into_iter().collect()
+}
+
+/// Adds `server` as a connector, refreshes, keeps `keep`, declines
+/// `decline`, refreshes again; checks what was stored at each step.
+async fn refresh_review_refresh(server: &Server, expected_tools: usize, keep: &str, decline: &str) {
+    let (state, user_id) = state_for(server).await;
+    let url: Url = server.mcp_url().parse().expect("URL");
+    let id = connectors::create(&state.db, None, user_id, "Interop", &url, &Auth::None)
+        .await
+        .expect("create the connector");
+
+    let first = refresh(&state, user_id, id).await.expect("first refresh");
+    assert!(first.tools >= expected_tools, "{} tools", first.tools);
+    let states = review_states(&state, user_id, id).await;
+    assert_eq!(states.len(), first.tools, "every listed tool is stored");
+    assert!(
+        states.values().all(|s| s != "kept" && s != "declined"),
+        "nothing is reviewed yet: {states:?}"
+    );
+
+    connectors::review(
+        &state.db,
+        user_id,
+        id,
+        &[keep.to_owned()],
+        &[decline.to_owned()],
+    )
+    .await
+    .expect("review");
+    let reviewed = review_states(&state, user_id, id).await;
+    assert_eq!(reviewed[keep], "kept");
+    assert_eq!(reviewed[decline], "declined");
+
+    let second = refresh(&state, user_id, id).await.expect("second refresh");
+    assert_eq!(second.protocol_version, first.protocol_version);
+    assert_eq!(
+        review_states(&state, user_id, id).await,
+        reviewed,
+        "an unchanged listing keeps every review state"
+    );
+}
+
+#[tokio::test]
+async fn refresh_stores_server_everything_tools_and_a_second_refresh_keeps_the_review() {
+    let server = everything().await;
+    refresh_review_refresh(&server, 10, "echo", "get-env").await;
+}
+
+#[tokio::test]
+async fn refresh_stores_the_python_sdk_tools_and_a_second_refresh_keeps_the_review() {
+    let server = python().await;
+    refresh_review_refresh(&server, 3, "shout", "forget_note").await;
+}

@@ -1,0 +1,60 @@
+//! The MCP servers that others wrote, for `backend/tests/interop`: the
+//! reference `server-everything` (npm) and the official Python SDK (PyPI),
+//! installed once, at pinned versions, under `target/interop/`. It does not
+//! start them: the tests do, on loopback, and stop them by PID.
+
+use crate::proc::{cmd, run};
+use anyhow::Context as _;
+use std::path::{Path, PathBuf};
+
+/// `@modelcontextprotocol/server-everything` (speaks 2025-11-25 only).
+const EVERYTHING_VERSION: &str = "2026.8.31";
+/// PyPI `mcp`, the official Python SDK (speaks both protocol eras).
+const PYTHON_MCP_VERSION: &str = "2.3.0";
+
+/// Installs what is missing into `target/interop/` and writes the loopback
+/// preload there. Returns that folder, for `COUNTERSIGN_INTEROP_DIR`.
+pub fn prepare() -> anyhow::Result<PathBuf> {
+    let root = crate::root();
+    let dir = root.join("target/interop");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+
+    let npm = dir.join("npm");
+    if installed_npm_version(&npm).as_deref() != Some(EVERYTHING_VERSION) {
+        run(cmd("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&npm)
+            .arg(format!(
+                "@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+            )))?;
+    }
+
+    let py = dir.join("py");
+    if !py
+        .join(format!("mcp-{PYTHON_MCP_VERSION}.dist-info"))
+        .exists()
+    {
+        run(cmd("python3")
+            .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
+            .arg(&py)
+            .arg(format!("mcp=={PYTHON_MCP_VERSION}")))?;
+    }
+
+    // The preload that keeps server-everything (no host option) on
+    // 127.0.0.1; committed beside the tests that use it.
+    let preload = root.join("backend/tests/interop/loopback.mjs");
+    std::fs::copy(&preload, dir.join("loopback.mjs"))
+        .with_context(|| format!("cannot copy {}", preload.display()))?;
+    Ok(dir)
+}
+
+/// The `version` in server-everything's installed `package.json`, if any.
+fn installed_npm_version(npm: &Path) -> Option<String> {
+    let manifest = npm.join("node_modules/@modelcontextprotocol/server-everything/package.json");
+    let text = std::fs::read_to_string(manifest).ok()?;
+    // No JSON crate in xtask: the first `"version": "…"` line is the package's.
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("\"version\""))?;
+    Some(line.split('"').nth(3)?.to_owned())
+}
