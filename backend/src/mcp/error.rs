@@ -388,9 +388,19 @@ fn connect_reason(error: &reqwest::Error) -> String {
     };
     if mentions(&["dns", "resolve", "lookup", "name or service"]) {
         "the host name could not be resolved".to_owned()
-    } else if mentions(&["certificate", "tls", "handshake", "rustls", "ssl"]) {
+    } else if mentions(&[
+        "certificate",
+        "tls",
+        "handshake",
+        "rustls",
+        "ssl",
+        "corrupt message",
+        "invalidcontenttype",
+        "alert",
+    ]) {
         "the TLS handshake failed (is the certificate valid for this host?)".to_owned()
     } else {
+        tracing::debug!(error.chain = ?chain, "connection failed");
         "could not connect".to_owned()
     }
 }

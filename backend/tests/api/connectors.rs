@@ -553,3 +553,43 @@ async fn a_refresh_that_cannot_connect_says_why_and_records_it() {
     assert_eq!(stored["status"], "error");
     assert_eq!(stored["last_error"], body["detail"]);
 }
+
+#[tokio::test]
+async fn a_tls_failure_is_named_as_such() {
+    // The demo server speaks plain HTTP: an https URL to it fails the TLS
+    // handshake.
+    let demo = countersign_demo_mcp::DemoServer::start("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("demo server");
+    let allow = demo.addr().to_string();
+    let app = spawn_app_with(|c| {
+        c.secret_key = Some(Secret::new(KEY_HEX));
+        c.allow_private_connectors = allow.parse().expect("allow list");
+    })
+    .await;
+    app.signed_up_user().await;
+    let created: Value = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Not TLS", "url": format!("https://{}/mcp", demo.addr())}),
+        )
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let id = created["id"].as_str().expect("id");
+    let res = send(
+        &app,
+        reqwest::Method::POST,
+        &format!("/api/connectors/{id}/test"),
+        None,
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::BAD_GATEWAY);
+    let body: Value = res.json().await.expect("JSON");
+    assert!(
+        body["detail"].as_str().expect("detail").contains("TLS"),
+        "{body}"
+    );
+    assert_eq!(demo.calls().total, 0);
+}
