@@ -18,6 +18,25 @@ async fn app_with_key() -> TestApp {
     spawn_app_with(|c| c.secret_key = Some(Secret::new(KEY_HEX))).await
 }
 
+/// An app with the secret key whose connectors may reach `allow` (a
+/// loopback host:port) despite the SSRF guard.
+async fn app_allowing(allow: &str) -> TestApp {
+    let allow = allow.parse().expect("allow list");
+    spawn_app_with(|c| {
+        c.secret_key = Some(Secret::new(KEY_HEX));
+        c.allow_private_connectors = allow;
+    })
+    .await
+}
+
+/// Adds a connector (asserting 201); returns its id.
+async fn add_connector(app: &TestApp, body: Value) -> String {
+    let res = app.post("/api/connectors", &body).await;
+    assert_eq!(res.status(), StatusCode::CREATED, "add {body}");
+    let created: Value = res.json().await.expect("JSON");
+    created["id"].as_str().expect("id").to_owned()
+}
+
 async fn send(
     app: &TestApp,
     method: reqwest::Method,
@@ -218,16 +237,11 @@ async fn states(app: &TestApp, id: &str) -> Vec<(String, String)> {
 async fn review_keeps_and_declines_and_refresh_marks_new_and_changed() {
     let app = app_with_key().await;
     let (user_id, _) = app.signed_up_user().await;
-    let created: Value = app
-        .post(
-            "/api/connectors",
-            &json!({"name": "Notes", "url": "https://mcp.example.org/mcp"}),
-        )
-        .await
-        .json()
-        .await
-        .expect("JSON");
-    let id = created["id"].as_str().expect("id").to_owned();
+    let id = add_connector(
+        &app,
+        json!({"name": "Notes", "url": "https://mcp.example.org/mcp"}),
+    )
+    .await;
     refresh(
         &app,
         user_id,
@@ -348,16 +362,11 @@ async fn review_keeps_and_declines_and_refresh_marks_new_and_changed() {
 async fn another_users_connector_is_invisible() {
     let app = app_with_key().await;
     app.signed_up_user().await;
-    let created: Value = app
-        .post(
-            "/api/connectors",
-            &json!({"name": "Mine", "url": "https://mcp.example.org/mcp"}),
-        )
-        .await
-        .json()
-        .await
-        .expect("JSON");
-    let id = created["id"].as_str().expect("id").to_owned();
+    let id = add_connector(
+        &app,
+        json!({"name": "Mine", "url": "https://mcp.example.org/mcp"}),
+    )
+    .await;
     let other = TestApp {
         client: new_client(),
         csrf: Default::default(),
@@ -416,12 +425,7 @@ async fn test_and_refresh_against_the_demo_server_store_tools_and_mark_new_and_c
     let demo = countersign_demo_mcp::DemoServer::start("127.0.0.1:0".parse().expect("addr"))
         .await
         .expect("demo server");
-    let allow = demo.addr().to_string();
-    let app = spawn_app_with(|c| {
-        c.secret_key = Some(Secret::new(KEY_HEX));
-        c.allow_private_connectors = allow.parse().expect("allow list");
-    })
-    .await;
+    let app = app_allowing(&demo.addr().to_string()).await;
     app.signed_up_user().await;
     let created: Value = app
         .post("/api/connectors", &json!({"name": "Demo", "url": demo.mcp_url(), "auth": {"type": "bearer", "token": "demo-token"}}))
@@ -520,22 +524,13 @@ async fn a_refresh_that_cannot_connect_says_why_and_records_it() {
         .expect("bind")
         .local_addr()
         .expect("addr");
-    let app = spawn_app_with(|c| {
-        c.secret_key = Some(Secret::new(KEY_HEX));
-        c.allow_private_connectors = closed.to_string().parse().expect("allow list");
-    })
-    .await;
+    let app = app_allowing(&closed.to_string()).await;
     app.signed_up_user().await;
-    let created: Value = app
-        .post(
-            "/api/connectors",
-            &json!({"name": "Down", "url": format!("http://{closed}/mcp")}),
-        )
-        .await
-        .json()
-        .await
-        .expect("JSON");
-    let id = created["id"].as_str().expect("id");
+    let id = add_connector(
+        &app,
+        json!({"name": "Down", "url": format!("http://{closed}/mcp")}),
+    )
+    .await;
     let res = send(
         &app,
         reqwest::Method::POST,
@@ -561,23 +556,13 @@ async fn a_tls_failure_is_named_as_such() {
     let demo = countersign_demo_mcp::DemoServer::start("127.0.0.1:0".parse().expect("addr"))
         .await
         .expect("demo server");
-    let allow = demo.addr().to_string();
-    let app = spawn_app_with(|c| {
-        c.secret_key = Some(Secret::new(KEY_HEX));
-        c.allow_private_connectors = allow.parse().expect("allow list");
-    })
-    .await;
+    let app = app_allowing(&demo.addr().to_string()).await;
     app.signed_up_user().await;
-    let created: Value = app
-        .post(
-            "/api/connectors",
-            &json!({"name": "Not TLS", "url": format!("https://{}/mcp", demo.addr())}),
-        )
-        .await
-        .json()
-        .await
-        .expect("JSON");
-    let id = created["id"].as_str().expect("id");
+    let id = add_connector(
+        &app,
+        json!({"name": "Not TLS", "url": format!("https://{}/mcp", demo.addr())}),
+    )
+    .await;
     let res = send(
         &app,
         reqwest::Method::POST,
