@@ -134,6 +134,7 @@ CREATE TABLE public.connector_tools (
     first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     changed_at timestamp with time zone,
+    requires_confirmation boolean,
     CONSTRAINT connector_tools_digest_shape CHECK ((descriptor_digest ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT connector_tools_model_name_shape CHECK ((model_name ~ '^[a-zA-Z0-9_-]{1,64}$'::text)),
     CONSTRAINT connector_tools_review_state CHECK ((review_state = ANY (ARRAY['new'::text, 'kept'::text, 'declined'::text, 'changed'::text])))
@@ -205,6 +206,47 @@ ALTER TABLE public.login_failures ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     CACHE 1
 );
 
+
+--
+-- Name: mcp_pending_calls; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.mcp_pending_calls (
+    id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    chat_id uuid NOT NULL,
+    turn_id uuid NOT NULL,
+    call_id text NOT NULL,
+    connector_id uuid NOT NULL,
+    connector_name text NOT NULL,
+    tool_name text NOT NULL,
+    model_tool_name text NOT NULL,
+    arguments jsonb NOT NULL,
+    arguments_canonical text NOT NULL,
+    arguments_digest text NOT NULL,
+    descriptor_digest text NOT NULL,
+    destination text NOT NULL,
+    reason text NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    grant_kind text,
+    hmac_key_id text NOT NULL,
+    hmac text NOT NULL,
+    error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    decided_at timestamp with time zone,
+    claimed_at timestamp with time zone,
+    executed_at timestamp with time zone,
+    CONSTRAINT mcp_pending_calls_digest_shape CHECK ((arguments_digest ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT mcp_pending_calls_expiry CHECK ((expires_at > created_at)),
+    CONSTRAINT mcp_pending_calls_grant CHECK (((grant_kind IS NULL) OR (grant_kind = ANY (ARRAY['once'::text, 'turn'::text, 'always'::text])))),
+    CONSTRAINT mcp_pending_calls_status CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'executing'::text, 'executed'::text, 'failed'::text, 'denied'::text, 'expired'::text])))
+);
+
+ALTER TABLE ONLY public.mcp_pending_calls FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.mcp_pending_calls OWNER TO countersign_owner;
 
 --
 -- Name: messages; Type: TABLE; Schema: public; Owner: countersign_owner
@@ -388,6 +430,14 @@ ALTER TABLE ONLY public.login_failures
 
 
 --
+-- Name: mcp_pending_calls mcp_pending_calls_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_pending_calls
+    ADD CONSTRAINT mcp_pending_calls_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: messages messages_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -482,6 +532,34 @@ CREATE INDEX login_failures_email_idx ON public.login_failures USING btree (emai
 --
 
 CREATE INDEX login_failures_ip_idx ON public.login_failures USING btree (ip, failed_at);
+
+
+--
+-- Name: mcp_pending_calls_created_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_pending_calls_created_idx ON public.mcp_pending_calls USING btree (created_at);
+
+
+--
+-- Name: mcp_pending_calls_open_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_pending_calls_open_idx ON public.mcp_pending_calls USING btree (status) WHERE (status = ANY (ARRAY['pending'::text, 'approved'::text, 'executing'::text]));
+
+
+--
+-- Name: mcp_pending_calls_turn_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_pending_calls_turn_idx ON public.mcp_pending_calls USING btree (turn_id);
+
+
+--
+-- Name: mcp_pending_calls_user_live_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_pending_calls_user_live_idx ON public.mcp_pending_calls USING btree (user_id) WHERE (status = 'pending'::text);
 
 
 --
@@ -596,6 +674,30 @@ ALTER TABLE ONLY public.connector_tools
 
 ALTER TABLE ONLY public.connectors
     ADD CONSTRAINT connectors_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mcp_pending_calls mcp_pending_calls_chat_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_pending_calls
+    ADD CONSTRAINT mcp_pending_calls_chat_id_fkey FOREIGN KEY (chat_id) REFERENCES public.chats(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mcp_pending_calls mcp_pending_calls_turn_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_pending_calls
+    ADD CONSTRAINT mcp_pending_calls_turn_id_fkey FOREIGN KEY (turn_id) REFERENCES public.turns(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mcp_pending_calls mcp_pending_calls_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_pending_calls
+    ADD CONSTRAINT mcp_pending_calls_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -772,6 +874,19 @@ ALTER TABLE public.login_failures ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY login_failures_service ON public.login_failures TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: mcp_pending_calls; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.mcp_pending_calls ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: mcp_pending_calls mcp_pending_calls_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY mcp_pending_calls_service ON public.mcp_pending_calls TO service_role USING (true) WITH CHECK (true);
 
 
 --
@@ -959,6 +1074,13 @@ GRANT SELECT,INSERT,DELETE ON TABLE public.login_failures TO service_role;
 
 
 --
+-- Name: TABLE mcp_pending_calls; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.mcp_pending_calls TO service_role;
+
+
+--
 -- Name: TABLE messages; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -1041,6 +1163,10 @@ REVOKE ALL ON TABLE connectors FROM anon;
 REVOKE ALL ON TABLE login_failures FROM anon;
 REVOKE ALL ON TABLE login_failures FROM authenticated;
 -- service_role may: SELECT, INSERT, DELETE
+-- mcp_pending_calls: row level security enabled and forced
+REVOKE ALL ON TABLE mcp_pending_calls FROM anon;
+REVOKE ALL ON TABLE mcp_pending_calls FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- messages: row level security enabled and forced
 REVOKE ALL ON TABLE messages FROM anon;
 -- authenticated may: SELECT, INSERT, UPDATE, DELETE

@@ -162,6 +162,40 @@ pub struct Config {
     #[arg(long, env = "COUNTERSIGN_MCP_TIMEOUT_SECS", default_value_t = 60)]
     pub mcp_timeout_secs: u64,
 
+    /// Key of the approval ledger's HMAC (DESIGN §6): 32 bytes or more as
+    /// hex, the same on every instance. Without it each process makes up
+    /// its own, and a call approved on one instance cannot run on another.
+    #[arg(long, env = "COUNTERSIGN_APPROVAL_KEY")]
+    pub approval_key: Option<Secret>,
+
+    /// The previous approval key, still accepted for calls signed before a
+    /// rotation (they live minutes at most).
+    #[arg(long, env = "COUNTERSIGN_APPROVAL_KEY_PREVIOUS")]
+    pub approval_key_previous: Option<Secret>,
+
+    /// How long a pending tool call can be approved (seconds).
+    #[arg(long, env = "COUNTERSIGN_APPROVAL_TTL_SECS", default_value_t = 120)]
+    pub approval_ttl_secs: u64,
+
+    /// How long a turn waits for a decision (seconds); below the TTL.
+    #[arg(long, env = "COUNTERSIGN_APPROVAL_WAIT_SECS", default_value_t = 90)]
+    pub approval_wait_secs: u64,
+
+    /// A waiting turn re-reads its ledger row this often even without a
+    /// `NOTIFY` (milliseconds): the fallback when a wake-up is lost.
+    #[arg(long, env = "COUNTERSIGN_APPROVAL_POLL_MS", default_value_t = 1500)]
+    pub approval_poll_ms: u64,
+
+    /// Wake waiting turns by `NOTIFY` (on by default; off measures the poll
+    /// fallback alone).
+    #[arg(long, env = "COUNTERSIGN_APPROVAL_NOTIFY", default_value_t = true, action = ArgAction::Set)]
+    pub approval_notify: bool,
+
+    /// Finished ledger rows, with their arguments, are deleted after this
+    /// many seconds.
+    #[arg(long, env = "COUNTERSIGN_APPROVAL_RETENTION_SECS", default_value_t = 24 * 3600)]
+    pub approval_retention_secs: u64,
+
     /// The offline demo model's pause between words (milliseconds).
     #[arg(long, env = "COUNTERSIGN_DEMO_WORD_DELAY_MS", default_value_t = 40)]
     pub demo_word_delay_ms: u64,
@@ -196,6 +230,13 @@ impl Config {
             allow_private_connectors: crate::ssrf::AllowList::default(),
             demo_connector_url: None,
             mcp_timeout_secs: 60,
+            approval_key: None,
+            approval_key_previous: None,
+            approval_ttl_secs: 120,
+            approval_wait_secs: 90,
+            approval_poll_ms: 1500,
+            approval_notify: true,
+            approval_retention_secs: 24 * 3600,
         }
     }
 

@@ -8,7 +8,8 @@
 //! Postgres, so a missed or lagging wake-up costs latency, never an event.
 //!
 //! The hub also carries turn cancellations (`countersign_cancel`) to
-//! whichever instance runs the turn.
+//! whichever instance runs the turn, and approval decisions
+//! (`countersign_approvals`) to the instance whose turn waits for them.
 
 use crate::db::Tx;
 use countersign_api::ChatEvent;
@@ -105,6 +106,9 @@ pub struct EventHub {
     appended: broadcast::Sender<Appended>,
     running: Mutex<HashMap<Uuid, watch::Sender<bool>>>,
     closing: watch::Sender<bool>,
+    /// "Read the approval ledger again": `true` when a `NOTIFY` said a
+    /// call was decided, `false` for a local nudge.
+    approvals: broadcast::Sender<bool>,
 }
 
 impl EventHub {
@@ -114,6 +118,7 @@ impl EventHub {
             appended: broadcast::channel(1024).0,
             running: Mutex::new(HashMap::new()),
             closing: watch::channel(false).0,
+            approvals: broadcast::channel(64).0,
         })
     }
 
@@ -124,7 +129,7 @@ impl EventHub {
         let hub = Self::local();
         let mut listener = PgListener::connect_with(pool).await?;
         listener
-            .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL])
+            .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL, crate::approvals::CHANNEL])
             .await?;
         let weak = std::sync::Arc::downgrade(&hub);
         tokio::spawn(async move {
@@ -158,6 +163,9 @@ impl EventHub {
                     let _ = self.appended.send(appended);
                 }
             }
+            crate::approvals::CHANNEL => {
+                let _ = self.approvals.send(true);
+            }
             CANCEL_CHANNEL => {
                 if let Ok(turn_id) = payload.parse::<Uuid>() {
                     self.cancel_local(turn_id);
@@ -184,6 +192,16 @@ impl EventHub {
     /// Wake-ups of every chat; streams filter their own.
     pub fn subscribe(&self) -> broadcast::Receiver<Appended> {
         self.appended.subscribe()
+    }
+
+    /// Wake-ups of the approval watcher.
+    pub fn subscribe_approvals(&self) -> broadcast::Receiver<bool> {
+        self.approvals.subscribe()
+    }
+
+    /// Nudges the approval watcher to read the ledger now.
+    pub fn wake_approvals(&self) {
+        let _ = self.approvals.send(false);
     }
 
     /// Registers a turn this instance runs; the receiver turns `true` when

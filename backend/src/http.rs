@@ -4,6 +4,7 @@
 //! status codes. Domain modules return their own error enums and
 //! [`error::ApiError`] maps them.
 
+pub mod approvals;
 pub mod auth;
 pub mod chats;
 pub mod connectors;
@@ -70,6 +71,8 @@ pub fn router(state: AppState) -> Router {
             "/connectors/{id}/tools/review",
             put(connectors::review_tools),
         )
+        .route("/mcp-pending-calls", get(approvals::list_pending))
+        .route("/mcp-pending-calls/{id}", post(approvals::decide))
         .route("/models", get(models::list_models))
         .route("/settings/provider-keys", get(models::list_provider_keys))
         .route(
@@ -102,10 +105,27 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // Start-up recovery of the approval ledger, then again every minute:
+    // calls of turns that no longer run anywhere are closed, never re-run.
+    let recovery = tokio::spawn({
+        let state = state.clone();
+        async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                if let Err(err) =
+                    crate::approvals::recover(&state, crate::turns::STALE_AFTER_SECS).await
+                {
+                    tracing::warn!(error = %err, "approval ledger recovery failed");
+                }
+            }
+        }
+    });
     let hub = state.hub.clone();
     let shutdown = async move {
         shutdown.await;
         hub.close();
+        recovery.abort();
     };
     use axum::serve::ListenerExt as _;
     // Stream events are small writes: without TCP_NODELAY, Nagle's

@@ -14,7 +14,11 @@
 //! - [`turns`]: a turn as a server task: the model, the tool loop, Stop.
 //! - [`llm`]: providers (Anthropic, OpenAI-compatible, offline demo).
 //! - [`models`]: which models a user can use; provider keys.
-//! - [`tools`]: the `ToolBox` the tool loop calls.
+//! - [`tools`]: the `ToolBox` the tool loop calls; `tools::connector` is
+//!   the real one: users' kept MCP tools behind the gate.
+//! - [`gate`]: the pure decision whether a call may run without asking.
+//! - [`approvals`]: the approval ledger's state machine, its HMAC, the
+//!   instance's watcher of decisions, the sweep and start-up recovery.
 //! - [`connectors`]: users' MCP servers, credentials, tool review.
 //! - [`mcp`]: the MCP client (rmcp), raw `tools/list`, descriptor digests.
 //! - [`probe`]: `countersign connector probe`, the MCP client from the CLI.
@@ -23,11 +27,13 @@
 //!   checks) and one module per resource. The only place that knows status
 //!   codes.
 
+pub mod approvals;
 pub mod auth;
 pub mod config;
 pub mod connectors;
 pub mod db;
 pub mod events;
+pub mod gate;
 pub mod http;
 pub mod llm;
 pub mod mcp;
@@ -59,6 +65,12 @@ pub struct AppState {
     pub llm_http: llm::HttpSettings,
     /// Tools offered to models.
     pub tools: Arc<dyn tools::ToolBox>,
+    /// Signs and verifies approval ledger rows.
+    pub approval_keys: Arc<approvals::ApprovalKeys>,
+    /// This instance's watcher of pending-call decisions.
+    pub watcher: Arc<approvals::Watcher>,
+    /// Test seams in the approval lifecycle (none in production).
+    pub approval_hooks: approvals::Hooks,
     /// Encryption of secrets at rest; `None` without `COUNTERSIGN_SECRET_KEY`.
     pub secrets: Option<secrets::SecretBox>,
     /// Name resolution for connector hosts (tests bring a stub).
@@ -70,7 +82,7 @@ pub struct AppState {
 
 impl AppState {
     /// State for a running server: starts this instance's `LISTEN`
-    /// connection. No tools yet.
+    /// connection. Tools are the users' kept connector tools.
     pub async fn new(db: sqlx::PgPool, config: Config) -> anyhow::Result<Self> {
         let hub = events::EventHub::listen(&db).await?;
         Self::with_hub(db, config, hub)
@@ -92,6 +104,11 @@ impl AppState {
         let http = reqwest::Client::builder()
             .connect_timeout(llm_http.connect_timeout)
             .build()?;
+        anyhow::ensure!(
+            config.approval_wait_secs < config.approval_ttl_secs,
+            "COUNTERSIGN_APPROVAL_WAIT_SECS must be below COUNTERSIGN_APPROVAL_TTL_SECS"
+        );
+        let approval_keys = Arc::new(approvals::ApprovalKeys::from_config(&config)?);
         let resolver: Arc<dyn ssrf::HostResolver> = Arc::new(ssrf::SystemResolver);
         let connector_http = ssrf::guarded_client(
             reqwest::Client::builder(),
@@ -104,7 +121,10 @@ impl AppState {
             hub,
             http,
             llm_http,
-            tools: Arc::new(tools::NoTools),
+            tools: Arc::new(tools::connector::ConnectorTools),
+            approval_keys,
+            watcher: Arc::default(),
+            approval_hooks: approvals::Hooks::default(),
             secrets,
             resolver,
             connector_http,

@@ -1,10 +1,18 @@
 //! What the tool loop can call. A [`ToolBox`] lists the tools a user's
 //! model may see and runs one call. The chat's turn loop (`turns`) is its
-//! only caller; MCP connectors (behind the approval gate) will be one
-//! implementation, tests bring their own.
+//! only caller. [`connector::ConnectorTools`] is the real one: the user's
+//! kept MCP tools, behind the gate and the approval ledger. Tests bring
+//! their own.
 
-use crate::llm::{ToolCall, ToolSpec};
+pub mod connector;
+
+use crate::{
+    AppState,
+    llm::{ToolCall, ToolSpec},
+};
+use countersign_api::ChatEvent;
 use std::{fmt::Debug, future::Future, pin::Pin};
+use tokio::sync::watch;
 use uuid::Uuid;
 
 /// A boxed future, for object-safe async methods.
@@ -21,6 +29,41 @@ pub struct ToolContext {
     pub turn_id: Uuid,
 }
 
+/// Where a tool box writes the chat events of a call (cards, outcomes).
+pub trait EventSink: Send + Sync {
+    /// Appends `event` to the turn's chat.
+    fn emit<'a>(&'a self, event: ChatEvent) -> BoxFuture<'a, ()>;
+}
+
+/// One call's surroundings.
+pub struct ToolRun<'a> {
+    /// The server.
+    pub state: &'a AppState,
+    /// Who, where.
+    pub ctx: ToolContext,
+    /// The turn's events.
+    pub events: &'a dyn EventSink,
+    /// Turns `true` when the user stops the turn.
+    pub cancel: watch::Receiver<bool>,
+}
+
+impl Debug for ToolRun<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRun")
+            .field("ctx", &self.ctx)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a call did not run, when the user (or the clock) said no.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotRun {
+    /// The user declined it.
+    Declined,
+    /// Nobody decided in time.
+    Expired,
+}
+
 /// The result of one call, as the model will see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutcome {
@@ -28,14 +71,31 @@ pub struct ToolOutcome {
     pub ok: bool,
     /// Result text, or why it did not run.
     pub content: String,
+    /// The tool box wrote the call's outcome event itself (`mcp_tool_call`
+    /// or a resolved card); the loop adds no `tool_result`.
+    pub reported: bool,
+    /// The user (or expiry) kept it from running.
+    pub not_run: Option<NotRun>,
 }
 
 impl ToolOutcome {
+    /// A success.
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            ok: true,
+            content: content.into(),
+            reported: false,
+            not_run: None,
+        }
+    }
+
     /// A failure the model (and the user) can read.
     pub fn error(message: impl Into<String>) -> Self {
         Self {
             ok: false,
             content: message.into(),
+            reported: false,
+            not_run: None,
         }
     }
 }
@@ -43,24 +103,24 @@ impl ToolOutcome {
 /// A source of tools.
 pub trait ToolBox: Send + Sync + Debug {
     /// Tools offered to `user_id`'s model now.
-    fn tools_for(&self, user_id: Uuid) -> BoxFuture<'_, Vec<ToolSpec>>;
+    fn tools_for<'a>(&'a self, state: &'a AppState, user_id: Uuid) -> BoxFuture<'a, Vec<ToolSpec>>;
 
     /// Runs one call. Must re-check at call time that the tool exists and
     /// belongs to the user: the model may name anything. Never panics on
     /// bad input; every call gets an outcome.
-    fn call<'a>(&'a self, ctx: ToolContext, call: &'a ToolCall) -> BoxFuture<'a, ToolOutcome>;
+    fn call<'a>(&'a self, run: &'a ToolRun<'a>, call: &'a ToolCall) -> BoxFuture<'a, ToolOutcome>;
 }
 
-/// No tools at all (until connectors land).
+/// No tools at all.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoTools;
 
 impl ToolBox for NoTools {
-    fn tools_for(&self, _: Uuid) -> BoxFuture<'_, Vec<ToolSpec>> {
+    fn tools_for<'a>(&'a self, _: &'a AppState, _: Uuid) -> BoxFuture<'a, Vec<ToolSpec>> {
         Box::pin(async { Vec::new() })
     }
 
-    fn call<'a>(&'a self, _: ToolContext, call: &'a ToolCall) -> BoxFuture<'a, ToolOutcome> {
+    fn call<'a>(&'a self, _: &'a ToolRun<'a>, call: &'a ToolCall) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(
             async move { ToolOutcome::error(format!("There is no tool named \"{}\".", call.name)) },
         )

@@ -15,7 +15,7 @@ use crate::{
     events,
     llm::{self, ChatRequest, LlmEvent, Message, ToolCall},
     models,
-    tools::ToolContext,
+    tools::{BoxFuture, EventSink, NotRun, ToolContext, ToolRun},
 };
 use countersign_api::{ChatEvent, ChatEventMessage};
 use std::time::Duration;
@@ -31,7 +31,7 @@ const FLUSH_EVERY: Duration = Duration::from_millis(40);
 /// How often a running turn proves it is alive.
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
 /// A running turn silent for this long lost its process.
-const STALE_AFTER_SECS: f64 = 30.0;
+pub const STALE_AFTER_SECS: f64 = 30.0;
 
 /// Shown when a turn ends with no text and no reason for it.
 pub const EMPTY_RESPONSE: &str = "The model returned an empty response.";
@@ -308,15 +308,27 @@ impl Emitter<'_> {
     }
 }
 
+impl EventSink for Emitter<'_> {
+    fn emit<'a>(&'a self, event: ChatEvent) -> BoxFuture<'a, ()> {
+        Box::pin(async move { Emitter::emit(self, &event).await })
+    }
+}
+
+/// Why a turn ended without text on purpose: every call was declined or
+/// expired.
+pub const DECLINED_REASON: &str = "declined";
+
 /// The turn's task.
 pub async fn run(state: AppState, ctx: ToolContext, model: String) {
     let mut cancel = state.hub.register_turn(ctx.turn_id);
     let heartbeat = tokio::spawn(heartbeat(state.clone(), ctx));
     let emitter = Emitter { state: &state, ctx };
-    let (text, ending) = drive(&state, &emitter, &model, &mut cancel).await;
+    let mut outcome = Outcome::default();
+    let (text, ending) = drive(&state, &emitter, &model, &mut cancel, &mut outcome).await;
     heartbeat.abort();
     state.hub.unregister_turn(ctx.turn_id);
-    if let Err(err) = finish(&state, &emitter, &text, ending).await {
+    let no_prose_reason = (outcome.not_run > 0 && outcome.ran == 0).then_some(DECLINED_REASON);
+    if let Err(err) = finish(&state, &emitter, &text, ending, no_prose_reason).await {
         tracing::error!(error = %err, turn.id = %ctx.turn_id, "cannot record the end of a turn");
     }
 }
@@ -352,12 +364,22 @@ fn is_cancelled(cancel: &watch::Receiver<bool>) -> bool {
     *cancel.borrow()
 }
 
+/// What the turn's tool calls came to.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// Calls that ran (or tried to).
+    ran: usize,
+    /// Calls the user declined or let expire.
+    not_run: usize,
+}
+
 /// The tool loop. Returns the turn's text (all steps) and how it ended.
 async fn drive(
     state: &AppState,
     emitter: &Emitter<'_>,
     model: &str,
     cancel: &mut watch::Receiver<bool>,
+    outcome_of_calls: &mut Outcome,
 ) -> (String, Ending) {
     let ctx = emitter.ctx;
     let (provider, model_name) = match models::resolve(state, ctx.user_id, model).await {
@@ -377,7 +399,7 @@ async fn drive(
             return (String::new(), Ending::Failed);
         }
     };
-    let tools = state.tools.tools_for(ctx.user_id).await;
+    let tools = state.tools.tools_for(state, ctx.user_id).await;
     let mut text = String::new();
 
     for step in 0..state.config.max_tool_steps {
@@ -471,22 +493,35 @@ async fn drive(
             tool_calls: calls.clone(),
         });
         // Sequential dispatch: one call after another; every call gets a
-        // result, even when it cannot run.
+        // result, even when it cannot run. A call is not dropped half-way:
+        // the tool box watches Stop itself (a waiting approval is then
+        // denied; a running call finishes and is recorded).
         for call in &calls {
-            let outcome = tokio::select! {
-                biased;
-                _ = cancel.changed() => return (text, Ending::Cancelled),
-                outcome = state.tools.call(ctx, call) => outcome,
+            if is_cancelled(cancel) {
+                return (text, Ending::Cancelled);
+            }
+            let run = ToolRun {
+                state,
+                ctx,
+                events: emitter,
+                cancel: cancel.clone(),
             };
-            emitter
-                .emit(&ChatEvent::ToolResult {
-                    turn_id: emitter.turn(),
-                    id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    status: if outcome.ok { "ok" } else { "error" }.into(),
-                    error: (!outcome.ok).then(|| outcome.content.clone()),
-                })
-                .await;
+            let outcome = state.tools.call(&run, call).await;
+            match outcome.not_run {
+                Some(NotRun::Declined | NotRun::Expired) => outcome_of_calls.not_run += 1,
+                None => outcome_of_calls.ran += 1,
+            }
+            if !outcome.reported {
+                emitter
+                    .emit(&ChatEvent::ToolResult {
+                        turn_id: emitter.turn(),
+                        id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        status: if outcome.ok { "ok" } else { "error" }.into(),
+                        error: (!outcome.ok).then(|| outcome.content.clone()),
+                    })
+                    .await;
+            }
             messages.push(Message::ToolResult {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
@@ -579,6 +614,7 @@ async fn finish(
     emitter: &Emitter<'_>,
     text: &str,
     ending: Ending,
+    no_prose_reason: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     let ctx = emitter.ctx;
     let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
@@ -604,7 +640,9 @@ async fn finish(
         .await?;
         Some(id)
     };
-    let no_prose_reason: Option<String> = None;
+    let no_prose_reason: Option<String> = no_prose_reason
+        .filter(|_| message_id.is_none())
+        .map(str::to_owned);
     if ending == Ending::Done && message_id.is_none() && no_prose_reason.is_none() {
         events::append(
             &mut tx,

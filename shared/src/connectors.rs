@@ -42,6 +42,9 @@ pub struct UpdateConnectorRequest {
     /// New credentials (replace the old ones entirely).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<ConnectorAuth>,
+    /// "Trust this server's safety annotations" (DESIGN §5 rule 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_annotations: Option<bool>,
 }
 
 /// A connector as the API shows it: never a secret, only what is set.

@@ -49,6 +49,65 @@ pub enum ChatEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A gated MCP call waits for the user's decision (DESIGN §6): the
+    /// stored evidence, exactly what would run.
+    McpConfirmationRequired {
+        /// The turn.
+        turn_id: String,
+        /// Ledger id: `POST /api/mcp-pending-calls/{id}` decides it.
+        id: String,
+        /// The model's id for the tool call (matches `tool_call.id`).
+        #[serde(default)]
+        call_id: String,
+        /// The connector.
+        connector_id: String,
+        /// Its name.
+        connector_name: String,
+        /// The tool's name on its server.
+        tool_name: String,
+        /// The exact arguments (an object).
+        arguments: serde_json::Value,
+        /// The same, pretty-printed.
+        arguments_json: String,
+        /// SHA-256 (hex) of the arguments' RFC 8785 canonical JSON.
+        arguments_digest: String,
+        /// The host the call goes to, from the user's connector.
+        destination: String,
+        /// Why it asks.
+        reason: String,
+        /// RFC 3339, by the database's clock.
+        expires_at: String,
+    },
+    /// The user decided, or the call expired.
+    McpConfirmationResolved {
+        /// The turn.
+        turn_id: String,
+        /// Ledger id.
+        id: String,
+        /// `approved`, `denied` or `expired`.
+        decision: String,
+    },
+    /// An MCP tool call ran (or could not run).
+    McpToolCall {
+        /// The turn.
+        turn_id: String,
+        /// The ledger id when a card was shown, else the model's call id.
+        id: String,
+        /// The model's id for the tool call (matches `tool_call.id`).
+        #[serde(default)]
+        call_id: String,
+        /// The connector's name.
+        connector_name: String,
+        /// The tool's name on its server.
+        tool_name: String,
+        /// `ok` or `error`.
+        status: String,
+        /// Why, when not ok.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// How long the call took.
+        duration_ms: u64,
+    },
     /// Something went wrong, in words a user can act on.
     Error {
         /// The turn.

@@ -5,12 +5,14 @@
 //! that would not compile to `wasm32-unknown-unknown`. Field names here are a
 //! public contract (`../shared/DESIGN.md` §8): add fields, never rename them.
 
+pub mod approvals;
 pub mod auth;
 pub mod chat;
 pub mod connectors;
 pub mod error;
 pub mod events;
 
+pub use approvals::{DecideRequest, DecideResponse, PendingCall};
 pub use auth::{LoginRequest, MeResponse, SessionResponse, SignupRequest, User};
 pub use chat::*;
 pub use connectors::*;

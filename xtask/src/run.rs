@@ -56,15 +56,19 @@ fn load_or_create_secrets(path: &Path) -> anyhow::Result<BTreeMap<String, String
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
     let mut changed = false;
-    for key in [
-        "PG_SUPERUSER_PASSWORD",
-        "PG_OWNER_PASSWORD",
-        "PG_APP_PASSWORD",
+    for (key, len) in [
+        ("PG_SUPERUSER_PASSWORD", 24),
+        ("PG_OWNER_PASSWORD", 24),
+        ("PG_APP_PASSWORD", 24),
+        // Secrets at rest (provider keys, connector credentials).
+        ("COUNTERSIGN_SECRET_KEY", 32),
+        // The approval ledger's HMAC key.
+        ("COUNTERSIGN_APPROVAL_KEY", 32),
     ] {
         secrets.entry(key.to_owned()).or_insert_with(|| {
             changed = true;
-            let bytes: [u8; 24] = rand::random();
-            bytes.iter().map(|b| format!("{b:02x}")).collect()
+            let bytes: [u8; 32] = rand::random();
+            bytes[..len].iter().map(|b| format!("{b:02x}")).collect()
         });
     }
     if changed {
@@ -105,6 +109,11 @@ pub fn run() -> anyhow::Result<()> {
         "COUNTERSIGN_STATIC_DIR",
         crate::root().join("frontend/dist"),
     );
+    for key in ["COUNTERSIGN_SECRET_KEY", "COUNTERSIGN_APPROVAL_KEY"] {
+        if std::env::var_os(key).is_none() {
+            server.env(key, secret(&secrets, key)?);
+        }
+    }
 
     let cluster = match std::env::var("DATABASE_URL") {
         Ok(_) => {

@@ -37,16 +37,27 @@ fn step(
     result.map_err(|e| e.context(format!("step `{name}` failed")))
 }
 
+/// `cargo`, with incremental compilation off unless the caller chose: a
+/// full test run gains nothing from it, and its caches are most of what
+/// fills a small CI disk.
+fn cargo() -> std::process::Command {
+    let mut c = cmd("cargo");
+    if std::env::var_os("CARGO_INCREMENTAL").is_none() {
+        c.env("CARGO_INCREMENTAL", "0");
+    }
+    c
+}
+
 /// Runs everything CI runs.
 pub fn test() -> anyhow::Result<()> {
     let start = Instant::now();
     let mut t = Vec::new();
     let mut counts = Counts::default();
     step(&mut t, "rustfmt", || {
-        run(cmd("cargo").args(["fmt", "--all", "--check"]))
+        run(cargo().args(["fmt", "--all", "--check"]))
     })?;
     step(&mut t, "clippy (host crates)", || {
-        run(cmd("cargo").args([
+        run(cargo().args([
             "clippy",
             "--workspace",
             "--exclude",
@@ -58,7 +69,7 @@ pub fn test() -> anyhow::Result<()> {
         ]))
     })?;
     step(&mut t, "clippy (web app tests, host)", || {
-        run(cmd("cargo").args([
+        run(cargo().args([
             "clippy",
             "-p",
             "countersign-web",
@@ -71,7 +82,7 @@ pub fn test() -> anyhow::Result<()> {
     })?;
     step(&mut t, "clippy (web app, wasm32)", || {
         tools::ensure_wasm_target()?;
-        run(cmd("cargo").args([
+        run(cargo().args([
             "clippy",
             "-p",
             "countersign-web",
@@ -94,7 +105,7 @@ pub fn test() -> anyhow::Result<()> {
     let _stop = StopOnDrop(&cluster);
     step(&mut t, "unit and API tests (real Postgres)", || {
         run_counting(
-            cmd("cargo")
+            cargo()
                 .args(["test", "--workspace", "--exclude", "countersign-web"])
                 .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url())
                 .env("COUNTERSIGN_INTEROP_DIR", &interop_dir),
@@ -102,7 +113,7 @@ pub fn test() -> anyhow::Result<()> {
         )?;
         // The web app's pure logic (Markdown safety, transcript) on the host.
         run_counting(
-            cmd("cargo").args(["test", "-p", "countersign-web", "--lib"]),
+            cargo().args(["test", "-p", "countersign-web", "--lib"]),
             &mut counts,
         )
     })?;
@@ -128,7 +139,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
     tools::ensure_e2e_packages()?;
     web::build()?;
     build_server()?;
-    run(cmd("cargo").args(["build", "-p", "countersign-demo-mcp"]))?;
+    run(cargo().args(["build", "-p", "countersign-demo-mcp"]))?;
     bootstrap_db(cluster, "e2e", "e2e", "e2e")?;
 
     // The demo MCP server the connector journeys add.
@@ -163,6 +174,10 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
             .env(
                 "COUNTERSIGN_SECRET_KEY",
                 "4e2f1c9d8b7a6f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6",
+            )
+            .env(
+                "COUNTERSIGN_APPROVAL_KEY",
+                "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90",
             ),
     );
     let mut server = match server {

@@ -82,12 +82,15 @@ pub async fn refresh(
     result
 }
 
-async fn list(
+/// Opens an MCP session to connector `id` of `user_id` at `url`: the SSRF
+/// guard, the user's credentials, the guarded client. The one way in, for
+/// listing and for calls.
+pub async fn open_session(
     state: &AppState,
     user_id: Uuid,
     id: Uuid,
     url: &str,
-) -> Result<(String, Vec<Listed>), ConnectorError> {
+) -> Result<mcp::McpSession, ConnectorError> {
     let guarded = check_url(state, url).await?;
     let auth = load_auth(&state.db, state.secrets.as_ref(), user_id, id).await?;
     let mut target = McpTarget::new(guarded.url().clone());
@@ -105,10 +108,19 @@ async fn list(
         call_timeout: Duration::from_secs(state.config.mcp_timeout_secs),
         ..McpSettings::default()
     };
-    let unreachable = |e: mcp::McpError| ConnectorError::Unreachable(e.to_string());
-    let session = mcp::connect(state.connector_http.clone(), &target, &settings)
+    mcp::connect(state.connector_http.clone(), &target, &settings)
         .await
-        .map_err(unreachable)?;
+        .map_err(|e| ConnectorError::Unreachable(e.to_string()))
+}
+
+async fn list(
+    state: &AppState,
+    user_id: Uuid,
+    id: Uuid,
+    url: &str,
+) -> Result<(String, Vec<Listed>), ConnectorError> {
+    let unreachable = |e: mcp::McpError| ConnectorError::Unreachable(e.to_string());
+    let session = open_session(state, user_id, id, url).await?;
     let protocol_version = session.protocol_version();
     let tools = session.list_tools().await;
     session.close().await;

@@ -137,7 +137,8 @@ pub async fn get_chat(
                              'events', coalesce((select json_agg(e.data order by e.seq)
                                                    from chat_events e
                                                   where e.chat_id = c.id and e.turn_id = t.id
-                                                    and e.type in ('tool_call', 'tool_result', 'error')),
+                                                    and e.type in ('tool_call', 'tool_result', 'error', 'mcp_confirmation_required',
+                                                                   'mcp_confirmation_resolved', 'mcp_tool_call')),
                                                 '[]'::json))
                            order by t.started_at)
                             from turns t

@@ -175,12 +175,14 @@ pub async fn update_connector(
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
     let updated = sqlx::query(
         "update connectors set name = coalesce($2, name), url = coalesce($3, url),
+                trust_annotations = coalesce($4, trust_annotations),
                 updated_at = now(), status = case when $3 is null then status else 'untested' end
           where id = $1",
     )
     .bind(id)
     .bind(&name)
     .bind(url.as_ref().map(reqwest::Url::as_str))
+    .bind(req.trust_annotations)
     .execute(&mut *tx)
     .await;
     match updated {

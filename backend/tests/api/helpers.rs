@@ -62,6 +62,20 @@ pub async fn spawn_app_full(
     configure: impl FnOnce(&mut Config),
     tools: Option<Arc<dyn ToolBox>>,
 ) -> TestApp {
+    spawn_app_custom(configure, move |state| {
+        if let Some(tools) = tools {
+            state.tools = tools;
+        }
+    })
+    .await
+}
+
+/// A server with settings, whose state `customize` may change before it
+/// serves (tools, test hooks).
+pub async fn spawn_app_custom(
+    configure: impl FnOnce(&mut Config),
+    customize: impl FnOnce(&mut AppState),
+) -> TestApp {
     countersign::telemetry::init_for_tests();
     let su = superuser_url();
     let database = format!("t_{}", Uuid::new_v4().simple());
@@ -80,9 +94,12 @@ pub async fn spawn_app_full(
 
     let mut config = Config::with_database_url(app_url);
     config.static_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../frontend/dist");
+    config.approval_key = Some(countersign::config::Secret::new(
+        "5e1f2a3b4c5d6e7f8091a2b3c4d5e6f7a8b9cadbecfd0e1f2031425364758697",
+    ));
     configure(&mut config);
 
-    let base = serve(pool.clone(), config.clone(), tools).await;
+    let base = serve(pool.clone(), config.clone(), customize).await;
     TestApp {
         base,
         pool,
@@ -96,7 +113,7 @@ pub async fn spawn_app_full(
 
 /// Starts one server instance (with its own `LISTEN` connection) on a free
 /// port; returns its base URL.
-async fn serve(pool: PgPool, config: Config, tools: Option<Arc<dyn ToolBox>>) -> String {
+async fn serve(pool: PgPool, config: Config, customize: impl FnOnce(&mut AppState)) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind a free port");
@@ -106,9 +123,7 @@ async fn serve(pool: PgPool, config: Config, tools: Option<Arc<dyn ToolBox>>) ->
         .expect("app state")
         .with_resolver(Arc::new(TestResolver))
         .expect("resolver");
-    if let Some(tools) = tools {
-        state.tools = tools;
-    }
+    customize(&mut state);
     tokio::spawn(countersign::serve(listener, state, std::future::pending()));
     format!("http://{addr}")
 }
@@ -120,7 +135,7 @@ pub async fn second_instance(app: &TestApp) -> TestApp {
     let pool = db::connect(app.config.database_url.expose())
         .await
         .expect("second pool");
-    let base = serve(pool.clone(), app.config.clone(), None).await;
+    let base = serve(pool.clone(), app.config.clone(), |_| {}).await;
     TestApp {
         base,
         pool,

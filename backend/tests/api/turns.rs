@@ -5,8 +5,9 @@ use crate::helpers::{
     Frame, GOOD_PASSWORD, TestApp, second_instance, spawn_app_full, spawn_app_with, text_of,
 };
 use countersign::{
+    AppState,
     llm::{ToolCall, ToolSpec},
-    tools::{BoxFuture, ToolBox, ToolContext, ToolOutcome},
+    tools::{BoxFuture, ToolBox, ToolOutcome, ToolRun},
 };
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -222,7 +223,7 @@ struct NotesTool {
 }
 
 impl ToolBox for NotesTool {
-    fn tools_for(&self, _: Uuid) -> BoxFuture<'_, Vec<ToolSpec>> {
+    fn tools_for<'a>(&'a self, _: &'a AppState, _: Uuid) -> BoxFuture<'a, Vec<ToolSpec>> {
         Box::pin(async {
             vec![ToolSpec {
                 name: "notes__search".into(),
@@ -232,7 +233,7 @@ impl ToolBox for NotesTool {
         })
     }
 
-    fn call<'a>(&'a self, ctx: ToolContext, call: &'a ToolCall) -> BoxFuture<'a, ToolOutcome> {
+    fn call<'a>(&'a self, run: &'a ToolRun<'a>, call: &'a ToolCall) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             if call.name != "notes__search" {
                 return ToolOutcome::error(format!("There is no tool named \"{}\".", call.name));
@@ -242,11 +243,8 @@ impl ToolBox for NotesTool {
                 .lock()
                 .expect("lock")
                 .push(call.arguments.clone());
-            self.users.lock().expect("lock").push(ctx.user_id);
-            ToolOutcome {
-                ok: true,
-                content: "3 notes mention the lease".into(),
-            }
+            self.users.lock().expect("lock").push(run.ctx.user_id);
+            ToolOutcome::ok("3 notes mention the lease")
         })
     }
 }

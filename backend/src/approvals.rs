@@ -1,0 +1,991 @@
+//! The approval ledger (DESIGN §6): the only module that writes
+//! `mcp_pending_calls`. Every transition is one conditional UPDATE, so two
+//! instances, two tabs or fifty concurrent requests cannot both win:
+//!
+//! ```text
+//! pending → approved → executing → executed | failed
+//! pending → denied | expired
+//! ```
+//!
+//! A row binds the exact call: the arguments' RFC 8785 canonical JSON and
+//! its SHA-256 are stored, and an HMAC (key `COUNTERSIGN_APPROVAL_KEY`,
+//! named by a key id) covers id, user, chat, turn, connector, tool,
+//! arguments digest and expiry. A decision carries only approve/deny and
+//! the digest the card showed; it can never change what runs. The turn
+//! claims an approved row, re-reads and re-verifies it, runs it and records
+//! the outcome; a failure still spends the approval.
+//!
+//! Waiting holds no pooled connection: one [`Watcher`] per instance reads
+//! the statuses of every call its turns wait for, woken by `NOTIFY` from
+//! whichever instance took the decision and polling as a fallback.
+
+use crate::{AppState, Config, db, events, tools::ToolContext};
+use countersign_api::{ChatEvent, PendingCall};
+use hmac::{Hmac, KeyInit as _, Mac as _};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, OnceLock},
+    time::Duration,
+};
+use time::OffsetDateTime;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+/// `NOTIFY` channel of "pending call X was decided".
+pub const CHANNEL: &str = "countersign_approvals";
+
+/// What the model is told when the user declines.
+pub const DECLINED: &str = r#"{"ok":false,"error":"The user declined this tool call."}"#;
+/// What the model is told when nobody decided in time.
+pub const EXPIRED: &str = "The user did not approve this tool call in time.";
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// SHA-256 (hex) of `canonical`.
+pub fn sha256_hex(canonical: &str) -> String {
+    hex::encode(Sha256::digest(canonical.as_bytes()))
+}
+
+/// RFC 8785 canonical JSON of `value`: the bytes that are shown, digested,
+/// signed and sent.
+pub fn canonical(value: &Value) -> String {
+    #[expect(clippy::expect_used, reason = "a serde_json::Value has string keys")]
+    serde_json_canonicalizer::to_string(value).expect("JCS of a serde_json::Value")
+}
+
+/// One HMAC key and its id (the first 8 hex digits of its SHA-256).
+#[derive(Clone)]
+struct Key {
+    id: String,
+    mac: HmacSha256,
+}
+
+impl Key {
+    fn new(bytes: &[u8]) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            bytes.len() >= 32,
+            "COUNTERSIGN_APPROVAL_KEY must be at least 32 bytes (64 hex characters)"
+        );
+        let id = hex::encode(&Sha256::digest(bytes)[..4]);
+        let mac = HmacSha256::new_from_slice(bytes)
+            .map_err(|_| anyhow::anyhow!("unusable COUNTERSIGN_APPROVAL_KEY"))?;
+        Ok(Self { id, mac })
+    }
+
+    fn from_hex(hex_key: &str) -> anyhow::Result<Self> {
+        let bytes = hex::decode(hex_key.trim())
+            .map_err(|_| anyhow::anyhow!("COUNTERSIGN_APPROVAL_KEY must be hex"))?;
+        Self::new(&bytes)
+    }
+}
+
+/// The keys that sign and verify ledger rows. Never printed.
+#[derive(Clone)]
+pub struct ApprovalKeys {
+    current: Key,
+    previous: Option<Key>,
+}
+
+impl std::fmt::Debug for ApprovalKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApprovalKeys")
+            .field("current", &self.current.id)
+            .field("previous", &self.previous.as_ref().map(|k| &k.id))
+            .finish()
+    }
+}
+
+/// What the HMAC covers.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding<'a> {
+    /// Ledger id.
+    pub id: Uuid,
+    /// Owner.
+    pub user_id: Uuid,
+    /// Chat.
+    pub chat_id: Uuid,
+    /// Turn.
+    pub turn_id: Uuid,
+    /// Connector.
+    pub connector_id: Uuid,
+    /// Tool name on its server.
+    pub tool_name: &'a str,
+    /// SHA-256 of the canonical arguments.
+    pub arguments_digest: &'a str,
+    /// Expiry, in microseconds since the epoch (the database's precision).
+    pub expires_at_micros: i128,
+}
+
+impl Binding<'_> {
+    /// Length-prefixed fields, so no two bindings share their bytes.
+    fn message(&self) -> Vec<u8> {
+        let fields = [
+            self.id.to_string(),
+            self.user_id.to_string(),
+            self.chat_id.to_string(),
+            self.turn_id.to_string(),
+            self.connector_id.to_string(),
+            self.tool_name.to_owned(),
+            self.arguments_digest.to_owned(),
+            self.expires_at_micros.to_string(),
+        ];
+        let mut message = b"countersign/approval/v1".to_vec();
+        for field in fields {
+            message.extend_from_slice(&(field.len() as u64).to_be_bytes());
+            message.extend_from_slice(field.as_bytes());
+        }
+        message
+    }
+}
+
+impl ApprovalKeys {
+    /// Keys from settings. Without `COUNTERSIGN_APPROVAL_KEY`, a random key
+    /// for this process only (with a warning): calls approved through
+    /// another instance then fail closed.
+    pub fn from_config(config: &Config) -> anyhow::Result<Self> {
+        let current = match &config.approval_key {
+            Some(key) => Key::from_hex(key.expose())?,
+            None => {
+                tracing::warn!(
+                    "COUNTERSIGN_APPROVAL_KEY is not set: using a key for this process only. \
+                     Set the same key on every instance, or approved calls will fail on the others."
+                );
+                Key::new(&rand::random::<[u8; 32]>())?
+            }
+        };
+        let previous = config
+            .approval_key_previous
+            .as_ref()
+            .map(|k| Key::from_hex(k.expose()))
+            .transpose()?;
+        Ok(Self { current, previous })
+    }
+
+    /// Keys from raw bytes (tests).
+    pub fn from_bytes(current: &[u8]) -> anyhow::Result<Self> {
+        Ok(Self {
+            current: Key::new(current)?,
+            previous: None,
+        })
+    }
+
+    /// Signs `binding`: the key id and the tag (hex).
+    pub fn sign(&self, binding: &Binding<'_>) -> (String, String) {
+        let mut mac = self.current.mac.clone();
+        mac.update(&binding.message());
+        (
+            self.current.id.clone(),
+            hex::encode(mac.finalize().into_bytes()),
+        )
+    }
+
+    /// Whether `tag` is the HMAC of `binding` under the key `key_id`, in
+    /// constant time.
+    pub fn verify(&self, key_id: &str, binding: &Binding<'_>, tag: &str) -> bool {
+        let key = std::iter::once(&self.current)
+            .chain(self.previous.as_ref())
+            .find(|k| k.id == key_id);
+        let (Some(key), Ok(tag)) = (key, hex::decode(tag)) else {
+            return false;
+        };
+        let mut mac = key.mac.clone();
+        mac.update(&binding.message());
+        mac.verify_slice(&tag).is_ok()
+    }
+}
+
+/// A ledger row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Row {
+    /// Ledger id.
+    pub id: Uuid,
+    /// Owner.
+    pub user_id: Uuid,
+    /// Chat.
+    pub chat_id: Uuid,
+    /// Turn.
+    pub turn_id: Uuid,
+    /// The model's call id.
+    pub call_id: String,
+    /// Connector.
+    pub connector_id: Uuid,
+    /// Its name when proposed.
+    pub connector_name: String,
+    /// Tool name on its server.
+    pub tool_name: String,
+    /// Tool name as offered to the model.
+    pub model_tool_name: String,
+    /// The arguments.
+    pub arguments: Value,
+    /// Their canonical JSON.
+    pub arguments_canonical: String,
+    /// Its SHA-256.
+    pub arguments_digest: String,
+    /// The tool's descriptor digest when proposed.
+    pub descriptor_digest: String,
+    /// Host the call goes to.
+    pub destination: String,
+    /// Why it asks.
+    pub reason: String,
+    /// Where it stands.
+    pub status: String,
+    /// `once`, `turn` or `always`, once approved.
+    pub grant_kind: Option<String>,
+    /// Which key signed it.
+    pub hmac_key_id: String,
+    /// The tag.
+    pub hmac: String,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// After this it cannot be approved.
+    pub expires_at: OffsetDateTime,
+}
+
+impl Row {
+    fn binding(&self) -> Binding<'_> {
+        Binding {
+            id: self.id,
+            user_id: self.user_id,
+            chat_id: self.chat_id,
+            turn_id: self.turn_id,
+            connector_id: self.connector_id,
+            tool_name: &self.tool_name,
+            arguments_digest: &self.arguments_digest,
+            expires_at_micros: self.expires_at.unix_timestamp_nanos() / 1000,
+        }
+    }
+
+    /// Whether the stored arguments are the ones that were shown and
+    /// signed: both stored forms agree, the digest is theirs, and the HMAC
+    /// holds.
+    pub fn verify(&self, keys: &ApprovalKeys) -> bool {
+        canonical(&self.arguments) == self.arguments_canonical
+            && sha256_hex(&self.arguments_canonical) == self.arguments_digest
+            && keys.verify(&self.hmac_key_id, &self.binding(), &self.hmac)
+    }
+
+    fn expires_at_rfc3339(&self) -> String {
+        self.expires_at
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default()
+    }
+
+    /// The arguments, pretty-printed for the card.
+    pub fn arguments_pretty(&self) -> String {
+        serde_json::to_string_pretty(&self.arguments).unwrap_or_default()
+    }
+
+    /// The `mcp_confirmation_required` event: the stored evidence.
+    pub fn required_event(&self) -> ChatEvent {
+        ChatEvent::McpConfirmationRequired {
+            turn_id: self.turn_id.to_string(),
+            id: self.id.to_string(),
+            call_id: self.call_id.clone(),
+            connector_id: self.connector_id.to_string(),
+            connector_name: self.connector_name.clone(),
+            tool_name: self.tool_name.clone(),
+            arguments: self.arguments.clone(),
+            arguments_json: self.arguments_pretty(),
+            arguments_digest: self.arguments_digest.clone(),
+            destination: self.destination.clone(),
+            reason: self.reason.clone(),
+            expires_at: self.expires_at_rfc3339(),
+        }
+    }
+
+    /// The row as `GET /api/mcp-pending-calls` shows it.
+    pub fn to_api(&self, expires_in_secs: f64) -> PendingCall {
+        PendingCall {
+            id: self.id.to_string(),
+            chat_id: self.chat_id.to_string(),
+            turn_id: self.turn_id.to_string(),
+            call_id: self.call_id.clone(),
+            connector_id: self.connector_id.to_string(),
+            connector_name: self.connector_name.clone(),
+            tool_name: self.tool_name.clone(),
+            arguments: self.arguments.clone(),
+            arguments_json: self.arguments_pretty(),
+            arguments_digest: self.arguments_digest.clone(),
+            destination: self.destination.clone(),
+            reason: self.reason.clone(),
+            expires_at: self.expires_at_rfc3339(),
+            expires_in_secs,
+        }
+    }
+}
+
+/// The columns of [`Row`], for `concat!` into literal SQL.
+macro_rules! columns {
+    () => {
+        "id, user_id, chat_id, turn_id, call_id, connector_id, connector_name, \
+     tool_name, model_tool_name, arguments, arguments_canonical, arguments_digest, \
+         descriptor_digest, destination, reason, status, grant_kind, hmac_key_id, hmac, error, \
+         expires_at"
+    };
+}
+
+/// A gated call to put before the user.
+#[derive(Debug, Clone)]
+pub struct Proposal<'a> {
+    /// Who, where.
+    pub ctx: ToolContext,
+    /// The model's call id.
+    pub call_id: &'a str,
+    /// Connector.
+    pub connector_id: Uuid,
+    /// Its name.
+    pub connector_name: &'a str,
+    /// Tool name on its server.
+    pub tool_name: &'a str,
+    /// Tool name as offered to the model.
+    pub model_tool_name: &'a str,
+    /// The arguments object, exactly as it would run.
+    pub arguments: &'a Value,
+    /// The tool's current descriptor digest.
+    pub descriptor_digest: &'a str,
+    /// Host the call goes to.
+    pub destination: &'a str,
+    /// Why it asks.
+    pub reason: &'a str,
+}
+
+/// Writes a `pending` row, expiring `COUNTERSIGN_APPROVAL_TTL_SECS` from
+/// the database's now, signed. Sweeps aged terminal rows first (best
+/// effort).
+pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Error> {
+    if let Err(err) = sweep(state).await {
+        tracing::warn!(error = %err, "approval ledger sweep failed");
+    }
+    let arguments_canonical = canonical(p.arguments);
+    let arguments_digest = sha256_hex(&arguments_canonical);
+    let id = Uuid::new_v4();
+    let mut tx = db::service_tx(&state.db).await?;
+    let expires_at: OffsetDateTime = sqlx::query_scalar(
+        "select date_trunc('microseconds', now() + make_interval(secs => $1::float8))",
+    )
+    .bind(state.config.approval_ttl_secs as f64)
+    .fetch_one(&mut *tx)
+    .await?;
+    let (hmac_key_id, hmac) = state.approval_keys.sign(&Binding {
+        id,
+        user_id: p.ctx.user_id,
+        chat_id: p.ctx.chat_id,
+        turn_id: p.ctx.turn_id,
+        connector_id: p.connector_id,
+        tool_name: p.tool_name,
+        arguments_digest: &arguments_digest,
+        expires_at_micros: expires_at.unix_timestamp_nanos() / 1000,
+    });
+    let row: Row = sqlx::query_as(concat!(
+        "insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
+             connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
+             arguments_digest, descriptor_digest, destination, reason, hmac_key_id, hmac,
+             expires_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+         returning ",
+        columns!(),
+        ""
+    ))
+    .bind(id)
+    .bind(p.ctx.user_id)
+    .bind(p.ctx.chat_id)
+    .bind(p.ctx.turn_id)
+    .bind(p.call_id)
+    .bind(p.connector_id)
+    .bind(p.connector_name)
+    .bind(p.tool_name)
+    .bind(p.model_tool_name)
+    .bind(p.arguments)
+    .bind(&arguments_canonical)
+    .bind(&arguments_digest)
+    .bind(p.descriptor_digest)
+    .bind(p.destination)
+    .bind(p.reason)
+    .bind(&hmac_key_id)
+    .bind(&hmac)
+    .bind(expires_at)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// Reads one row (any status).
+pub async fn get(state: &AppState, id: Uuid) -> Result<Option<Row>, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    let row = sqlx::query_as(concat!(
+        "select ",
+        columns!(),
+        " from mcp_pending_calls where id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// The user's live (pending, unexpired) calls, oldest first, with the
+/// seconds each has left.
+pub async fn live_for_user(
+    state: &AppState,
+    user_id: Uuid,
+) -> Result<Vec<(Row, f64)>, sqlx::Error> {
+    #[derive(sqlx::FromRow)]
+    struct WithLeft {
+        #[sqlx(flatten)]
+        row: Row,
+        left: f64,
+    }
+    let mut tx = db::service_tx(&state.db).await?;
+    let rows: Vec<WithLeft> = sqlx::query_as(concat!(
+        "select ",
+        columns!(),
+        ", extract(epoch from expires_at - now())::float8 as left
+           from mcp_pending_calls
+          where user_id = $1 and status = 'pending' and expires_at > now()
+          order by created_at"
+    ))
+    .bind(user_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(rows.into_iter().map(|r| (r.row, r.left)).collect())
+}
+
+/// A user's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Run it.
+    Approve,
+    /// Do not.
+    Deny,
+}
+
+/// Why a decision was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    /// Unknown, another user's, or already decided.
+    #[error("No such pending tool call.")]
+    NotFound,
+    /// The owner decided too late.
+    #[error("This tool call approval has expired.")]
+    Expired,
+    /// The digest is not the one of the stored arguments.
+    #[error("The arguments changed since this card was shown; nothing was decided. Reload.")]
+    DigestMismatch,
+    /// Database failure.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// Decides a pending call: one conditional UPDATE on id + user + pending +
+/// unexpired + matching digest; then `NOTIFY`. When it changes no row, a
+/// read (which decides nothing) says why.
+pub async fn decide(
+    state: &AppState,
+    user_id: Uuid,
+    id: Uuid,
+    verdict: Verdict,
+    grant: &str,
+    arguments_digest: &str,
+) -> Result<&'static str, DecideError> {
+    let status = match verdict {
+        Verdict::Approve => "approved",
+        Verdict::Deny => "denied",
+    };
+    let grant = (verdict == Verdict::Approve).then_some(grant);
+    let mut tx = db::service_tx(&state.db).await?;
+    let decided = sqlx::query(
+        "update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now()
+          where id = $1 and user_id = $2 and status = 'pending' and expires_at > now()
+            and arguments_digest = $3",
+    )
+    .bind(id)
+    .bind(user_id)
+    .bind(arguments_digest)
+    .bind(status)
+    .bind(grant)
+    .execute(&mut *tx)
+    .await?;
+    if decided.rows_affected() == 1 {
+        sqlx::query("select pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        return Ok(status);
+    }
+    let why: Option<(String, bool, bool)> = sqlx::query_as(
+        "select status, expires_at <= now(), arguments_digest = $3
+           from mcp_pending_calls where id = $1 and user_id = $2",
+    )
+    .bind(id)
+    .bind(user_id)
+    .bind(arguments_digest)
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Err(match why {
+        Some((s, _, _)) if s == "expired" => DecideError::Expired,
+        Some((s, true, _)) if s == "pending" => DecideError::Expired,
+        Some((s, false, false)) if s == "pending" => DecideError::DigestMismatch,
+        _ => DecideError::NotFound,
+    })
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Waited {
+    /// Approved: claim and run it.
+    Approved,
+    /// Declined.
+    Denied,
+    /// Nobody decided in time.
+    Expired,
+    /// The turn was stopped; the call was denied.
+    Cancelled,
+    /// The row is in a state no wait expects (recovered elsewhere).
+    Gone(String),
+}
+
+impl Waited {
+    fn from_status(status: &str) -> Option<Self> {
+        match status {
+            "pending" => None,
+            "approved" => Some(Self::Approved),
+            "denied" => Some(Self::Denied),
+            "expired" => Some(Self::Expired),
+            other => Some(Self::Gone(other.to_owned())),
+        }
+    }
+}
+
+/// Test seams: code that runs at fixed points of the lifecycle, so tests
+/// can land a decision exactly where a race would.
+#[derive(Clone, Default)]
+pub struct Hooks {
+    /// Runs after the wait gave up and before the expiry UPDATE.
+    pub before_expire:
+        Option<Arc<dyn Fn(Uuid) -> crate::tools::BoxFuture<'static, ()> + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("before_expire", &self.before_expire.is_some())
+            .finish()
+    }
+}
+
+/// Waits for the decision on `id`, at most `COUNTERSIGN_APPROVAL_WAIT_SECS`,
+/// holding no database connection in between reads. A Stop denies the
+/// call. At the end, expiry by conditional UPDATE: if it changes no row, a
+/// decision won the race and is honoured.
+pub async fn wait(
+    state: &AppState,
+    id: Uuid,
+    cancel: &mut watch::Receiver<bool>,
+) -> Result<Waited, sqlx::Error> {
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_secs(state.config.approval_wait_secs);
+    let mut decided = state.watcher.watch(state, id);
+    let result = loop {
+        if let Some(waited) = decided
+            .borrow_and_update()
+            .as_deref()
+            .and_then(Waited::from_status)
+        {
+            break Some(waited);
+        }
+        tokio::select! {
+            changed = decided.changed() => {
+                if changed.is_err() {
+                    break None;
+                }
+            }
+            () = tokio::time::sleep_until(deadline) => break None,
+            _ = cancel.changed() => {
+                state.watcher.forget(id);
+                return cancel_one(state, id).await;
+            }
+        }
+    };
+    state.watcher.forget(id);
+    if let Some(waited) = result {
+        return Ok(waited);
+    }
+    if let Some(hook) = &state.approval_hooks.before_expire {
+        hook(id).await;
+    }
+    expire_or_honour(state, id).await
+}
+
+/// `pending → expired`; when no row changes, a decision landed first:
+/// re-read once and honour it.
+pub async fn expire_or_honour(state: &AppState, id: Uuid) -> Result<Waited, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    let expired = sqlx::query(
+        "update mcp_pending_calls set status = 'expired', decided_at = now()
+          where id = $1 and status = 'pending'",
+    )
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    if expired.rows_affected() == 1 {
+        tx.commit().await?;
+        return Ok(Waited::Expired);
+    }
+    let status: Option<String> =
+        sqlx::query_scalar("select status from mcp_pending_calls where id = $1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    tx.commit().await?;
+    Ok(status
+        .as_deref()
+        .and_then(Waited::from_status)
+        .unwrap_or_else(|| Waited::Gone("deleted".to_owned())))
+}
+
+/// A Stop while waiting: `pending → denied`; a decision that landed first
+/// is honoured only if it was a denial (the turn is stopping: nothing runs).
+async fn cancel_one(state: &AppState, id: Uuid) -> Result<Waited, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    sqlx::query(
+        "update mcp_pending_calls set status = 'denied', decided_at = now(),
+                error = 'The turn was stopped.'
+          where id = $1 and status = 'pending'",
+    )
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    // An approval that landed first is never claimed: it is spent unused.
+    sqlx::query(
+        "update mcp_pending_calls set status = 'failed', executed_at = now(),
+                error = 'The turn was stopped before it ran.'
+          where id = $1 and status = 'approved'",
+    )
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Waited::Cancelled)
+}
+
+/// `approved → executing`, exactly one winner. Returns the row as stored.
+pub async fn claim(state: &AppState, id: Uuid) -> Result<Option<Row>, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    let row = sqlx::query_as(concat!(
+        "update mcp_pending_calls set status = 'executing', claimed_at = now()
+          where id = $1 and status = 'approved'
+          returning ",
+        columns!(),
+        ""
+    ))
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// `executing → executed | failed`. A failure still spends the approval.
+pub async fn record(state: &AppState, id: Uuid, error: Option<&str>) -> Result<(), sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    sqlx::query(
+        "update mcp_pending_calls
+            set status = case when $2::text is null then 'executed' else 'failed' end,
+                error = $2, executed_at = now()
+          where id = $1 and status = 'executing'",
+    )
+    .bind(id)
+    .bind(error)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Deletes terminal rows (and their arguments) older than the retention,
+/// at most 500 at a time. Returns how many.
+pub async fn sweep(state: &AppState) -> Result<u64, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    let deleted = sqlx::query(
+        "delete from mcp_pending_calls where id in (
+             select id from mcp_pending_calls
+              where status in ('executed', 'failed', 'denied', 'expired')
+                and created_at < now() - make_interval(secs => $1::float8)
+              limit 500)",
+    )
+    .bind(state.config.approval_retention_secs as f64)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(deleted.rows_affected())
+}
+
+/// What [`recover`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// `executing → failed` (outcome unknown).
+    pub executing: u64,
+    /// `approved → failed` (never ran).
+    pub approved: u64,
+    /// `pending → expired`.
+    pub pending: u64,
+}
+
+/// Start-up recovery, the only other transitions: rows whose turn no
+/// longer runs anywhere (finished, or its heartbeat is older than
+/// `stale_secs`) are closed. Nothing is retried or re-executed. The chat
+/// hears of each, so no card stays open.
+pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    #[derive(sqlx::FromRow)]
+    struct Closed {
+        id: Uuid,
+        user_id: Uuid,
+        chat_id: Uuid,
+        turn_id: Uuid,
+        was: String,
+        call_id: String,
+        connector_name: String,
+        tool_name: String,
+    }
+    let rows: Vec<Closed> = sqlx::query_as(
+        "with orphaned as (
+             select p.id, p.status as was from mcp_pending_calls p
+               left join turns t on t.id = p.turn_id
+              where p.status in ('pending', 'approved', 'executing')
+                and (t.id is null or t.status <> 'running'
+                     or t.heartbeat_at < now() - make_interval(secs => $1::float8))
+              for update of p skip locked)
+         update mcp_pending_calls p
+            set status = case o.was when 'pending' then 'expired' else 'failed' end,
+                error = case o.was
+                          when 'executing' then 'interrupted; outcome unknown'
+                          when 'approved' then 'interrupted before it ran'
+                          else null end,
+                decided_at = coalesce(p.decided_at, now()),
+                executed_at = case when o.was = 'pending' then null else now() end
+           from orphaned o
+          where p.id = o.id
+          returning p.id, p.user_id, p.chat_id, p.turn_id, o.was, p.call_id,
+                    p.connector_name, p.tool_name",
+    )
+    .bind(stale_secs)
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+
+    let mut recovered = Recovered::default();
+    for Closed {
+        id,
+        user_id,
+        chat_id,
+        turn_id,
+        was,
+        call_id,
+        connector_name,
+        tool_name,
+    } in rows
+    {
+        let turn = turn_id.to_string();
+        let event = match was.as_str() {
+            "pending" => {
+                recovered.pending += 1;
+                ChatEvent::McpConfirmationResolved {
+                    turn_id: turn,
+                    id: id.to_string(),
+                    decision: "expired".into(),
+                }
+            }
+            _ => {
+                if was == "executing" {
+                    recovered.executing += 1;
+                } else {
+                    recovered.approved += 1;
+                }
+                ChatEvent::McpToolCall {
+                    turn_id: turn,
+                    id: id.to_string(),
+                    call_id,
+                    connector_name,
+                    tool_name,
+                    status: "error".into(),
+                    error: Some(if was == "executing" {
+                        "Interrupted: the server stopped while this call ran; its outcome is unknown."
+                            .into()
+                    } else {
+                        "Interrupted: the server stopped before this call ran.".into()
+                    }),
+                    duration_ms: 0,
+                }
+            }
+        };
+        let result = async {
+            let mut tx = db::user_tx(&state.db, user_id).await?;
+            events::append(&mut tx, chat_id, Some(turn_id), &event).await?;
+            tx.commit().await
+        }
+        .await;
+        if let Err(err) = result {
+            tracing::warn!(error = %err, "cannot tell a chat about a recovered tool call");
+        }
+    }
+    if recovered != Recovered::default() {
+        tracing::warn!(
+            ?recovered,
+            "approval ledger: closed calls of turns that stopped running"
+        );
+    }
+    Ok(recovered)
+}
+
+/// One per instance: the statuses of every call this instance's turns wait
+/// for, read in one query per wake-up (a `NOTIFY` on [`CHANNEL`] from any
+/// instance) or per poll interval, whichever comes first.
+#[derive(Debug, Default)]
+pub struct Watcher {
+    waiting: Mutex<HashMap<Uuid, watch::Sender<Option<String>>>>,
+    started: OnceLock<()>,
+}
+
+impl Watcher {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, watch::Sender<Option<String>>>> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts watching `id`; the receiver gets its status once it is no
+    /// longer `pending`.
+    pub fn watch(&self, state: &AppState, id: Uuid) -> watch::Receiver<Option<String>> {
+        self.started.get_or_init(|| {
+            tokio::spawn(watch_loop(state.clone(), state.hub.subscribe_approvals()));
+        });
+        let (tx, rx) = watch::channel(None);
+        self.lock().insert(id, tx);
+        // Read once now: a decision may have landed before we listened.
+        state.hub.wake_approvals();
+        rx
+    }
+
+    /// Stops watching `id`.
+    pub fn forget(&self, id: Uuid) {
+        self.lock().remove(&id);
+    }
+
+    /// How many calls this instance waits for.
+    pub fn waiting(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+async fn watch_loop(state: AppState, mut wake: tokio::sync::broadcast::Receiver<bool>) {
+    let poll = Duration::from_millis(state.config.approval_poll_ms.max(10));
+    let notify = state.config.approval_notify;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(poll) => {}
+            woken = wake.recv() => match woken {
+                // Poll-only mode (a benchmark's baseline) ignores NOTIFY.
+                Ok(true) if !notify => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                _ => {}
+            },
+        }
+        let ids: Vec<Uuid> = state.watcher.lock().keys().copied().collect();
+        if !ids.is_empty() {
+            match decided_among(&state, &ids).await {
+                Ok(decided) => {
+                    let waiting = state.watcher.lock();
+                    for (id, status) in decided {
+                        if let Some(tx) = waiting.get(&id) {
+                            tx.send_replace(Some(status));
+                        }
+                    }
+                }
+                Err(err) => tracing::warn!(error = %err, "approval watcher cannot read the ledger"),
+            }
+        }
+    }
+}
+
+async fn decided_among(state: &AppState, ids: &[Uuid]) -> Result<Vec<(Uuid, String)>, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    let rows = sqlx::query_as(
+        "select id, status from mcp_pending_calls where id = any($1) and status <> 'pending'",
+    )
+    .bind(ids)
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn binding<'a>(tool: &'a str, digest: &'a str) -> Binding<'a> {
+        let id = Uuid::from_u128(1);
+        Binding {
+            id,
+            user_id: Uuid::from_u128(2),
+            chat_id: Uuid::from_u128(3),
+            turn_id: Uuid::from_u128(4),
+            connector_id: Uuid::from_u128(5),
+            tool_name: tool,
+            arguments_digest: digest,
+            expires_at_micros: 1_700_000_000_000_000,
+        }
+    }
+
+    #[test]
+    fn the_hmac_binds_every_field_and_names_its_key() {
+        let keys = ApprovalKeys::from_bytes(&[7; 32]).expect("key");
+        let b = binding("search", "ab");
+        let (key_id, tag) = keys.sign(&b);
+        assert!(keys.verify(&key_id, &b, &tag));
+        assert!(!keys.verify(&key_id, &binding("delete", "ab"), &tag));
+        assert!(!keys.verify(&key_id, &binding("search", "ac"), &tag));
+        let mut later = b;
+        later.expires_at_micros += 1;
+        assert!(!keys.verify(&key_id, &later, &tag));
+        let mut other_user = b;
+        other_user.user_id = Uuid::from_u128(9);
+        assert!(!keys.verify(&key_id, &other_user, &tag));
+        assert!(!keys.verify("00000000", &b, &tag), "unknown key id");
+        assert!(!keys.verify(&key_id, &b, "zz"), "not hex");
+        let other = ApprovalKeys::from_bytes(&[8; 32]).expect("key");
+        assert!(!other.verify(&key_id, &b, &tag));
+        // Field boundaries are part of the message.
+        assert_ne!(binding("ab", "c").message(), binding("a", "bc").message());
+    }
+
+    #[test]
+    fn keys_are_at_least_256_bits_and_never_printed() {
+        assert!(ApprovalKeys::from_bytes(&[1; 31]).is_err());
+        let keys = ApprovalKeys::from_bytes(&[1; 32]).expect("key");
+        let printed = format!("{keys:?}");
+        assert!(!printed.contains("0101"), "{printed}");
+    }
+
+    #[test]
+    fn the_arguments_digest_ignores_key_order_and_whitespace() {
+        let a: Value = serde_json::from_str(r#"{"b": 1, "a": "x"}"#).expect("json");
+        let b = json!({"a": "x", "b": 1});
+        assert_eq!(canonical(&a), r#"{"a":"x","b":1}"#);
+        assert_eq!(sha256_hex(&canonical(&a)), sha256_hex(&canonical(&b)));
+        assert_ne!(
+            sha256_hex(&canonical(&b)),
+            sha256_hex(&canonical(&json!({"a": "x", "b": 2})))
+        );
+    }
+}

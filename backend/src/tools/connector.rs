@@ -1,0 +1,394 @@
+//! The user's kept MCP tools as the model's tool box (DESIGN §5, §6).
+//!
+//! Listing: every kept (or kept-then-changed) tool of the user's
+//! connectors, under its stable model name; a tool the gate would ask for
+//! carries the approval note in its description.
+//!
+//! Calling: the model may name anything, so each call re-reads the tool
+//! as the user's own (RLS and an explicit owner check), kept and not
+//! removed; an unknown or foreign name gets an error result, never a call.
+//! The gate ([`crate::gate::decide`]) looks at the stored facts. A call
+//! that asks goes through the ledger ([`crate::approvals`]): proposed,
+//! shown as a card, waited for, claimed, re-verified, run, recorded. The
+//! claim → call → record section runs in its own task, so nothing can
+//! cancel it half-way. Declining never contacts the server.
+
+use super::{BoxFuture, NotRun, ToolBox, ToolOutcome, ToolRun};
+use crate::{
+    AppState,
+    approvals::{self, Waited},
+    connectors::refresh::open_session,
+    db,
+    gate::{self, AlwaysGrant, Decision, Facts},
+    llm::{ToolCall, ToolSpec},
+};
+use countersign_api::ChatEvent;
+use serde_json::{Map, Value, json};
+use std::time::Instant;
+use uuid::Uuid;
+
+/// Appended to the description of every tool that asks.
+pub const APPROVAL_NOTE: &str = "This tool pauses for the user's explicit approval before it \
+executes; the user may decline.";
+
+/// The tools of the user's connectors.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnectorTools;
+
+/// A kept tool as stored, with its connector.
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct Kept {
+    connector_id: Uuid,
+    connector_name: String,
+    url: String,
+    trust_annotations: bool,
+    tool_name: String,
+    model_name: String,
+    descriptor: Value,
+    descriptor_digest: String,
+    requires_confirmation: Option<bool>,
+}
+
+impl Kept {
+    fn decision(&self) -> Decision {
+        gate::decide(&Facts {
+            annotations: self.descriptor.get("annotations"),
+            trust_annotations: self.trust_annotations,
+            requires_confirmation: self.requires_confirmation,
+            // Grants arrive with the next issue: none yet.
+            turn_grant: false,
+            always_grant: AlwaysGrant::None,
+        })
+    }
+
+    fn spec(&self) -> ToolSpec {
+        let text = |key: &str| self.descriptor.get(key).and_then(Value::as_str);
+        let mut description = text("description")
+            .or_else(|| text("title"))
+            .unwrap_or(&self.tool_name)
+            .to_owned();
+        if matches!(self.decision(), Decision::Ask(_)) {
+            description = format!("{}\n\n{APPROVAL_NOTE}", description.trim_end());
+        }
+        let input_schema = match self.descriptor.get("inputSchema") {
+            Some(schema @ Value::Object(_)) => schema.clone(),
+            _ => json!({"type": "object"}),
+        };
+        ToolSpec {
+            name: self.model_name.clone(),
+            description,
+            input_schema,
+        }
+    }
+}
+
+macro_rules! kept {
+    () => {
+        "select c.id as connector_id, c.name as connector_name, c.url,
+            c.trust_annotations, t.name as tool_name, t.model_name, t.descriptor,
+            t.descriptor_digest, t.requires_confirmation
+       from connector_tools t join connectors c on c.id = t.connector_id
+      where t.user_id = $1 and c.user_id = $1
+        and t.review_state in ('kept', 'changed') and not t.removed"
+    };
+}
+
+async fn kept_tools(state: &AppState, user_id: Uuid) -> Result<Vec<Kept>, sqlx::Error> {
+    let mut tx = db::user_tx(&state.db, user_id).await?;
+    let rows = sqlx::query_as(concat!(kept!(), " order by t.model_name"))
+        .bind(user_id)
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(rows)
+}
+
+async fn kept_by_model_name(
+    state: &AppState,
+    user_id: Uuid,
+    model_name: &str,
+) -> Result<Option<Kept>, sqlx::Error> {
+    let mut tx = db::user_tx(&state.db, user_id).await?;
+    let row = sqlx::query_as(concat!(kept!(), " and t.model_name = $2"))
+        .bind(user_id)
+        .bind(model_name)
+        .fetch_optional(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+async fn kept_by_connector(
+    state: &AppState,
+    user_id: Uuid,
+    connector_id: Uuid,
+    tool_name: &str,
+) -> Result<Option<Kept>, sqlx::Error> {
+    let mut tx = db::user_tx(&state.db, user_id).await?;
+    let row = sqlx::query_as(concat!(kept!(), " and c.id = $2 and t.name = $3"))
+        .bind(user_id)
+        .bind(connector_id)
+        .bind(tool_name)
+        .fetch_optional(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// `host[:port]` of a connector URL: the card's destination.
+fn destination(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| {
+            let host = u.host_str()?.to_owned();
+            Some(match u.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// Runs one call on the connector: `Ok(text)` or `Err(why)` (the tool's
+/// own error result included).
+async fn execute(
+    state: &AppState,
+    user_id: Uuid,
+    tool: &Kept,
+    arguments: Map<String, Value>,
+) -> Result<String, String> {
+    let session = open_session(state, user_id, tool.connector_id, &tool.url)
+        .await
+        .map_err(|e| e.to_string())?;
+    let result = session.call_tool(&tool.tool_name, arguments).await;
+    session.close().await;
+    match result {
+        Ok(r) if r.is_error => Err(if r.text.is_empty() {
+            "The tool reported an error.".to_owned()
+        } else {
+            r.text
+        }),
+        Ok(r) => Ok(r.text),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The critical section of an approved call: claim (one winner), re-read
+/// and verify what was signed, re-check the tool is still the user's and
+/// unchanged, run, record. Never cancelled half-way: the caller spawns it.
+async fn run_approved(state: AppState, user_id: Uuid, id: Uuid) -> Result<String, String> {
+    let row = match approvals::claim(&state, id).await {
+        Ok(Some(row)) => row,
+        Ok(None) => return Err("This call's approval could not be claimed.".to_owned()),
+        Err(err) => {
+            tracing::error!(error = %err, "cannot claim an approved call");
+            return Err("Countersign could not record this call; it did not run.".to_owned());
+        }
+    };
+    let outcome = async {
+        if row.user_id != user_id || !row.verify(&state.approval_keys) {
+            tracing::error!(pending.id = %id, "approval ledger row failed its integrity check");
+            return Err("The approved call failed its integrity check; it did not run.".to_owned());
+        }
+        let tool = kept_by_connector(&state, user_id, row.connector_id, &row.tool_name)
+            .await
+            .map_err(|_| "Countersign could not read the tool; the call did not run.".to_owned())?
+            .ok_or_else(|| {
+                "The connector or tool was removed while the call waited; it did not run."
+                    .to_owned()
+            })?;
+        if tool.descriptor_digest != row.descriptor_digest {
+            return Err(
+                "The tool changed while the call waited; it did not run. Ask again.".into(),
+            );
+        }
+        // The signed bytes are what runs.
+        let arguments = match serde_json::from_str(&row.arguments_canonical) {
+            Ok(Value::Object(map)) => map,
+            _ => return Err("The approved arguments could not be read; it did not run.".into()),
+        };
+        execute(&state, user_id, &tool, arguments).await
+    }
+    .await;
+    if let Err(err) =
+        approvals::record(&state, id, outcome.as_ref().err().map(String::as_str)).await
+    {
+        tracing::error!(error = %err, pending.id = %id, "cannot record a call's outcome");
+    }
+    outcome
+}
+
+impl ToolBox for ConnectorTools {
+    fn tools_for<'a>(&'a self, state: &'a AppState, user_id: Uuid) -> BoxFuture<'a, Vec<ToolSpec>> {
+        Box::pin(async move {
+            match kept_tools(state, user_id).await {
+                Ok(tools) => tools.iter().map(Kept::spec).collect(),
+                Err(err) => {
+                    tracing::error!(error = %err, "cannot list a user's connector tools");
+                    Vec::new()
+                }
+            }
+        })
+    }
+
+    fn call<'a>(&'a self, run: &'a ToolRun<'a>, call: &'a ToolCall) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            match call_tool(run, call).await {
+                Ok(outcome) => outcome,
+                Err(err) => {
+                    tracing::error!(error = %err, "tool call failed on the database");
+                    ToolOutcome::error("Countersign could not run this tool call. Try again.")
+                }
+            }
+        })
+    }
+}
+
+async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sqlx::Error> {
+    let state = run.state;
+    let user_id = run.ctx.user_id;
+    let Some(tool) = kept_by_model_name(state, user_id, &call.name).await? else {
+        return Ok(ToolOutcome::error(format!(
+            "There is no tool named \"{}\".",
+            call.name
+        )));
+    };
+    let Value::Object(arguments) = &call.arguments else {
+        return Ok(ToolOutcome::error("The arguments must be a JSON object."));
+    };
+    let turn_id = run.ctx.turn_id.to_string();
+    let reason = match tool.decision() {
+        Decision::Run(because) => {
+            tracing::info!(?because, tool = %tool.model_name, "tool call runs without a card");
+            let started = Instant::now();
+            let outcome = execute(state, user_id, &tool, arguments.clone()).await;
+            return Ok(report(run, &tool, &call.id, &call.id, outcome, started).await);
+        }
+        Decision::Ask(because) => because.text(),
+    };
+
+    let row = approvals::propose(
+        state,
+        &approvals::Proposal {
+            ctx: run.ctx,
+            call_id: &call.id,
+            connector_id: tool.connector_id,
+            connector_name: &tool.connector_name,
+            tool_name: &tool.tool_name,
+            model_tool_name: &tool.model_name,
+            arguments: &call.arguments,
+            descriptor_digest: &tool.descriptor_digest,
+            destination: &destination(&tool.url),
+            reason,
+        },
+    )
+    .await?;
+    run.events.emit(row.required_event()).await;
+
+    let mut cancel = run.cancel.clone();
+    let waited = approvals::wait(state, row.id, &mut cancel).await?;
+    let decision = match &waited {
+        Waited::Approved => "approved",
+        Waited::Denied | Waited::Cancelled => "denied",
+        Waited::Expired => "expired",
+        Waited::Gone(_) => "expired",
+    };
+    run.events
+        .emit(ChatEvent::McpConfirmationResolved {
+            turn_id,
+            id: row.id.to_string(),
+            decision: decision.into(),
+        })
+        .await;
+    let not_run = |content: &str, why| ToolOutcome {
+        ok: false,
+        content: content.to_owned(),
+        reported: true,
+        not_run: Some(why),
+    };
+    Ok(match waited {
+        Waited::Approved => {
+            let started = Instant::now();
+            let task = tokio::spawn(run_approved(state.clone(), user_id, row.id));
+            let outcome = task.await.unwrap_or_else(|_| {
+                Err("The call ended abnormally; its outcome is unknown.".into())
+            });
+            report(run, &tool, &row.id.to_string(), &call.id, outcome, started).await
+        }
+        Waited::Denied | Waited::Cancelled => not_run(approvals::DECLINED, NotRun::Declined),
+        Waited::Expired | Waited::Gone(_) => not_run(approvals::EXPIRED, NotRun::Expired),
+    })
+}
+
+/// Emits `mcp_tool_call` and turns the outcome into the model's result.
+async fn report(
+    run: &ToolRun<'_>,
+    tool: &Kept,
+    id: &str,
+    call_id: &str,
+    outcome: Result<String, String>,
+    started: Instant,
+) -> ToolOutcome {
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    run.events
+        .emit(ChatEvent::McpToolCall {
+            turn_id: run.ctx.turn_id.to_string(),
+            id: id.to_owned(),
+            call_id: call_id.to_owned(),
+            connector_name: tool.connector_name.clone(),
+            tool_name: tool.tool_name.clone(),
+            status: if outcome.is_ok() { "ok" } else { "error" }.into(),
+            error: outcome.as_ref().err().cloned(),
+            duration_ms,
+        })
+        .await;
+    let mut result = match outcome {
+        Ok(text) => ToolOutcome::ok(text),
+        Err(why) => ToolOutcome::error(why),
+    };
+    result.reported = true;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations_are_the_connectors_host_and_explicit_port() {
+        assert_eq!(
+            destination("https://mcp.example.com/mcp"),
+            "mcp.example.com"
+        );
+        assert_eq!(destination("http://127.0.0.1:3100/mcp"), "127.0.0.1:3100");
+        assert_eq!(destination("not a url"), "");
+    }
+
+    fn kept(annotations: Value, trust: bool) -> Kept {
+        Kept {
+            connector_id: Uuid::nil(),
+            connector_name: "Docs".into(),
+            url: "https://docs.example/mcp".into(),
+            trust_annotations: trust,
+            tool_name: "search".into(),
+            model_name: "docs__search".into(),
+            descriptor: json!({"name": "search", "description": "Search.", "annotations": annotations}),
+            descriptor_digest: "0".repeat(64),
+            requires_confirmation: None,
+        }
+    }
+
+    #[test]
+    fn tools_that_ask_carry_the_approval_note() {
+        let safe = json!({"readOnlyHint": true, "openWorldHint": false});
+        let asks = kept(safe.clone(), false).spec();
+        assert!(
+            asks.description.ends_with(APPROVAL_NOTE),
+            "{}",
+            asks.description
+        );
+        assert_eq!(asks.input_schema, json!({"type": "object"}));
+        let trusted = kept(safe, true).spec();
+        assert_eq!(trusted.description, "Search.");
+    }
+}

@@ -1,0 +1,934 @@
+//! The gate and the approval ledger end to end (DESIGN §5, §6): the
+//! offline model proposes calls to the demo MCP server's tools, the turn
+//! waits on the ledger, decisions come over HTTP, and every execution is
+//! counted by the demo server itself.
+
+use crate::helpers::{SseReader, TestApp, second_instance, spawn_app_custom, text_of};
+use countersign::{AppState, Config, approvals, config::Secret, turns::EMPTY_RESPONSE};
+use countersign_demo_mcp::DemoServer;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sqlx::Row as _;
+use std::{sync::Arc, time::Duration};
+use tokio::sync::{Mutex, mpsc};
+use uuid::Uuid;
+
+const KEY_HEX: &str = "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+struct Setup {
+    demo: DemoServer,
+    app: TestApp,
+    user: Uuid,
+    connector: String,
+    chat: String,
+}
+
+async fn setup(configure: impl FnOnce(&mut Config)) -> Setup {
+    setup_custom(configure, |_| {}).await
+}
+
+/// The demo server, an app allowed to reach it, a user with the demo
+/// connector (every tool kept) and an offline chat.
+async fn setup_custom(
+    configure: impl FnOnce(&mut Config),
+    customize: impl FnOnce(&mut AppState),
+) -> Setup {
+    let demo = DemoServer::start("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("demo server");
+    let allow = demo.addr().to_string().parse().expect("allow list");
+    let app = spawn_app_custom(
+        |c| {
+            c.secret_key = Some(Secret::new(KEY_HEX));
+            c.allow_private_connectors = allow;
+            configure(c);
+        },
+        customize,
+    )
+    .await;
+    let (user, _) = app.signed_up_user().await;
+    let connector = add_demo_connector(&app, &demo).await;
+    let chat = app.create_chat("offline/demo").await;
+    Setup {
+        demo,
+        app,
+        user,
+        connector,
+        chat,
+    }
+}
+
+async fn add_demo_connector(app: &TestApp, demo: &DemoServer) -> String {
+    let res = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Demo", "url": demo.mcp_url()}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let id = res.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let res = app
+        .post(&format!("/api/connectors/{id}/refresh"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK, "refresh");
+    let tools = app.get_json(&format!("/api/connectors/{id}/tools")).await;
+    let names: Vec<Value> = tools
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    let res = app
+        .client
+        .put(app.url(&format!("/api/connectors/{id}/tools/review")))
+        .header("x-csrf-token", app.csrf_token())
+        .json(&json!({"keep": names, "decline": []}))
+        .send()
+        .await
+        .expect("review");
+    assert!(res.status().is_success(), "review: {}", res.status());
+    id
+}
+
+/// Asks the offline model to call `tool` with `arguments`; returns the
+/// turn id and the card's event.
+async fn propose(
+    s: &Setup,
+    stream: &mut SseReader,
+    tool: &str,
+    arguments: Value,
+) -> (String, Value) {
+    let turn = s
+        .app
+        .send(&s.chat, &format!("use demo__{tool} with {arguments}"))
+        .await;
+    let events = stream.until("mcp_confirmation_required").await;
+    let (_, card) = events.last().expect("card").clone();
+    assert_eq!(card["turn_id"], turn.as_str());
+    (turn, card)
+}
+
+async fn decide(app: &TestApp, card: &Value, decision: &str) -> reqwest::Response {
+    decide_with(
+        app,
+        card,
+        json!({"decision": decision, "arguments_digest": card["arguments_digest"]}),
+    )
+    .await
+}
+
+async fn decide_with(app: &TestApp, card: &Value, body: Value) -> reqwest::Response {
+    let id = card["id"].as_str().expect("id");
+    app.post(&format!("/api/mcp-pending-calls/{id}"), &body)
+        .await
+}
+
+async fn ledger(app: &TestApp, id: &str) -> (String, Option<String>) {
+    let mut db = app.superuser().await;
+    let row = sqlx::query("select status, error from mcp_pending_calls where id = $1::uuid")
+        .bind(id)
+        .fetch_one(&mut db)
+        .await
+        .expect("ledger row");
+    (row.get("status"), row.get("error"))
+}
+
+fn sha256_hex(s: &str) -> String {
+    approvals::sha256_hex(s)
+}
+
+#[tokio::test]
+async fn allow_once_runs_the_exact_call_once_and_the_chat_and_ledger_agree() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
+
+    // The card carries the stored evidence.
+    assert_eq!(card["connector_id"], s.connector.as_str());
+    assert_eq!(card["connector_name"], "Demo");
+    assert_eq!(card["tool_name"], "search_notes");
+    assert_eq!(card["arguments"], json!({"query": "lease"}));
+    assert_eq!(card["arguments_json"], "{\n  \"query\": \"lease\"\n}");
+    assert_eq!(
+        card["arguments_digest"],
+        sha256_hex(r#"{"query":"lease"}"#),
+        "SHA-256 of the JCS bytes"
+    );
+    assert_eq!(card["destination"], s.demo.addr().to_string());
+    assert_eq!(card["reason"], "every tool call asks for your approval");
+    assert!(
+        card["expires_at"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+    assert!(!card["call_id"].as_str().unwrap_or_default().is_empty());
+    assert_eq!(s.demo.calls().total, 0, "nothing runs before the decision");
+
+    let live = s.app.get_json("/api/mcp-pending-calls").await;
+    assert_eq!(live.as_array().map(Vec::len), Some(1));
+    assert_eq!(live[0]["id"], card["id"]);
+    assert_eq!(live[0]["chat_id"], s.chat.as_str());
+    assert!(
+        live[0]["expires_in_secs"]
+            .as_f64()
+            .is_some_and(|t| t > 100.0)
+    );
+
+    let res = decide(&s.app, &card, "approve").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.json::<Value>().await.expect("JSON"),
+        json!({"status": "approved"})
+    );
+
+    let events = stream.until("turn_finished").await;
+    let resolved = events
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_confirmation_resolved")
+        .expect("resolved");
+    assert_eq!(resolved.1["id"], card["id"]);
+    assert_eq!(resolved.1["decision"], "approved");
+    let ran = events
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_tool_call")
+        .expect("mcp_tool_call")
+        .1
+        .clone();
+    assert_eq!(ran["id"], card["id"]);
+    assert_eq!(ran["status"], "ok", "{ran}");
+    assert_eq!(ran["connector_name"], "Demo");
+    assert_eq!(ran["tool_name"], "search_notes");
+    assert!(ran["duration_ms"].is_u64());
+    assert!(
+        !events.iter().any(|(_, e)| e["type"] == "tool_result"),
+        "MCP calls report as mcp_tool_call"
+    );
+    assert!(
+        text_of(&events).contains("returned"),
+        "{}",
+        text_of(&events)
+    );
+
+    let log = s.demo.calls();
+    assert_eq!(log.count("search_notes"), 1);
+    assert_eq!(
+        log.calls[0].arguments,
+        json!({"query": "lease"})
+            .as_object()
+            .cloned()
+            .expect("object")
+    );
+    assert_eq!(
+        ledger(&s.app, card["id"].as_str().expect("id")).await.0,
+        "executed"
+    );
+    assert_eq!(s.app.get_json("/api/mcp-pending-calls").await, json!([]));
+}
+
+#[tokio::test]
+async fn foreign_replayed_mismatched_and_unknown_decisions_change_nothing() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
+    let id = card["id"].as_str().expect("id").to_owned();
+
+    // Another user: 404, as for an unknown id.
+    let other = s.app.at(&s.app.base);
+    other.signed_up_user().await;
+    assert_eq!(
+        decide(&other, &card, "approve").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(other.get_json("/api/mcp-pending-calls").await, json!([]));
+    let unknown =
+        json!({"id": Uuid::new_v4().to_string(), "arguments_digest": card["arguments_digest"]});
+    assert_eq!(
+        decide(&s.app, &unknown, "approve").await.status(),
+        StatusCode::NOT_FOUND
+    );
+
+    // A digest that is not the stored arguments': 409, nothing decided.
+    let res = decide_with(
+        &s.app,
+        &card,
+        json!({"decision": "approve", "arguments_digest": sha256_hex(r#"{"query":"other"}"#)}),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    assert_eq!(ledger(&s.app, &id).await.0, "pending");
+
+    // Grants of the next issue, and nonsense.
+    for (body, why) in [
+        (
+            json!({"decision": "approve", "grant": "turn", "arguments_digest": card["arguments_digest"]}),
+            "turn",
+        ),
+        (
+            json!({"decision": "approve", "grant": "always", "arguments_digest": card["arguments_digest"]}),
+            "always",
+        ),
+        (
+            json!({"decision": "maybe", "arguments_digest": card["arguments_digest"]}),
+            "decision",
+        ),
+        (
+            json!({"decision": "approve", "arguments_digest": "zz"}),
+            "digest shape",
+        ),
+    ] {
+        let res = decide_with(&s.app, &card, body).await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{why}");
+    }
+    assert_eq!(ledger(&s.app, &id).await.0, "pending");
+
+    assert_eq!(
+        decide(&s.app, &card, "approve").await.status(),
+        StatusCode::OK
+    );
+    // A replay, in either direction: 404.
+    assert_eq!(
+        decide(&s.app, &card, "approve").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        decide(&s.app, &card, "deny").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    stream.until("turn_finished").await;
+    assert_eq!(s.demo.calls().count("search_notes"), 1);
+}
+
+#[tokio::test]
+async fn fifty_concurrent_approvals_give_one_200_and_one_execution_at_the_server() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(
+        &s,
+        &mut stream,
+        "add_note",
+        json!({"title": "Lease", "body": "Renewal due"}),
+    )
+    .await;
+    // The same session in fifty requests at once.
+    let client = s.app.client.clone();
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let client = client.clone();
+        let url = s.app.url(&format!(
+            "/api/mcp-pending-calls/{}",
+            card["id"].as_str().expect("id")
+        ));
+        let csrf = s.app.csrf_token();
+        let body = json!({"decision": "approve", "arguments_digest": card["arguments_digest"]});
+        tasks.push(tokio::spawn(async move {
+            client
+                .post(url)
+                .header("x-csrf-token", csrf)
+                .json(&body)
+                .send()
+                .await
+                .expect("decide")
+                .status()
+        }));
+    }
+    let mut ok = 0;
+    for task in tasks {
+        match task.await.expect("task") {
+            StatusCode::OK => ok += 1,
+            StatusCode::NOT_FOUND => {}
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!(ok, 1, "exactly one decision wins");
+    stream.until("turn_finished").await;
+    let log = s.demo.calls();
+    assert_eq!(log.count("add_note"), 1, "executed once at the MCP server");
+    assert_eq!(log.total, 1);
+}
+
+#[tokio::test]
+async fn decline_never_contacts_the_server_and_the_chat_goes_on() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "delete_note", json!({"id": "note-2"})).await;
+    let res = decide(&s.app, &card, "deny").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.json::<Value>().await.expect("JSON"),
+        json!({"status": "denied"})
+    );
+    let events = stream.until("turn_finished").await;
+    let resolved = events
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_confirmation_resolved")
+        .expect("resolved");
+    assert_eq!(resolved.1["decision"], "denied");
+    assert!(!events.iter().any(|(_, e)| e["type"] == "mcp_tool_call"));
+    // The model got the declined result, and said so.
+    let text = text_of(&events);
+    assert!(text.contains("The user declined this tool call."), "{text}");
+    assert_eq!(events.last().expect("end").1["status"], "done");
+    assert_eq!(
+        s.demo.calls().total,
+        0,
+        "the MCP server was never contacted for a call"
+    );
+    assert_eq!(
+        ledger(&s.app, card["id"].as_str().expect("id")).await.0,
+        "denied"
+    );
+
+    // The next message works, without an "empty response".
+    s.app.send(&s.chat, "Thanks, that is all").await;
+    let next = stream.until("turn_finished").await;
+    assert_eq!(next.last().expect("end").1["status"], "done");
+    assert!(!text_of(&next).is_empty());
+    let detail = s.app.get_json(&format!("/api/chats/{}", s.chat)).await;
+    assert!(!detail.to_string().contains(EMPTY_RESPONSE), "{detail}");
+}
+
+#[tokio::test]
+async fn an_unanswered_call_expires_and_a_late_decision_gets_410() {
+    let s = setup(|c| {
+        c.approval_ttl_secs = 3;
+        c.approval_wait_secs = 1;
+    })
+    .await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
+    let events = stream.until("turn_finished").await;
+    let resolved = events
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_confirmation_resolved")
+        .expect("resolved");
+    assert_eq!(resolved.1["decision"], "expired");
+    assert!(text_of(&events).contains("did not approve this tool call in time"));
+    assert_eq!(
+        ledger(&s.app, card["id"].as_str().expect("id")).await.0,
+        "expired"
+    );
+    let res = decide(&s.app, &card, "approve").await;
+    assert_eq!(res.status(), StatusCode::GONE);
+    assert_eq!(
+        res.json::<Value>().await.expect("JSON"),
+        json!({"detail": "This tool call approval has expired."})
+    );
+    // Past the TTL too: still 410 for the owner, 404 for anyone else.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        decide(&s.app, &card, "deny").await.status(),
+        StatusCode::GONE
+    );
+    assert_eq!(s.demo.calls().total, 0);
+}
+
+#[tokio::test]
+async fn a_decision_landing_just_before_the_expiry_update_is_honoured() {
+    // The hook stops the turn between "the wait gave up" and the expiry
+    // UPDATE; the test approves right there, then lets it go on.
+    let (at_race, mut reached) = mpsc::channel::<Uuid>(1);
+    let (go_on, release) = mpsc::channel::<()>(1);
+    let release = Arc::new(Mutex::new(release));
+    let s = setup_custom(
+        |c| c.approval_wait_secs = 1,
+        move |state| {
+            state.approval_hooks.before_expire = Some(Arc::new(move |id| {
+                let at_race = at_race.clone();
+                let release = release.clone();
+                Box::pin(async move {
+                    at_race.send(id).await.expect("test listens");
+                    release.lock().await.recv().await;
+                })
+            }));
+        },
+    )
+    .await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
+    let id = reached.recv().await.expect("the turn reached the race");
+    assert_eq!(id.to_string(), card["id"].as_str().expect("id"));
+    assert_eq!(
+        decide(&s.app, &card, "approve").await.status(),
+        StatusCode::OK
+    );
+    go_on.send(()).await.expect("release");
+
+    let events = stream.until("turn_finished").await;
+    let resolved = events
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_confirmation_resolved")
+        .expect("resolved");
+    assert_eq!(
+        resolved.1["decision"], "approved",
+        "the decision won the race"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| e["type"] == "mcp_tool_call" && e["status"] == "ok")
+    );
+    assert_eq!(ledger(&s.app, &id.to_string()).await.0, "executed");
+    assert_eq!(s.demo.calls().count("search_notes"), 1);
+}
+
+#[tokio::test]
+async fn a_stale_row_with_trust_on_still_asks_and_declared_safe_tools_run_without_a_card() {
+    let s = setup(|_| {}).await;
+    let res = s
+        .app
+        .client
+        .patch(s.app.url(&format!("/api/connectors/{}", s.connector)))
+        .header("x-csrf-token", s.app.csrf_token())
+        .json(&json!({"trust_annotations": true}))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.json::<Value>().await.expect("JSON")["trust_annotations"],
+        true
+    );
+
+    // Trusted, read-only and closed-world: runs without a card.
+    let mut stream = s.app.stream(&s.chat, None).await;
+    s.app
+        .send(&s.chat, r#"use demo__search_notes with {"query":"lease"}"#)
+        .await;
+    let events = stream.until("turn_finished").await;
+    assert!(
+        !events
+            .iter()
+            .any(|(_, e)| e["type"] == "mcp_confirmation_required")
+    );
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| e["type"] == "mcp_tool_call" && e["status"] == "ok")
+    );
+    assert_eq!(s.demo.calls().count("search_notes"), 1);
+
+    // Strings are not booleans: stringly_annotated asks even when trusted.
+    s.app
+        .send(&s.chat, r#"use demo__stringly_annotated with {}"#)
+        .await;
+    let events = stream.until("mcp_confirmation_required").await;
+    let card = events
+        .last()
+        .expect("a card for string annotations")
+        .1
+        .clone();
+    assert_eq!(
+        card["reason"],
+        "the server does not declare this tool read-only and closed-world"
+    );
+    assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+
+    // A stale row: requires_confirmation = false, annotations {}.
+    let mut db = s.app.superuser().await;
+    sqlx::query(
+        "update connector_tools set requires_confirmation = false,
+                descriptor = jsonb_set(descriptor, '{annotations}', '{}'::jsonb)
+          where name = 'search_notes'",
+    )
+    .execute(&mut db)
+    .await
+    .expect("stale row");
+    s.app
+        .send(&s.chat, r#"use demo__search_notes with {"query":"deed"}"#)
+        .await;
+    let events = stream.until("mcp_confirmation_required").await;
+    let card = events.last().expect("card").1.clone();
+    assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+    assert_eq!(
+        s.demo.calls().count("search_notes"),
+        1,
+        "the stale row never ran"
+    );
+}
+
+#[tokio::test]
+async fn an_approved_call_that_fails_is_recorded_failed_and_spent() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "failing_tool", json!({})).await;
+    assert_eq!(
+        decide(&s.app, &card, "approve").await.status(),
+        StatusCode::OK
+    );
+    let events = stream.until("turn_finished").await;
+    let ran = events
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_tool_call")
+        .expect("mcp_tool_call")
+        .1
+        .clone();
+    assert_eq!(ran["status"], "error");
+    assert!(
+        ran["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{ran}"
+    );
+    let (status, error) = ledger(&s.app, card["id"].as_str().expect("id")).await;
+    assert_eq!(status, "failed", "never executed");
+    assert!(error.is_some());
+    assert_eq!(
+        decide(&s.app, &card, "approve").await.status(),
+        StatusCode::NOT_FOUND,
+        "spent"
+    );
+    assert_eq!(s.demo.calls().count("failing_tool"), 1);
+}
+
+#[tokio::test]
+async fn unknown_and_foreign_tool_names_get_an_error_result_never_a_call() {
+    let s = setup(|_| {}).await;
+    // Another user, without connectors, names the first user's tool.
+    let other = s.app.at(&s.app.base);
+    other.signed_up_user().await;
+    let chat = other.create_chat("offline/demo").await;
+    let mut stream = other.stream(&chat, None).await;
+    other
+        .send(&chat, r#"use demo__delete_note with {"id":"note-1"}"#)
+        .await;
+    let events = stream.until("turn_finished").await;
+    let result = events
+        .iter()
+        .find(|(_, e)| e["type"] == "tool_result")
+        .expect("tool_result");
+    assert_eq!(result.1["status"], "error");
+    assert!(
+        result.1["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no tool named"))
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|(_, e)| e["type"] == "mcp_confirmation_required")
+    );
+
+    // A declined tool is not offered and cannot be called either.
+    let mut db = s.app.superuser().await;
+    sqlx::query("update connector_tools set review_state = 'declined' where name = 'echo'")
+        .execute(&mut db)
+        .await
+        .expect("decline");
+    let mut stream = s.app.stream(&s.chat, None).await;
+    s.app
+        .send(&s.chat, r#"use demo__echo with {"text":"hi"}"#)
+        .await;
+    let events = stream.until("turn_finished").await;
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| e["type"] == "tool_result" && e["status"] == "error")
+    );
+    assert_eq!(s.demo.calls().total, 0);
+}
+
+#[tokio::test]
+async fn stop_while_a_call_waits_denies_it() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (turn, card) = propose(
+        &s,
+        &mut stream,
+        "add_note",
+        json!({"title": "t", "body": "b"}),
+    )
+    .await;
+    let res = s
+        .app
+        .post(
+            &format!("/api/chats/{}/turns/{turn}/cancel", s.chat),
+            &json!({}),
+        )
+        .await;
+    assert!(res.status().is_success(), "{}", res.status());
+    let events = stream.until("turn_finished").await;
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| e["type"] == "mcp_confirmation_resolved" && e["decision"] == "denied")
+    );
+    assert_eq!(events.last().expect("end").1["status"], "cancelled");
+    assert_eq!(
+        ledger(&s.app, card["id"].as_str().expect("id")).await.0,
+        "denied"
+    );
+    assert_eq!(
+        decide(&s.app, &card, "approve").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(s.demo.calls().total, 0);
+}
+
+#[tokio::test]
+async fn a_decision_taken_on_another_instance_wakes_the_turn_by_notify() {
+    // Polling every 10 minutes: only NOTIFY can wake the turn in time.
+    let s = setup(|c| c.approval_poll_ms = 600_000).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
+    let other = second_instance(&s.app).await;
+    let other = TestApp {
+        client: s.app.client.clone(),
+        csrf: std::sync::Mutex::new(s.app.csrf.lock().expect("lock").clone()),
+        ..other
+    };
+    assert_eq!(
+        decide(&other, &card, "approve").await.status(),
+        StatusCode::OK
+    );
+    let events = tokio::time::timeout(Duration::from_secs(10), stream.until("turn_finished"))
+        .await
+        .expect("woken well before the poll");
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| e["type"] == "mcp_tool_call" && e["status"] == "ok")
+    );
+}
+
+#[tokio::test]
+async fn without_notify_the_poll_alone_finds_the_decision() {
+    let s = setup(|c| {
+        c.approval_notify = false;
+        c.approval_poll_ms = 200;
+    })
+    .await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
+    assert_eq!(
+        decide(&s.app, &card, "approve").await.status(),
+        StatusCode::OK
+    );
+    let events = stream.until("turn_finished").await;
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| e["type"] == "mcp_tool_call" && e["status"] == "ok")
+    );
+}
+
+#[tokio::test]
+async fn a_waiting_turn_holds_no_pooled_connection_and_the_stream_keeps_alive() {
+    let s = setup(|c| c.keepalive_secs = 1).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
+    // Sampled for 1.5 s: a connection held across the wait would be in use
+    // at every sample, on top of what an idle server holds (its LISTEN
+    // connection, the open stream's).
+    let least_in_use = || async {
+        let mut least = usize::MAX;
+        for _ in 0..30 {
+            least = least.min(s.app.pool.size() as usize - s.app.pool.num_idle());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        least
+    };
+    let waiting = least_in_use().await;
+    assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+    let idle = least_in_use().await;
+    assert_eq!(waiting, idle, "no connection is held while the call waits");
+    let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
+    let mut keepalives = 0;
+    while keepalives == 0 {
+        match stream.next_frame(Duration::from_secs(5)).await {
+            Some(crate::helpers::Frame::Comment(c)) if c == "keep-alive" => keepalives += 1,
+            Some(_) => {}
+            None => panic!("the stream went silent while the call waits"),
+        }
+    }
+    assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+}
+
+/// A chat, a finished turn and raw ledger rows for the sweep and recovery.
+async fn ledger_fixture(app: &TestApp, user: Uuid) -> (Uuid, Uuid, Uuid) {
+    let chat: Uuid = app.create_chat("offline/demo").await.parse().expect("uuid");
+    let mut db = app.superuser().await;
+    let done_turn = Uuid::new_v4();
+    let live_turn = Uuid::new_v4();
+    for (turn, status) in [(done_turn, "done"), (live_turn, "running")] {
+        sqlx::query(
+            "insert into turns (id, chat_id, user_id, status, model, started_seq)
+             values ($1, $2, $3, $4, 'offline/demo', 0)",
+        )
+        .bind(turn)
+        .bind(chat)
+        .bind(user)
+        .bind(status)
+        .execute(&mut db)
+        .await
+        .expect("turn");
+    }
+    (chat, done_turn, live_turn)
+}
+
+async fn raw_row(
+    app: &TestApp,
+    user: Uuid,
+    chat: Uuid,
+    turn: Uuid,
+    status: &str,
+    age_hours: f64,
+) -> Uuid {
+    let id = Uuid::new_v4();
+    let mut db = app.superuser().await;
+    sqlx::query(
+        "insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
+             connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
+             arguments_digest, descriptor_digest, destination, reason, status, hmac_key_id, hmac,
+             created_at, expires_at)
+         values ($1, $2, $3, $4, 'c1', $5, 'Demo', 'search_notes', 'demo__search_notes', '{}',
+                 '{}', $6, $6, '127.0.0.1', 'test', $7, 'k', 'h',
+                 now() - make_interval(secs => $8), now() - make_interval(secs => $8) + interval '2 minutes')",
+    )
+    .bind(id)
+    .bind(user)
+    .bind(chat)
+    .bind(turn)
+    .bind(Uuid::new_v4())
+    .bind(sha256_hex("{}"))
+    .bind(status)
+    .bind(age_hours * 3600.0)
+    .execute(&mut db)
+    .await
+    .expect("ledger row");
+    id
+}
+
+async fn state_of(app: &TestApp) -> AppState {
+    AppState::new(app.pool.clone(), app.config.clone())
+        .await
+        .expect("state")
+}
+
+#[tokio::test]
+async fn the_sweep_deletes_only_aged_terminal_rows() {
+    let s = setup(|_| {}).await;
+    let (chat, done, _) = ledger_fixture(&s.app, s.user).await;
+    let mut aged = Vec::new();
+    for status in ["executed", "failed", "denied", "expired"] {
+        aged.push(raw_row(&s.app, s.user, chat, done, status, 25.0).await);
+    }
+    let young = raw_row(&s.app, s.user, chat, done, "denied", 1.0).await;
+    let old_pending = raw_row(&s.app, s.user, chat, done, "pending", 25.0).await;
+    let old_executing = raw_row(&s.app, s.user, chat, done, "executing", 25.0).await;
+
+    let state = state_of(&s.app).await;
+    assert_eq!(approvals::sweep(&state).await.expect("sweep"), 4);
+    let mut db = s.app.superuser().await;
+    let left: Vec<Uuid> = sqlx::query_scalar("select id from mcp_pending_calls")
+        .fetch_all(&mut db)
+        .await
+        .expect("rows");
+    for id in &aged {
+        assert!(!left.contains(id), "aged terminal rows go");
+    }
+    for id in [young, old_pending, old_executing] {
+        assert!(left.contains(&id), "young or open rows stay");
+    }
+}
+
+#[tokio::test]
+async fn start_up_recovery_closes_calls_of_turns_that_no_longer_run_and_reruns_nothing() {
+    let s = setup(|_| {}).await;
+    let (chat, done, live) = ledger_fixture(&s.app, s.user).await;
+    let executing = raw_row(&s.app, s.user, chat, done, "executing", 0.0).await;
+    let approved = raw_row(&s.app, s.user, chat, done, "approved", 0.0).await;
+    let pending = raw_row(&s.app, s.user, chat, done, "pending", 0.0).await;
+    let alive = raw_row(&s.app, s.user, chat, live, "executing", 0.0).await;
+
+    let state = state_of(&s.app).await;
+    let recovered = approvals::recover(&state, 30.0).await.expect("recover");
+    assert_eq!(
+        recovered,
+        approvals::Recovered {
+            executing: 1,
+            approved: 1,
+            pending: 1
+        }
+    );
+    assert_eq!(
+        ledger(&s.app, &executing.to_string()).await,
+        ("failed".into(), Some("interrupted; outcome unknown".into()))
+    );
+    assert_eq!(
+        ledger(&s.app, &approved.to_string()).await,
+        ("failed".into(), Some("interrupted before it ran".into()))
+    );
+    assert_eq!(ledger(&s.app, &pending.to_string()).await.0, "expired");
+    assert_eq!(
+        ledger(&s.app, &alive.to_string()).await.0,
+        "executing",
+        "a live turn's call is left alone"
+    );
+    assert_eq!(s.demo.calls().total, 0, "nothing re-executed");
+    // The chat heard of each.
+    let mut stream = s.app.stream(&chat.to_string(), None).await;
+    let mut kinds = Vec::new();
+    while let Some(crate::helpers::Frame::Event(_, e)) =
+        stream.next_frame(Duration::from_millis(500)).await
+    {
+        kinds.push(e["type"].as_str().unwrap_or_default().to_owned());
+    }
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "mcp_tool_call").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| *k == "mcp_confirmation_resolved")
+            .count(),
+        1
+    );
+    // Running it again changes nothing.
+    assert_eq!(
+        approvals::recover(&state, 30.0).await.expect("again"),
+        approvals::Recovered::default()
+    );
+}
+
+#[tokio::test]
+async fn the_ledger_is_unreadable_and_unwritable_as_anon_and_authenticated() {
+    let s = setup(|_| {}).await;
+    let (chat, done, _) = ledger_fixture(&s.app, s.user).await;
+    let id = raw_row(&s.app, s.user, chat, done, "pending", 0.0).await;
+    for role in ["authenticated", "anon"] {
+        for statement in [
+            "select * from mcp_pending_calls",
+            "update mcp_pending_calls set status = 'approved'",
+            "delete from mcp_pending_calls",
+            "insert into mcp_pending_calls (id) values (gen_random_uuid())",
+        ] {
+            let mut db = s.app.superuser().await;
+            let mut tx = sqlx::Connection::begin(&mut db).await.expect("tx");
+            sqlx::query(
+                "select set_config('role', $1, true), set_config('countersign.user_id', $2, true)",
+            )
+            .bind(role)
+            .bind(s.user.to_string())
+            .execute(&mut *tx)
+            .await
+            .expect("set role");
+            let err = sqlx::query(statement)
+                .execute(&mut *tx)
+                .await
+                .expect_err("must be refused");
+            assert_eq!(
+                err.as_database_error().and_then(|e| e.code()).as_deref(),
+                Some("42501"),
+                "{role}: {statement}: {err}"
+            );
+        }
+    }
+    assert_eq!(ledger(&s.app, &id.to_string()).await.0, "pending");
+}

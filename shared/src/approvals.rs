@@ -1,0 +1,58 @@
+//! The approval ledger as the API shows it (DESIGN §6): live pending calls
+//! and the decision request.
+
+use serde::{Deserialize, Serialize};
+
+/// `POST /api/mcp-pending-calls/{id}`: the decision, and nothing that could
+/// change what runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecideRequest {
+    /// `approve` or `deny`.
+    pub decision: String,
+    /// `once` (the default); `turn` and `always` come with grants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
+    /// The `arguments_digest` the card showed: a mismatch decides nothing.
+    pub arguments_digest: String,
+}
+
+/// The answer to a decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecideResponse {
+    /// `approved` or `denied`.
+    pub status: String,
+}
+
+/// One live pending call (`GET /api/mcp-pending-calls`): the same evidence
+/// as its `mcp_confirmation_required` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// Ledger id: what the decision is posted to.
+    pub id: String,
+    /// The chat.
+    pub chat_id: String,
+    /// The turn waiting for it.
+    pub turn_id: String,
+    /// The model's id for the tool call.
+    pub call_id: String,
+    /// The connector.
+    pub connector_id: String,
+    /// Its name.
+    pub connector_name: String,
+    /// The tool's name on its server.
+    pub tool_name: String,
+    /// The exact arguments that would run.
+    pub arguments: serde_json::Value,
+    /// The same, pretty-printed.
+    pub arguments_json: String,
+    /// SHA-256 (hex) of the arguments' RFC 8785 canonical JSON.
+    pub arguments_digest: String,
+    /// The host the call goes to.
+    pub destination: String,
+    /// Why it asks.
+    pub reason: String,
+    /// RFC 3339; after it the call cannot be approved.
+    pub expires_at: String,
+    /// Seconds left when this was read (by the server's clock).
+    pub expires_in_secs: f64,
+}
