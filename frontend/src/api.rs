@@ -12,9 +12,10 @@ use std::fmt;
 
 use countersign_api::{
     CSRF_HEADER, ChatDetail, ChatSummary, Connector, ConnectorTool, CreateChatRequest,
-    CreateConnectorRequest, ErrorBody, LoginRequest, MeResponse, ModelsResponse, ProviderKeyStatus,
-    ReviewToolsRequest, SendMessageRequest, SessionResponse, SetProviderKeyRequest, SignupRequest,
-    TurnAccepted, UpdateChatRequest,
+    CreateConnectorRequest, DecideRequest, DecideResponse, ErrorBody, LoginRequest, MeResponse,
+    ModelsResponse, PendingCall, ProviderKeyStatus, ReviewToolsRequest, SendMessageRequest,
+    SessionResponse, SetProviderKeyRequest, SignupRequest, TurnAccepted, UpdateChatRequest,
+    UpdateConnectorRequest,
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::Deserialize;
@@ -275,6 +276,44 @@ pub async fn review_tools(
     let url = format!("/api/connectors/{}/tools/review", segment(connector_id));
     let response = send(with_csrf(Request::put(&url), csrf_token).json(body)).await?;
     expect_success(response).await
+}
+
+/// `PATCH /api/connectors/{id}` with only `trust_annotations`: whether the
+/// connector's own safety annotations may let its read-only, closed-world
+/// tools run without asking (DESIGN §5 rule 3). Answers the connector.
+pub async fn set_trust_annotations(
+    csrf_token: &str,
+    connector_id: &str,
+    trust: bool,
+) -> Result<Connector, ApiError> {
+    let url = format!("/api/connectors/{}", segment(connector_id));
+    let body = UpdateConnectorRequest {
+        trust_annotations: Some(trust),
+        ..UpdateConnectorRequest::default()
+    };
+    let response = send(with_csrf(Request::patch(&url), csrf_token).json(&body)).await?;
+    read_json(response).await
+}
+
+/// `GET /api/mcp-pending-calls`: the caller's calls waiting for a decision,
+/// each with the seconds left by the server's clock.
+pub async fn pending_calls() -> Result<Vec<PendingCall>, ApiError> {
+    let response = send(Request::get("/api/mcp-pending-calls").build()).await?;
+    read_json(response).await
+}
+
+/// `POST /api/mcp-pending-calls/{id}`: approve or decline one waiting call
+/// (DESIGN §6). `arguments_digest` is the one the card showed: a mismatch
+/// (409) decides nothing. 404 means it is not pending any more (decided
+/// elsewhere), 410 that it expired.
+pub async fn decide_pending_call(
+    csrf_token: &str,
+    pending_call_id: &str,
+    body: &DecideRequest,
+) -> Result<DecideResponse, ApiError> {
+    let url = format!("/api/mcp-pending-calls/{}", segment(pending_call_id));
+    let response = send(with_csrf(Request::post(&url), csrf_token).json(body)).await?;
+    read_json(response).await
 }
 
 /// `GET /api/connectors/available`: the deployment's one-click offers.

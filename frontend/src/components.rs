@@ -1,5 +1,6 @@
 //! Small pieces shared by several pages, named for what the user sees.
 
+mod approval_card;
 mod chat_header;
 mod chat_nav;
 mod composer;
@@ -14,6 +15,7 @@ mod tool_call_block;
 mod tool_review_list;
 mod turn_view;
 
+pub use approval_card::ApprovalCard;
 pub use chat_header::ChatHeader;
 pub use chat_nav::ChatNav;
 pub use composer::Composer;

@@ -26,7 +26,8 @@ pub enum StreamItem {
         seq: Option<i64>,
         /// The event; types this build does not know are
         /// [`ChatEvent::Unknown`], and so is a `data:` it cannot read.
-        event: ChatEvent,
+        /// (Boxed: an approval card's event is far larger than the rest.)
+        event: Box<ChatEvent>,
     },
     /// The connection is (again) open.
     Open,
@@ -111,5 +112,8 @@ fn parse(message: &MessageEvent) -> StreamItem {
         .as_string()
         .and_then(|data| serde_json::from_str::<ChatEvent>(&data).ok())
         .unwrap_or(ChatEvent::Unknown);
-    StreamItem::Event { seq, event }
+    StreamItem::Event {
+        seq,
+        event: Box::new(event),
+    }
 }

@@ -10,6 +10,15 @@
 //! skipped. It knows nothing of the DOM or of HTTP, so it is unit-tested on
 //! the host (`cargo test -p countersign-web --lib`); the chat page keeps one
 //! in a signal and renders it.
+//!
+//! It also holds each gated call's approval card (DESIGN §6) on the tool
+//! call it belongs to: `mcp_confirmation_required` puts the card on the
+//! block of the `tool_call` with the same `call_id` (or adds a block),
+//! `mcp_confirmation_resolved` and `mcp_tool_call` find it by `call_id` or
+//! ledger id. What this page did meanwhile (pressed Allow once, got a 404
+//! because another tab decided first) is a local state that only the
+//! stream's `mcp_confirmation_resolved` replaces: the server decides, the
+//! card only shows it.
 
 use countersign_api::{ChatDetail, ChatEvent};
 
@@ -63,6 +72,118 @@ pub struct ToolCall {
     pub arguments: String,
     /// What happened to it.
     pub state: ToolState,
+    /// Its approval card, when the call had to ask (DESIGN §6).
+    pub approval: Option<Box<Approval>>,
+    /// How long it ran, when the server said (`mcp_tool_call`).
+    pub duration_ms: Option<u64>,
+}
+
+/// An approval card: the evidence the server stored for a gated call, and
+/// where the decision stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    /// Ledger id: the decision is posted to it.
+    pub id: String,
+    /// The connector's id.
+    pub connector_id: String,
+    /// The connector's name.
+    pub connector_name: String,
+    /// The tool's name on its server.
+    pub tool_name: String,
+    /// The exact arguments that would run.
+    pub arguments: serde_json::Value,
+    /// Their digest, sent back with the decision.
+    pub arguments_digest: String,
+    /// The host the call goes to.
+    pub destination: String,
+    /// Why it asks.
+    pub reason: String,
+    /// RFC 3339; after it the call cannot be approved.
+    pub expires_at: String,
+    /// Where the decision stands.
+    pub state: ApprovalState,
+    /// Why this page's last decision did not go through (it can try again).
+    pub problem: Option<String>,
+}
+
+/// Where an approval stands. `Pending`, `Approving`, `Declining`,
+/// `DecidedElsewhere` and `Changed` are this page's view while the server
+/// has not said more; `Approved`, `Denied` and `Expired` are the server's
+/// word (`mcp_confirmation_resolved`); `Ended` means the turn finished
+/// without one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalState {
+    /// Waiting for the user.
+    Pending,
+    /// This page sent "approve"; the stream will confirm.
+    Approving,
+    /// This page sent "deny"; the stream will confirm.
+    Declining,
+    /// The server no longer knows it as pending (404): decided elsewhere,
+    /// e.g. in another tab; the stream will say how.
+    DecidedElsewhere,
+    /// The stored request no longer matches the card (409): nothing was
+    /// decided; a reload shows the current one.
+    Changed,
+    /// Approved: the call runs (its result is the tool call's state).
+    Approved,
+    /// Declined: the server never contacted.
+    Denied,
+    /// Nobody decided in time.
+    Expired,
+    /// The turn finished with no decision recorded.
+    Ended,
+}
+
+impl ApprovalState {
+    /// Whether the server has said how it ended.
+    pub fn is_resolved(&self) -> bool {
+        matches!(self, Self::Approved | Self::Denied | Self::Expired)
+    }
+
+    /// Whether nothing more will change it.
+    pub fn is_final(&self) -> bool {
+        self.is_resolved() || matches!(self, Self::Ended | Self::Changed)
+    }
+
+    /// The state a `mcp_confirmation_resolved` decision names.
+    fn from_decision(decision: &str) -> Option<Self> {
+        match decision {
+            "approved" => Some(Self::Approved),
+            "denied" => Some(Self::Denied),
+            "expired" => Some(Self::Expired),
+            _ => None,
+        }
+    }
+}
+
+/// What the server answered to this page's decision
+/// (`POST /api/mcp-pending-calls/{id}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecisionAnswer {
+    /// 200: recorded; the stream's `mcp_confirmation_resolved` follows.
+    Recorded,
+    /// 404: not pending any more — someone (another tab) decided first.
+    AlreadyDecided,
+    /// 410: it expired.
+    Expired,
+    /// 409: the request changed since the card was shown.
+    Changed,
+    /// Anything else: nothing was decided; the server's words.
+    Failed(String),
+}
+
+impl DecisionAnswer {
+    /// The answer for an error response with `status` (`None`: no answer
+    /// arrived) and the server's `detail`.
+    pub fn from_error(status: Option<u16>, detail: String) -> Self {
+        match status {
+            Some(404) => Self::AlreadyDecided,
+            Some(410) => Self::Expired,
+            Some(409) => Self::Changed,
+            _ => Self::Failed(detail),
+        }
+    }
 }
 
 /// Where a tool call stands.
@@ -119,6 +240,8 @@ pub struct Applied {
     pub turn_started: bool,
     /// A turn finished.
     pub turn_finished: bool,
+    /// A call now waits for the user's decision.
+    pub approval_required: bool,
 }
 
 impl Turn {
@@ -147,6 +270,53 @@ impl Turn {
                 _ => None,
             })
             .collect()
+    }
+
+    fn tools_mut(&mut self) -> impl Iterator<Item = &mut ToolCall> {
+        self.segments
+            .iter_mut()
+            .filter_map(|segment| match segment {
+                Segment::Tool(call) => Some(call),
+                _ => None,
+            })
+    }
+
+    /// The turn is over: what still waited never will.
+    fn settle(&mut self) {
+        for call in self.tools_mut() {
+            if call.state == ToolState::Running {
+                call.state = ToolState::Unfinished;
+            }
+            if let Some(approval) = &mut call.approval
+                && !approval.state.is_final()
+            {
+                approval.state = ApprovalState::Ended;
+            }
+        }
+    }
+
+    /// The block of a call: by the model's call id, else by the ledger id
+    /// of its card, else by a block id equal to `ledger_id` (a block the
+    /// card created when it came without a call id).
+    fn call_mut(&mut self, call_id: &str, ledger_id: &str) -> Option<&mut ToolCall> {
+        let index = self.segments.iter().position(|segment| {
+            matches!(segment, Segment::Tool(call) if !call_id.is_empty() && call.id == call_id)
+        });
+        let index = index.or_else(|| {
+            self.segments.iter().position(|segment| {
+                matches!(segment, Segment::Tool(call)
+                    if call.approval.as_ref().is_some_and(|a| a.id == ledger_id))
+            })
+        });
+        let index = index.or_else(|| {
+            self.segments
+                .iter()
+                .position(|segment| matches!(segment, Segment::Tool(call) if call.id == ledger_id))
+        })?;
+        match &mut self.segments[index] {
+            Segment::Tool(call) => Some(call),
+            _ => None,
+        }
     }
 }
 
@@ -192,13 +362,9 @@ impl Transcript {
             let mut segments: Vec<Segment> = replay
                 .turns
                 .into_iter()
-                .flat_map(|t| t.segments)
-                .map(|segment| match segment {
-                    Segment::Tool(mut call) if call.state == ToolState::Running => {
-                        call.state = ToolState::Unfinished;
-                        Segment::Tool(call)
-                    }
-                    other => other,
+                .flat_map(|mut t| {
+                    t.settle();
+                    t.segments
                 })
                 .collect();
             segments.append(&mut turn.segments);
@@ -258,6 +424,9 @@ impl Transcript {
             | ChatEvent::TextDelta { turn_id, .. }
             | ChatEvent::ToolCall { turn_id, .. }
             | ChatEvent::ToolResult { turn_id, .. }
+            | ChatEvent::McpConfirmationRequired { turn_id, .. }
+            | ChatEvent::McpConfirmationResolved { turn_id, .. }
+            | ChatEvent::McpToolCall { turn_id, .. }
             | ChatEvent::Error { turn_id, .. }
             | ChatEvent::TurnFinished { turn_id, .. } => turn_id.clone(),
             ChatEvent::Unknown => return Applied::default(),
@@ -309,6 +478,8 @@ impl Transcript {
                         tool_name,
                         arguments,
                         state: ToolState::Running,
+                        approval: None,
+                        duration_ms: None,
                     })),
                 }
             }
@@ -331,24 +502,191 @@ impl Transcript {
                         tool_name,
                         arguments: String::new(),
                         state,
+                        approval: None,
+                        duration_ms: None,
+                    })),
+                }
+            }
+            ChatEvent::McpConfirmationRequired {
+                id,
+                call_id,
+                connector_id,
+                connector_name,
+                tool_name,
+                arguments,
+                arguments_json,
+                arguments_digest,
+                destination,
+                reason,
+                expires_at,
+                ..
+            } => {
+                let evidence = Approval {
+                    id: id.clone(),
+                    connector_id,
+                    connector_name,
+                    tool_name: tool_name.clone(),
+                    arguments,
+                    arguments_digest,
+                    destination,
+                    reason,
+                    expires_at,
+                    state: ApprovalState::Pending,
+                    problem: None,
+                };
+                if turn.call_mut(&call_id, &id).is_none() {
+                    turn.segments.push(Segment::Tool(ToolCall {
+                        id: if call_id.is_empty() {
+                            id.clone()
+                        } else {
+                            call_id.clone()
+                        },
+                        tool_name,
+                        arguments: String::new(),
+                        state: ToolState::Running,
+                        approval: None,
+                        duration_ms: None,
+                    }));
+                }
+                if let Some(call) = turn.call_mut(&call_id, &id) {
+                    if call.arguments.is_empty() {
+                        call.arguments = arguments_json;
+                    }
+                    match &mut call.approval {
+                        // The same card again (a replay): new evidence never
+                        // undoes a decision already seen.
+                        Some(existing) if existing.id == evidence.id => {
+                            let state = existing.state.clone();
+                            let problem = existing.problem.take();
+                            **existing = Approval {
+                                state,
+                                problem,
+                                ..evidence
+                            };
+                        }
+                        slot => {
+                            *slot = Some(Box::new(evidence));
+                            applied.approval_required = true;
+                        }
+                    }
+                }
+            }
+            ChatEvent::McpConfirmationResolved { id, decision, .. } => {
+                if let Some(state) = ApprovalState::from_decision(&decision)
+                    && let Some(approval) = turn
+                        .call_mut("", &id)
+                        .and_then(|call| call.approval.as_mut())
+                {
+                    approval.state = state;
+                    approval.problem = None;
+                }
+            }
+            ChatEvent::McpToolCall {
+                id,
+                call_id,
+                tool_name,
+                status,
+                error,
+                duration_ms,
+                ..
+            } => {
+                let state = if status == "ok" {
+                    ToolState::Ok
+                } else {
+                    ToolState::Error(error)
+                };
+                match turn.call_mut(&call_id, &id) {
+                    Some(call) => {
+                        call.state = state;
+                        call.duration_ms = Some(duration_ms);
+                    }
+                    None => turn.segments.push(Segment::Tool(ToolCall {
+                        id: if call_id.is_empty() { id } else { call_id },
+                        tool_name,
+                        arguments: String::new(),
+                        state,
+                        approval: None,
+                        duration_ms: Some(duration_ms),
                     })),
                 }
             }
             ChatEvent::Error { message, .. } => turn.segments.push(Segment::Error(message)),
             ChatEvent::TurnFinished { status, .. } => {
                 turn.status = TurnStatus::from_finished(&status);
-                for segment in &mut turn.segments {
-                    if let Segment::Tool(call) = segment
-                        && call.state == ToolState::Running
-                    {
-                        call.state = ToolState::Unfinished;
-                    }
-                }
+                turn.settle();
                 applied.turn_finished = true;
             }
             ChatEvent::Unknown => {}
         }
         applied
+    }
+}
+
+impl Transcript {
+    /// The approval card with ledger id `id`, wherever it is.
+    pub fn approval(&self, id: &str) -> Option<&Approval> {
+        self.turns
+            .iter()
+            .flat_map(|turn| &turn.segments)
+            .find_map(|segment| match segment {
+                Segment::Tool(call) => call.approval.as_deref().filter(|a| a.id == id),
+                _ => None,
+            })
+    }
+
+    fn approval_mut(&mut self, id: &str) -> Option<&mut Approval> {
+        self.turns
+            .iter_mut()
+            .flat_map(|turn| turn.segments.iter_mut())
+            .find_map(|segment| match segment {
+                Segment::Tool(call) => call.approval.as_deref_mut().filter(|a| a.id == id),
+                _ => None,
+            })
+    }
+
+    /// This page is sending a decision on card `id`. Returns whether it
+    /// should: only a pending card can be decided, once.
+    pub fn decision_sent(&mut self, id: &str, approve: bool) -> bool {
+        match self.approval_mut(id) {
+            Some(approval) if approval.state == ApprovalState::Pending => {
+                approval.state = if approve {
+                    ApprovalState::Approving
+                } else {
+                    ApprovalState::Declining
+                };
+                approval.problem = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The server answered this page's decision on card `id`. A state the
+    /// stream already brought is never overwritten.
+    pub fn decision_answered(&mut self, id: &str, answer: DecisionAnswer) {
+        let Some(approval) = self.approval_mut(id) else {
+            return;
+        };
+        let waiting = matches!(
+            approval.state,
+            ApprovalState::Approving | ApprovalState::Declining
+        );
+        match answer {
+            // The stream's `mcp_confirmation_resolved` says the rest.
+            DecisionAnswer::Recorded => {}
+            DecisionAnswer::AlreadyDecided if waiting => {
+                approval.state = ApprovalState::DecidedElsewhere;
+            }
+            DecisionAnswer::Expired if !approval.state.is_final() => {
+                approval.state = ApprovalState::Expired;
+            }
+            DecisionAnswer::Changed if waiting => approval.state = ApprovalState::Changed,
+            DecisionAnswer::Failed(detail) if waiting => {
+                approval.state = ApprovalState::Pending;
+                approval.problem = Some(detail);
+            }
+            _ => {}
+        }
     }
 }
 
@@ -653,10 +991,9 @@ mod tests {
     #[test]
     fn unknown_events_are_skipped_but_counted() {
         let mut transcript = Transcript::default();
-        let event: ChatEvent = serde_json::from_str(
-            r#"{"type":"mcp_confirmation_required","turn_id":"t1","pending_call_id":"p"}"#,
-        )
-        .expect("unknown types parse as Unknown");
+        let event: ChatEvent =
+            serde_json::from_str(r#"{"type":"grant_used","turn_id":"t1","grant_id":"g"}"#)
+                .expect("unknown types parse as Unknown");
         assert_eq!(event, ChatEvent::Unknown);
         let applied = transcript.apply(Some(5), event);
         assert_eq!(applied, Applied::default());
@@ -676,5 +1013,415 @@ mod tests {
         // The answer to the POST may arrive after the turn already ended.
         transcript.accepted("t1");
         assert_eq!(transcript.running_turn(), None);
+    }
+
+    // ---- Approval cards (DESIGN §6).
+
+    fn tool_call(turn: &str, id: &str) -> ChatEvent {
+        ChatEvent::ToolCall {
+            turn_id: turn.into(),
+            id: id.into(),
+            tool_name: "countersign_demo__search_notes".into(),
+            arguments: serde_json::json!({"query": "lease"}),
+        }
+    }
+
+    fn required(turn: &str, ledger: &str, call_id: &str) -> ChatEvent {
+        ChatEvent::McpConfirmationRequired {
+            turn_id: turn.into(),
+            id: ledger.into(),
+            call_id: call_id.into(),
+            connector_id: "conn".into(),
+            connector_name: "Countersign demo".into(),
+            tool_name: "search_notes".into(),
+            arguments: serde_json::json!({"query": "lease"}),
+            arguments_json: "{\n  \"query\": \"lease\"\n}".into(),
+            arguments_digest: "d1g3st".into(),
+            destination: "127.0.0.1:3100".into(),
+            reason: "This tool asks before it runs.".into(),
+            expires_at: "2026-05-01T12:02:00Z".into(),
+        }
+    }
+
+    fn resolved(turn: &str, ledger: &str, decision: &str) -> ChatEvent {
+        ChatEvent::McpConfirmationResolved {
+            turn_id: turn.into(),
+            id: ledger.into(),
+            decision: decision.into(),
+        }
+    }
+
+    fn ran(turn: &str, ledger: &str, call_id: &str, error: Option<&str>) -> ChatEvent {
+        ChatEvent::McpToolCall {
+            turn_id: turn.into(),
+            id: ledger.into(),
+            call_id: call_id.into(),
+            connector_name: "Countersign demo".into(),
+            tool_name: "search_notes".into(),
+            status: if error.is_some() { "error" } else { "ok" }.into(),
+            error: error.map(Into::into),
+            duration_ms: 42,
+        }
+    }
+
+    /// A live transcript in which `t1` proposed `c1` and it waits at `p1`.
+    fn waiting() -> Transcript {
+        let mut transcript = Transcript::default();
+        transcript.apply(Some(1), started("t1", "use search_notes with {}"));
+        transcript.apply(Some(2), delta("t1", "I will call it."));
+        transcript.apply(Some(3), tool_call("t1", "c1"));
+        let applied = transcript.apply(Some(4), required("t1", "p1", "c1"));
+        assert!(applied.approval_required);
+        transcript
+    }
+
+    fn only_call(transcript: &Transcript) -> &ToolCall {
+        let calls: Vec<&ToolCall> = transcript
+            .turns
+            .iter()
+            .flat_map(|turn| &turn.segments)
+            .filter_map(|segment| match segment {
+                Segment::Tool(call) => Some(call),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls.len(), 1, "exactly one tool block: {calls:?}");
+        calls[0]
+    }
+
+    fn approval_state(transcript: &Transcript) -> ApprovalState {
+        only_call(transcript)
+            .approval
+            .as_ref()
+            .expect("the block carries its card")
+            .state
+            .clone()
+    }
+
+    #[test]
+    fn the_card_sits_on_its_tool_call_with_the_stored_evidence() {
+        let transcript = waiting();
+        let call = only_call(&transcript);
+        assert_eq!(call.id, "c1");
+        assert_eq!(call.state, ToolState::Running);
+        let approval = call.approval.as_ref().expect("a card");
+        assert_eq!(approval.id, "p1");
+        assert_eq!(approval.connector_name, "Countersign demo");
+        assert_eq!(approval.tool_name, "search_notes");
+        assert_eq!(approval.arguments, serde_json::json!({"query": "lease"}));
+        assert_eq!(approval.arguments_digest, "d1g3st");
+        assert_eq!(approval.destination, "127.0.0.1:3100");
+        assert_eq!(approval.state, ApprovalState::Pending);
+        assert_eq!(transcript.approval("p1"), Some(&**approval));
+        assert_eq!(
+            transcript.turns[0].segments.len(),
+            2,
+            "text, then the one block"
+        );
+    }
+
+    #[test]
+    fn allow_once_goes_approving_then_approved_then_the_result() {
+        for (error, expected) in [
+            (None, ToolState::Ok),
+            (
+                Some("The server refused."),
+                ToolState::Error(Some("The server refused.".into())),
+            ),
+        ] {
+            let mut transcript = waiting();
+            assert!(transcript.decision_sent("p1", true));
+            assert_eq!(approval_state(&transcript), ApprovalState::Approving);
+            transcript.decision_answered("p1", DecisionAnswer::Recorded);
+            assert_eq!(
+                approval_state(&transcript),
+                ApprovalState::Approving,
+                "the 200 alone does not resolve the card: the stream does"
+            );
+            transcript.apply(Some(5), resolved("t1", "p1", "approved"));
+            assert_eq!(approval_state(&transcript), ApprovalState::Approved);
+            assert_eq!(only_call(&transcript).state, ToolState::Running);
+            transcript.apply(Some(6), ran("t1", "p1", "c1", error));
+            let call = only_call(&transcript);
+            assert_eq!(call.state, expected, "{error:?}");
+            assert_eq!(call.duration_ms, Some(42));
+            assert_eq!(approval_state(&transcript), ApprovalState::Approved);
+            transcript.apply(Some(7), finished("t1", "done"));
+            assert_eq!(
+                only_call(&transcript).state,
+                expected,
+                "the turn's end keeps it"
+            );
+        }
+    }
+
+    #[test]
+    fn decline_and_expiry_come_from_the_stream() {
+        for (decision, expected) in [
+            ("denied", ApprovalState::Denied),
+            ("expired", ApprovalState::Expired),
+        ] {
+            let mut transcript = waiting();
+            transcript.apply(Some(5), resolved("t1", "p1", decision));
+            transcript.apply(
+                Some(6),
+                ran("t1", "p1", "c1", Some("The user declined this tool call.")),
+            );
+            transcript.apply(Some(7), finished("t1", "done"));
+            assert_eq!(approval_state(&transcript), expected, "{decision}");
+            assert!(
+                !transcript.decision_sent("p1", true),
+                "a resolved card cannot be decided"
+            );
+        }
+        let mut transcript = waiting();
+        assert!(transcript.decision_sent("p1", false));
+        assert_eq!(approval_state(&transcript), ApprovalState::Declining);
+        transcript.apply(Some(5), resolved("t1", "p1", "denied"));
+        assert_eq!(approval_state(&transcript), ApprovalState::Denied);
+    }
+
+    #[test]
+    fn a_decision_is_sent_once() {
+        let mut transcript = waiting();
+        assert!(transcript.decision_sent("p1", true));
+        assert!(!transcript.decision_sent("p1", true), "a double click");
+        assert!(!transcript.decision_sent("p1", false));
+        assert!(!transcript.decision_sent("nope", true), "an unknown card");
+    }
+
+    #[test]
+    fn the_servers_refusals_become_states_the_card_can_show() {
+        let cases = [
+            (Some(410), ApprovalState::Expired, None, "410: expired"),
+            (
+                Some(409),
+                ApprovalState::Changed,
+                None,
+                "409: the request changed",
+            ),
+            (
+                Some(404),
+                ApprovalState::DecidedElsewhere,
+                None,
+                "404: decided in another tab",
+            ),
+            (
+                Some(500),
+                ApprovalState::Pending,
+                Some("Boom."),
+                "500: nothing decided, try again",
+            ),
+            (
+                None,
+                ApprovalState::Pending,
+                Some("Boom."),
+                "no answer: nothing decided, try again",
+            ),
+        ];
+        for (status, state, problem, why) in cases {
+            let mut transcript = waiting();
+            transcript.decision_sent("p1", true);
+            transcript.decision_answered("p1", DecisionAnswer::from_error(status, "Boom.".into()));
+            let approval = transcript.approval("p1").expect("a card");
+            assert_eq!(approval.state, state, "{why}");
+            assert_eq!(approval.problem.as_deref(), problem, "{why}");
+        }
+        // After a failure the user can try again; the problem goes.
+        let mut transcript = waiting();
+        transcript.decision_sent("p1", true);
+        transcript.decision_answered("p1", DecisionAnswer::Failed("Offline.".into()));
+        assert!(transcript.decision_sent("p1", true));
+        assert_eq!(
+            transcript.approval("p1").and_then(|a| a.problem.clone()),
+            None
+        );
+    }
+
+    #[test]
+    fn a_late_answer_never_overrides_what_the_stream_said() {
+        let mut transcript = waiting();
+        transcript.decision_sent("p1", true);
+        transcript.apply(Some(5), resolved("t1", "p1", "approved"));
+        for answer in [
+            DecisionAnswer::Recorded,
+            DecisionAnswer::AlreadyDecided,
+            DecisionAnswer::Expired,
+            DecisionAnswer::Changed,
+            DecisionAnswer::Failed("x".into()),
+        ] {
+            transcript.decision_answered("p1", answer.clone());
+            assert_eq!(
+                approval_state(&transcript),
+                ApprovalState::Approved,
+                "{answer:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_decision_from_another_tab_updates_this_one() {
+        // This tab pressed Allow once too late: 404, then the stream says
+        // the other tab declined.
+        let mut transcript = waiting();
+        transcript.decision_sent("p1", true);
+        transcript.decision_answered("p1", DecisionAnswer::AlreadyDecided);
+        assert_eq!(approval_state(&transcript), ApprovalState::DecidedElsewhere);
+        transcript.apply(Some(5), resolved("t1", "p1", "denied"));
+        assert_eq!(approval_state(&transcript), ApprovalState::Denied);
+
+        // A tab that did nothing just follows the stream.
+        let mut idle = waiting();
+        idle.apply(Some(5), resolved("t1", "p1", "approved"));
+        assert_eq!(approval_state(&idle), ApprovalState::Approved);
+    }
+
+    #[test]
+    fn replayed_approval_events_change_nothing() {
+        let mut transcript = waiting();
+        transcript.decision_sent("p1", true);
+        // The same card again without a sequence number (e.g. from a
+        // reconnect that lost ids) keeps this page's state.
+        let applied = transcript.apply(None, required("t1", "p1", "c1"));
+        assert!(!applied.approval_required, "not a new card");
+        assert_eq!(approval_state(&transcript), ApprovalState::Approving);
+        transcript.apply(Some(5), resolved("t1", "p1", "approved"));
+        transcript.apply(Some(6), ran("t1", "p1", "c1", None));
+        // A replay from an older point: skipped by sequence number.
+        for (seq, event) in [
+            (Some(3), tool_call("t1", "c1")),
+            (Some(4), required("t1", "p1", "c1")),
+            (Some(5), resolved("t1", "p1", "approved")),
+        ] {
+            assert!(transcript.apply(seq, event).duplicate);
+        }
+        // Even unnumbered, a repeated card does not reopen a decided one.
+        transcript.apply(None, required("t1", "p1", "c1"));
+        transcript.apply(None, resolved("t1", "p1", "approved"));
+        assert_eq!(approval_state(&transcript), ApprovalState::Approved);
+        assert_eq!(only_call(&transcript).state, ToolState::Ok);
+    }
+
+    #[test]
+    fn a_reload_while_pending_brings_the_same_card_back_and_it_still_decides() {
+        // The running turn has no stored messages; the stream replays it
+        // from `resume_after`.
+        let mut reloaded = Transcript::from_detail(&detail(vec![], 0));
+        for (seq, event) in [
+            (Some(1), started("t1", "use search_notes with {}")),
+            (Some(2), delta("t1", "I will call it.")),
+            (Some(3), tool_call("t1", "c1")),
+            (Some(4), required("t1", "p1", "c1")),
+        ] {
+            reloaded.apply(seq, event);
+        }
+        assert_eq!(
+            reloaded,
+            waiting(),
+            "the same transcript as before the reload"
+        );
+        assert_eq!(approval_state(&reloaded), ApprovalState::Pending);
+        assert!(reloaded.decision_sent("p1", true));
+    }
+
+    #[test]
+    fn a_reloaded_chat_shows_how_each_card_ended() {
+        let mut detail = detail(
+            vec![
+                message("t1", "user", "use search_notes with {}", "complete"),
+                message("t1", "assistant", "Found it.", "complete"),
+                message("t2", "user", "use search_notes with {}", "complete"),
+                message("t3", "user", "use search_notes with {}", "complete"),
+            ],
+            20,
+        );
+        detail.turns = vec![
+            countersign_api::TurnRecord {
+                turn_id: "t1".into(),
+                status: "done".into(),
+                events: vec![
+                    tool_call("t1", "c1"),
+                    required("t1", "p1", "c1"),
+                    resolved("t1", "p1", "approved"),
+                    ran("t1", "p1", "c1", None),
+                ],
+            },
+            countersign_api::TurnRecord {
+                turn_id: "t2".into(),
+                status: "done".into(),
+                events: vec![
+                    tool_call("t2", "c2"),
+                    required("t2", "p2", "c2"),
+                    resolved("t2", "p2", "denied"),
+                ],
+            },
+            countersign_api::TurnRecord {
+                turn_id: "t3".into(),
+                status: "cancelled".into(),
+                events: vec![tool_call("t3", "c3"), required("t3", "p3", "c3")],
+            },
+        ];
+        let transcript = Transcript::from_detail(&detail);
+        let card = |id: &str| transcript.approval(id).expect("a card").state.clone();
+        assert_eq!(card("p1"), ApprovalState::Approved);
+        assert_eq!(card("p2"), ApprovalState::Denied);
+        assert_eq!(
+            card("p3"),
+            ApprovalState::Ended,
+            "a card of a finished turn with no decision is over, not pending"
+        );
+        match &transcript.turns[0].segments[0] {
+            Segment::Tool(call) => assert_eq!(call.state, ToolState::Ok),
+            other => panic!("expected the tool block first, got {other:?}"),
+        }
+        assert_eq!(
+            transcript.turns[0].segments[1],
+            Segment::Text("Found it.".into())
+        );
+    }
+
+    #[test]
+    fn a_turn_that_ends_while_a_card_waits_closes_the_card() {
+        let mut transcript = waiting();
+        transcript.decision_sent("p1", true);
+        transcript.apply(Some(5), finished("t1", "cancelled"));
+        assert_eq!(approval_state(&transcript), ApprovalState::Ended);
+        assert_eq!(only_call(&transcript).state, ToolState::Unfinished);
+        assert_eq!(transcript.running_turn(), None);
+    }
+
+    #[test]
+    fn a_card_without_a_matching_call_gets_its_own_block_found_by_ledger_id() {
+        let mut transcript = Transcript::default();
+        transcript.apply(Some(1), started("t1", "x"));
+        transcript.apply(Some(2), required("t1", "p1", ""));
+        let call = only_call(&transcript);
+        assert_eq!(call.id, "p1");
+        assert_eq!(call.tool_name, "search_notes");
+        assert_eq!(call.arguments, "{\n  \"query\": \"lease\"\n}");
+        transcript.apply(Some(3), resolved("t1", "p1", "approved"));
+        transcript.apply(Some(4), ran("t1", "p1", "", None));
+        assert_eq!(approval_state(&transcript), ApprovalState::Approved);
+        assert_eq!(only_call(&transcript).state, ToolState::Ok);
+    }
+
+    #[test]
+    fn an_mcp_call_that_did_not_ask_shows_its_result_on_its_block() {
+        // A trusted read-only tool runs without a card: `mcp_tool_call`
+        // instead of `tool_result`, matched by call id.
+        let mut transcript = Transcript::default();
+        transcript.apply(Some(1), started("t1", "x"));
+        transcript.apply(Some(2), tool_call("t1", "c1"));
+        transcript.apply(Some(3), ran("t1", "c1", "c1", None));
+        let call = only_call(&transcript);
+        assert_eq!(call.state, ToolState::Ok);
+        assert_eq!(call.approval, None);
+    }
+
+    #[test]
+    fn an_unknown_decision_word_changes_nothing() {
+        let mut transcript = waiting();
+        transcript.apply(Some(5), resolved("t1", "p1", "maybe"));
+        assert_eq!(approval_state(&transcript), ApprovalState::Pending);
     }
 }

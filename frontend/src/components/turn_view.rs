@@ -3,15 +3,18 @@
 
 use leptos::prelude::*;
 
-use crate::components::ToolCallBlock;
+use crate::components::{ApprovalCard, ToolCallBlock};
 use crate::markdown::render_markdown;
 use crate::transcript::{Segment, Transcript, TurnStatus};
 
-/// The kind of a segment, which never changes once it exists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The kind of a segment. A tool call becomes an approval card when its
+/// `mcp_confirmation_required` arrives (and a new ledger id is a new card);
+/// nothing else ever changes kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
     Text,
     Tool,
+    Approval(String),
     Error,
 }
 
@@ -103,7 +106,10 @@ fn SegmentView(transcript: RwSignal<Transcript>, turn: usize, segment: usize) ->
     let kind = Memo::new(move |_| {
         current.with(|segment| match segment {
             Some(Segment::Text(_)) => Some(Kind::Text),
-            Some(Segment::Tool(_)) => Some(Kind::Tool),
+            Some(Segment::Tool(call)) => Some(match &call.approval {
+                Some(approval) => Kind::Approval(approval.id.clone()),
+                None => Kind::Tool,
+            }),
             Some(Segment::Error(_)) => Some(Kind::Error),
             None => None,
         })
@@ -127,6 +133,14 @@ fn SegmentView(transcript: RwSignal<Transcript>, turn: usize, segment: usize) ->
                 _ => None,
             });
             view! { <ToolCallBlock call=call /> }.into_any()
+        }
+        Some(Kind::Approval(approval_id)) => {
+            let call = Signal::derive(move || match current.get() {
+                Some(Segment::Tool(call)) => Some(call),
+                _ => None,
+            });
+            view! { <ApprovalCard transcript=transcript call=call approval_id=approval_id /> }
+                .into_any()
         }
         Some(Kind::Error) => {
             let message = move || match current.get() {

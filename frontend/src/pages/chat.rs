@@ -78,7 +78,7 @@ fn ChatView(chat_id: String) -> impl IntoView {
         StreamItem::Event { seq, event } => {
             live.set(Live::Open);
             let mut applied = None;
-            transcript.update(|t| applied = Some(t.apply(seq, event)));
+            transcript.update(|t| applied = Some(t.apply(seq, *event)));
             if applied.is_some_and(|a| a.turn_started || a.turn_finished) {
                 chats.refresh();
             }

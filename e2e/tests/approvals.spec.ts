@@ -1,0 +1,429 @@
+// Journeys through the approval card (DESIGN §6, §9): the offline demo model
+// proposes a call to a tool of the demo MCP server, the chat shows a card
+// with the exact arguments, and nothing runs until the user decides.
+//
+// - Allow once: the call runs once, the card shows the result, and a reload
+//   shows the finished card as it ended.
+// - Decline: "Declined", and the demo server is never called (a long
+//   argument is folded on the card, never cut).
+// - A reload while the card waits brings the same card back, and Allow once
+//   still works.
+// - Two tabs: deciding in one updates the other's card.
+// - The countdown reaching zero disables the buttons (browser clock moved
+//   forward); the server's expiry shows "Expired without a decision".
+// - Settings: "Trust this server's safety annotations" asks before it turns
+//   on; then a read-only, closed-world tool runs without a card while a
+//   write still asks.
+//
+// Needs, like connectors.spec.ts, the server started with the demo MCP
+// server as an available connector, and COUNTERSIGN_E2E_DEMO_ADMIN pointing
+// at that demo server (its call log proves what ran). The server-expiry
+// journey also needs the server started with a short approval wait
+// (COUNTERSIGN_APPROVAL_WAIT_SECS, below COUNTERSIGN_APPROVAL_TTL_SECS) and
+// that wait told to this process as COUNTERSIGN_E2E_APPROVAL_WAIT_SECS.
+import path from 'node:path';
+import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
+
+const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
+const DEMO_ADMIN = process.env.COUNTERSIGN_E2E_DEMO_ADMIN;
+const APPROVAL_WAIT_SECS = Number(process.env.COUNTERSIGN_E2E_APPROVAL_WAIT_SECS ?? '');
+const DEMO_NAME = 'Countersign demo';
+// The offline demo's reply, a summary of the tool result, with room for a
+// slow machine (the server streams one word every 150 ms).
+const REPLY_TIMEOUT = 30_000;
+const SEARCH = { query: 'lease' };
+
+test.setTimeout(120_000);
+
+function uniqueEmail(label: string): string {
+  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+}
+
+// A CSP violation or an uncaught error in any page of the test fails it.
+let problems: string[] = [];
+
+test.beforeEach(({ context }) => {
+  problems = [];
+  const watch = (page: Page) => {
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
+        problems.push(`console: ${message.text()}`);
+      }
+    });
+  };
+  context.pages().forEach(watch);
+  context.on('page', watch);
+});
+
+test.afterEach(() => {
+  expect(problems, 'CSP violations or page errors').toEqual([]);
+});
+
+/** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
+async function snap(page: Page, name: string) {
+  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
+}
+
+/** How many times the demo server executed `tool` (its own call log). */
+async function demoCalls(request: APIRequestContext, tool: string): Promise<number> {
+  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
+  const response = await request.get(`${DEMO_ADMIN}/admin/calls`);
+  expect(response.ok(), 'GET /admin/calls').toBe(true);
+  const log = (await response.json()) as { by_tool: Record<string, number> };
+  return log.by_tool[tool] ?? 0;
+}
+
+async function signUp(page: Page, label: string) {
+  await page.goto('/signup');
+  await page.getByTestId('signup-email').fill(uniqueEmail(label));
+  await page.getByTestId('signup-name').fill('Ada Approver');
+  await page.getByTestId('signup-password').fill(PASSPHRASE);
+  await page.getByTestId('signup-submit').click();
+  await expect(page.getByTestId('shell')).toBeVisible();
+}
+
+/** Settings → Connectors: adds the demo server in one click and keeps `keep`. Returns its row. */
+async function addDemoConnector(page: Page, keep: string[]): Promise<Locator> {
+  await page.getByTestId('nav-settings').click();
+  await expect(page).toHaveURL(/\/settings$/);
+  const section = page.getByTestId('connectors-section');
+  await section.getByTestId('available-add').first().click();
+  const row = section.locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
+  await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
+  await row.getByTestId('connector-review').click();
+  for (const name of keep) {
+    await row.locator(`[data-testid="tool-row"][data-tool-name="${name}"]`).getByTestId('tool-keep').check();
+  }
+  await row.getByTestId('review-save').click();
+  await expect(row.getByTestId('review-notice')).toBeVisible();
+  await expect(row.getByTestId('connector-tool-counts')).toContainText(`${keep.length} kept`);
+  return row;
+}
+
+/** Clicks "New chat" (offline demo model) and waits for the empty chat. */
+async function newChat(page: Page) {
+  await page.getByTestId('new-chat').click();
+  await expect(page).toHaveURL(/\/chats\/[0-9a-f-]{36}$/);
+  await expect(page.getByTestId('composer-input')).toBeVisible();
+  await expect(page.getByTestId('offline-badge')).toBeVisible();
+}
+
+/** Asks the offline demo model to call `tool` with `args` (its `use TOOL with {json}`). */
+async function ask(page: Page, tool: string, args: object) {
+  await page.getByTestId('composer-input').fill(`use ${tool} with ${JSON.stringify(args)}`);
+  await page.getByTestId('composer-send').click();
+}
+
+/** The one approval card on the page, once it waits for a decision. */
+async function pendingCard(page: Page, tool: string): Promise<Locator> {
+  const card = page.getByTestId('approval-card');
+  await expect(card).toHaveCount(1, { timeout: REPLY_TIMEOUT });
+  await expect(card.getByTestId('approval-title')).toHaveText(`${DEMO_NAME}: ${tool} wants to run`);
+  await expect(card).toHaveAttribute('data-state', 'pending');
+  await expect(card.getByTestId('approval-status')).toHaveText('Waiting for your decision');
+  await expect(card.getByTestId('approval-allow-once')).toBeEnabled();
+  return card;
+}
+
+/** Waits until the turn is over (Stop gone, the answer no longer streaming). */
+async function turnOver(page: Page) {
+  await expect(page.getByTestId('stop-turn')).toHaveCount(0, { timeout: REPLY_TIMEOUT });
+  await expect(page.getByTestId('message-assistant').last()).not.toHaveAttribute('data-streaming', {
+    timeout: REPLY_TIMEOUT,
+  });
+}
+
+test('Allow once runs the call once and the card shows the result, also after a reload', async ({
+  page,
+  request,
+}) => {
+  await signUp(page, 'allow');
+  await addDemoConnector(page, ['search_notes']);
+  await newChat(page);
+  const before = await demoCalls(request, 'search_notes');
+
+  await ask(page, 'search_notes', SEARCH);
+  const card = await pendingCard(page, 'search_notes');
+
+  // The evidence: exact arguments, where the call goes, why it asks, and
+  // how long the decision can wait.
+  await expect(card.getByTestId('approval-arguments')).toHaveText('{\n  "query": "lease"\n}');
+  await expect(card.getByTestId('approval-destination')).toHaveText(/^127\.0\.0\.1:\d+$/);
+  await expect(card.getByTestId('approval-reason')).not.toBeEmpty();
+  await expect(card.getByTestId('approval-countdown')).toHaveText(/^Expires in \d+:\d\d$/);
+  // Nothing ran while it waits.
+  expect(await demoCalls(request, 'search_notes')).toBe(before);
+
+  // Accessible: a labelled group; buttons say what they do.
+  await expect(page.getByRole('group', { name: `${DEMO_NAME}: search_notes wants to run` })).toBeVisible();
+  const allow = card.getByRole('button', { name: 'Allow once' });
+  const decline = card.getByRole('button', { name: 'Decline' });
+  await expect(allow).toHaveAccessibleDescription(`Allow this one call to search_notes on ${DEMO_NAME}`);
+  await expect(decline).toHaveAccessibleDescription('Decline this call');
+  await snap(page, 'approval-card-pending');
+
+  // Decide with the keyboard.
+  await allow.focus();
+  await page.keyboard.press('Enter');
+  await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+    timeout: REPLY_TIMEOUT,
+  });
+  await expect(card).toHaveAttribute('data-state', 'ok');
+  await expect(card.getByTestId('approval-allow-once')).toHaveCount(0);
+  await expect(card.getByTestId('approval-countdown')).toHaveCount(0);
+  // The model got the result.
+  const answer = page.getByTestId('message-assistant');
+  await expect(answer).toContainText('returned:', { timeout: REPLY_TIMEOUT });
+  await expect(answer).toContainText('lease');
+  await turnOver(page);
+  expect(await demoCalls(request, 'search_notes')).toBe(before + 1);
+  await snap(page, 'approval-card-allowed');
+
+  // A reload shows the finished card as it ended, with no buttons.
+  await page.reload();
+  const reloaded = page.getByTestId('approval-card');
+  await expect(reloaded).toHaveCount(1);
+  await expect(reloaded).toHaveAttribute('data-state', 'ok');
+  await expect(reloaded.getByTestId('approval-status')).toContainText('Approved — ran successfully');
+  await expect(reloaded.getByTestId('approval-allow-once')).toHaveCount(0);
+  expect(await demoCalls(request, 'search_notes')).toBe(before + 1);
+});
+
+test('Decline shows "Declined" and the server is never called; long arguments fold but are all there', async ({
+  page,
+  request,
+}) => {
+  await signUp(page, 'decline');
+  await addDemoConnector(page, ['add_note']);
+  await newChat(page);
+  const before = await demoCalls(request, 'add_note');
+
+  const body = `${'The tenant shall keep the premises in good repair and condition. '.repeat(4)}END-OF-BODY`;
+  await ask(page, 'add_note', { title: 'Repair covenant', body });
+  const card = await pendingCard(page, 'add_note');
+
+  // The long body is folded: its start, then "Show all"; the whole value
+  // is one click away, exactly as it would be sent.
+  const args = card.getByTestId('approval-arguments');
+  await expect(args).toContainText('"title": "Repair covenant"');
+  await expect(args).not.toContainText('END-OF-BODY');
+  const toggle = card.getByTestId('approval-long-toggle');
+  await expect(toggle).toHaveText(`Show all ${body.length} characters`);
+  await expect(toggle).toHaveAttribute('aria-expanded', 'false');
+  await toggle.click();
+  await expect(toggle).toHaveAttribute('aria-expanded', 'true');
+  await expect(card.getByTestId('approval-long-value')).toContainText(JSON.stringify(body));
+  await expect(args).toContainText('END-OF-BODY');
+
+  await card.getByTestId('approval-decline').click();
+  await expect(card.getByTestId('approval-status')).toHaveText('Declined', { timeout: REPLY_TIMEOUT });
+  await expect(card).toHaveAttribute('data-state', 'declined');
+  await expect(card.getByTestId('approval-decline')).toHaveCount(0);
+  await turnOver(page);
+  // The model was told; the demo server never saw the call.
+  await expect(page.getByTestId('message-assistant')).toContainText('did not run');
+  expect(await demoCalls(request, 'add_note')).toBe(before);
+  await snap(page, 'approval-card-declined');
+
+  await page.reload();
+  await expect(page.getByTestId('approval-card')).toHaveAttribute('data-state', 'declined');
+  await expect(page.getByTestId('approval-status')).toHaveText('Declined');
+});
+
+test('a reload while the card waits brings the same card back, and Allow once still works', async ({
+  page,
+  request,
+}) => {
+  await signUp(page, 'reload');
+  await addDemoConnector(page, ['search_notes']);
+  await newChat(page);
+  const before = await demoCalls(request, 'search_notes');
+
+  await ask(page, 'search_notes', SEARCH);
+  const card = await pendingCard(page, 'search_notes');
+  const id = await card.getAttribute('data-approval-id');
+  expect(id).toBeTruthy();
+
+  await page.reload();
+  const again = await pendingCard(page, 'search_notes');
+  await expect(again).toHaveAttribute('data-approval-id', id!);
+  await expect(again.getByTestId('approval-arguments')).toHaveText('{\n  "query": "lease"\n}');
+  await expect(page.getByTestId('stop-turn')).toBeVisible();
+  expect(await demoCalls(request, 'search_notes')).toBe(before);
+
+  await again.getByTestId('approval-allow-once').click();
+  await expect(again.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+    timeout: REPLY_TIMEOUT,
+  });
+  await turnOver(page);
+  await expect(page.getByTestId('message-assistant')).toContainText('returned:');
+  expect(await demoCalls(request, 'search_notes')).toBe(before + 1);
+});
+
+test('deciding in one tab updates the card in the other', async ({ page, context, request }) => {
+  await signUp(page, 'tabs');
+  await addDemoConnector(page, ['search_notes']);
+  await newChat(page);
+  const before = await demoCalls(request, 'search_notes');
+
+  await ask(page, 'search_notes', SEARCH);
+  const first = await pendingCard(page, 'search_notes');
+  const id = await first.getAttribute('data-approval-id');
+
+  // The same chat in a second tab (same session) shows the same card.
+  const other = await context.newPage();
+  await other.goto(page.url());
+  const second = await pendingCard(other, 'search_notes');
+  await expect(second).toHaveAttribute('data-approval-id', id!);
+
+  await first.getByTestId('approval-allow-once').click();
+  for (const card of [first, second]) {
+    await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+      timeout: REPLY_TIMEOUT,
+    });
+    await expect(card.getByTestId('approval-allow-once')).toHaveCount(0);
+  }
+  await turnOver(other);
+  await turnOver(page);
+  expect(await demoCalls(request, 'search_notes')).toBe(before + 1);
+
+  // And the other way round: the second tab declines the next call.
+  await ask(page, 'search_notes', SEARCH);
+  await expect(page.getByTestId('approval-card')).toHaveCount(2, { timeout: REPLY_TIMEOUT });
+  await expect(other.getByTestId('approval-card')).toHaveCount(2, { timeout: REPLY_TIMEOUT });
+  const next = other.getByTestId('approval-card').last();
+  await expect(next).toHaveAttribute('data-state', 'pending');
+  await next.getByTestId('approval-decline').click();
+  const mirrored = page.getByTestId('approval-card').last();
+  await expect(mirrored.getByTestId('approval-status')).toHaveText('Declined', { timeout: REPLY_TIMEOUT });
+  await expect(mirrored.getByTestId('approval-decline')).toHaveCount(0);
+  await turnOver(page);
+  expect(await demoCalls(request, 'search_notes')).toBe(before + 1);
+  await other.close();
+});
+
+test('when the countdown reaches zero the buttons stop, before the server says anything', async ({
+  page,
+  request,
+}) => {
+  await page.clock.install();
+  await signUp(page, 'countdown');
+  await addDemoConnector(page, ['search_notes']);
+  await newChat(page);
+  const before = await demoCalls(request, 'search_notes');
+
+  await ask(page, 'search_notes', SEARCH);
+  const card = await pendingCard(page, 'search_notes');
+  const countdown = card.getByTestId('approval-countdown');
+  const shown = await countdown.innerText();
+  await page.clock.fastForward('00:02');
+  await expect(countdown).not.toHaveText(shown);
+
+  // Past any approval's lifetime by this browser's clock.
+  await page.clock.fastForward('10:00');
+  await expect(card.getByTestId('approval-status')).toHaveText('Expired without a decision');
+  await expect(card).toHaveAttribute('data-state', 'expired');
+  await expect(card.getByTestId('approval-allow-once')).toBeDisabled();
+  await expect(card.getByTestId('approval-decline')).toBeDisabled();
+
+  // Stop ends the turn; its waiting call ends declined, and never ran.
+  await page.getByTestId('stop-turn').click();
+  await turnOver(page);
+  await expect(card.getByTestId('approval-allow-once')).toHaveCount(0);
+  expect(await demoCalls(request, 'search_notes')).toBe(before);
+});
+
+test('a call nobody decides expires: "Expired without a decision", and nothing ran', async ({
+  page,
+  request,
+}) => {
+  expect(
+    APPROVAL_WAIT_SECS,
+    'COUNTERSIGN_E2E_APPROVAL_WAIT_SECS must be the server\'s (short) COUNTERSIGN_APPROVAL_WAIT_SECS',
+  ).toBeGreaterThan(0);
+  test.setTimeout(120_000 + APPROVAL_WAIT_SECS * 1000);
+  await signUp(page, 'expiry');
+  await addDemoConnector(page, ['search_notes']);
+  await newChat(page);
+  const before = await demoCalls(request, 'search_notes');
+
+  await ask(page, 'search_notes', SEARCH);
+  const card = await pendingCard(page, 'search_notes');
+  await expect(card.getByTestId('approval-status')).toHaveText('Expired without a decision', {
+    timeout: (APPROVAL_WAIT_SECS + 15) * 1000,
+  });
+  await expect(card).toHaveAttribute('data-state', 'expired');
+  await expect(card.getByTestId('approval-allow-once')).toHaveCount(0);
+  await turnOver(page);
+  await expect(page.getByTestId('message-assistant')).toContainText('did not run');
+  expect(await demoCalls(request, 'search_notes')).toBe(before);
+  await snap(page, 'approval-card-expired');
+
+  await page.reload();
+  await expect(page.getByTestId('approval-card')).toHaveAttribute('data-state', 'expired');
+});
+
+test('trusting a server\'s annotations asks first; then its read-only tool runs without a card and a write still asks', async ({
+  page,
+  request,
+}) => {
+  await signUp(page, 'trust');
+  const row = await addDemoConnector(page, ['search_notes', 'add_note']);
+  const toggle = row.getByRole('switch', { name: "Trust this server's safety annotations" });
+  await expect(toggle).toHaveAttribute('aria-checked', 'false');
+  await expect(row.getByTestId('connector-trust-note')).toHaveText(
+    'Off (recommended): every tool call asks for your approval.',
+  );
+
+  // Turning it on warns and asks; "Keep asking" changes nothing.
+  await toggle.click();
+  const dialog = row.getByTestId('connector-trust-dialog');
+  await expect(dialog.getByTestId('connector-trust-warning')).toContainText('writes its own annotations');
+  await expect(dialog.getByTestId('connector-trust-warning')).toContainText('read-only and closed-world');
+  await expect(dialog.getByTestId('connector-trust-cancel')).toBeFocused();
+  await snap(page, 'connector-trust-warning');
+  await dialog.getByTestId('connector-trust-cancel').click();
+  await expect(dialog).toHaveCount(0);
+  await expect(toggle).toHaveAttribute('aria-checked', 'false');
+  await expect(toggle).toBeFocused();
+
+  await toggle.click();
+  await row.getByTestId('connector-trust-confirm').click();
+  await expect(toggle).toHaveAttribute('aria-checked', 'true');
+  await expect(row.getByTestId('connector-trust-note')).toContainText('On:');
+
+  // Stored: still on after a reload.
+  await page.reload();
+  const stored = page
+    .locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`)
+    .getByRole('switch', { name: "Trust this server's safety annotations" });
+  await expect(stored).toHaveAttribute('aria-checked', 'true');
+
+  // search_notes declares itself read-only and closed-world: no card.
+  await newChat(page);
+  const searches = await demoCalls(request, 'search_notes');
+  await ask(page, 'search_notes', SEARCH);
+  await expect(page.getByTestId('message-assistant')).toContainText('returned:', { timeout: REPLY_TIMEOUT });
+  await expect(page.getByTestId('tool-call').getByTestId('tool-status')).toHaveText('OK');
+  await expect(page.getByTestId('approval-card')).toHaveCount(0);
+  await turnOver(page);
+  expect(await demoCalls(request, 'search_notes')).toBe(searches + 1);
+
+  // add_note writes: it still asks.
+  await ask(page, 'add_note', { title: 'Trust test', body: 'Should not be written.' });
+  const card = await pendingCard(page, 'add_note');
+  await expect(card.getByTestId('approval-reason')).toContainText('read-only and closed-world');
+  await card.getByTestId('approval-decline').click();
+  await expect(card.getByTestId('approval-status')).toHaveText('Declined', { timeout: REPLY_TIMEOUT });
+  await turnOver(page);
+
+  // Turning it off again takes one click, no questions.
+  await page.getByTestId('nav-settings').click();
+  const off = page
+    .locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`)
+    .getByRole('switch', { name: "Trust this server's safety annotations" });
+  await off.click();
+  await expect(off).toHaveAttribute('aria-checked', 'false');
+  await expect(page.getByTestId('connector-trust-dialog')).toHaveCount(0);
+});

@@ -1,0 +1,604 @@
+//! What the approval card (DESIGN §6, §9) puts into words, as plain Rust
+//! unit-tested on the host: the status line of a card from its
+//! [`ApprovalState`] and the call's [`ToolState`], the countdown to
+//! `expires_at`, and the arguments as pretty JSON with long string values
+//! foldable.
+//!
+//! It decides nothing: whether a call asks, and whether a decision counts,
+//! is the server's. The only thing judged here is the local clock reaching
+//! `expires_at`, which disables the buttons early (the server would answer
+//! 410 anyway) — never the other way round.
+
+use serde_json::Value;
+
+use crate::transcript::{ApprovalState, ToolState};
+
+/// String values longer than this (in characters) are folded in the card.
+pub const FOLD_AFTER_CHARS: usize = 160;
+
+/// How many characters of a folded string the card shows before "…".
+const PREVIEW_CHARS: usize = 60;
+
+/// How a card stands, for its status line, its `data-state` and its buttons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardStatus {
+    /// A stable name for tests and styles (`data-state`).
+    pub key: &'static str,
+    /// The words shown.
+    pub text: String,
+    /// Whether Allow/Decline can be pressed.
+    pub buttons_enabled: bool,
+    /// Whether the buttons are shown at all (gone once decided).
+    pub buttons_shown: bool,
+    /// Whether the countdown is shown.
+    pub counting_down: bool,
+    /// Whether this is a problem the user should act on (shown as an alert).
+    pub problem: bool,
+}
+
+impl CardStatus {
+    fn new(key: &'static str, text: impl Into<String>) -> Self {
+        Self {
+            key,
+            text: text.into(),
+            buttons_enabled: false,
+            buttons_shown: false,
+            counting_down: false,
+            problem: false,
+        }
+    }
+}
+
+/// The card's status from the approval's state, the call's result and the
+/// seconds left before `expires_at` (`None` when unknown).
+pub fn card_status(
+    approval: &ApprovalState,
+    tool: &ToolState,
+    remaining_secs: Option<i64>,
+) -> CardStatus {
+    let expired_locally = remaining_secs.is_some_and(|secs| secs <= 0);
+    match approval {
+        ApprovalState::Pending if expired_locally => CardStatus {
+            buttons_shown: true,
+            ..CardStatus::new("expired", "Expired without a decision")
+        },
+        ApprovalState::Pending => CardStatus {
+            buttons_enabled: true,
+            buttons_shown: true,
+            counting_down: true,
+            ..CardStatus::new("pending", "Waiting for your decision")
+        },
+        ApprovalState::Approving => CardStatus {
+            buttons_shown: true,
+            ..CardStatus::new("approving", "Approving…")
+        },
+        ApprovalState::Declining => CardStatus {
+            buttons_shown: true,
+            ..CardStatus::new("declining", "Declining…")
+        },
+        ApprovalState::DecidedElsewhere => CardStatus {
+            buttons_shown: true,
+            ..CardStatus::new("decided-elsewhere", "Already decided elsewhere — updating…")
+        },
+        ApprovalState::Approved => match tool {
+            ToolState::Running => CardStatus::new("approved", "Approved — running"),
+            ToolState::Ok => CardStatus::new("ok", "Approved — ran successfully"),
+            ToolState::Error(_) => CardStatus::new("error", "Approved — the call failed"),
+            ToolState::Unfinished => {
+                CardStatus::new("unfinished", "Approved — the turn ended before a result")
+            }
+        },
+        ApprovalState::Denied => CardStatus::new("declined", "Declined"),
+        ApprovalState::Expired => CardStatus::new("expired", "Expired without a decision"),
+        ApprovalState::Ended => {
+            CardStatus::new("ended", "The turn ended before a decision; nothing ran")
+        }
+        ApprovalState::Changed => CardStatus {
+            problem: true,
+            ..CardStatus::new(
+                "changed",
+                "This request changed since it was shown, so nothing was decided. Reload the page to see the current request.",
+            )
+        },
+    }
+}
+
+/// Milliseconds since the Unix epoch of an RFC 3339 time such as
+/// `2026-05-01T12:00:00.123456Z` or `…+02:00`; `None` if it is not one.
+pub fn parse_rfc3339_ms(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let bytes = text.as_bytes();
+    if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' || bytes[13] != b':' {
+        return None;
+    }
+    if !matches!(bytes[10], b'T' | b't' | b' ') || bytes[16] != b':' {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = text.get(range)?;
+        part.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
+        return None;
+    }
+    // A leap second counts as the last second of its minute.
+    let second = second.min(59);
+    let mut rest = &text[19..];
+    let mut millis = 0.0;
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        millis = format!("0.{}", &fraction[..digits]).parse::<f64>().ok()? * 1000.0;
+        rest = &fraction[digits..];
+    }
+    let offset_minutes = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let sign = match rest.as_bytes().first() {
+                Some(b'+') => 1,
+                Some(b'-') => -1,
+                _ => return None,
+            };
+            let offset = &rest[1..];
+            if offset.len() != 5 || offset.as_bytes()[2] != b':' {
+                return None;
+            }
+            let hours: i64 = offset[..2].parse().ok()?;
+            let minutes: i64 = offset[3..].parse().ok()?;
+            sign * (hours * 60 + minutes)
+        }
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset_minutes * 60;
+    // Exact: every instant of interest is far below 2^53 ms.
+    #[expect(clippy::cast_precision_loss, reason = "seconds since 1970 fit in f64")]
+    Some(seconds as f64 * 1000.0 + millis)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let month_index = (month + 9) % 12;
+    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// Whole seconds left until `expires_at` at `server_now_ms` (the local
+/// clock corrected by what the server said), rounded up so "0:00" means
+/// the time is over; `None` if `expires_at` cannot be read.
+pub fn remaining_secs(expires_at: &str, server_now_ms: f64) -> Option<i64> {
+    let left_ms = parse_rfc3339_ms(expires_at)? - server_now_ms;
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "the ceiling of a few minutes in seconds fits in i64"
+    )]
+    Some((left_ms / 1000.0).ceil() as i64)
+}
+
+/// "Expires in 1:42".
+pub fn countdown_text(remaining_secs: i64) -> String {
+    let secs = remaining_secs.max(0);
+    format!("Expires in {}:{:02}", secs / 60, secs % 60)
+}
+
+/// How far the server's clock is ahead of this one, in milliseconds, from a
+/// pending call's `expires_at` and the `expires_in_secs` the server read at
+/// (about) `local_now_ms`. Adding it to the local clock gives the server's.
+pub fn clock_offset_ms(expires_at: &str, expires_in_secs: f64, local_now_ms: f64) -> Option<f64> {
+    let server_now = parse_rfc3339_ms(expires_at)? - expires_in_secs * 1000.0;
+    let offset = server_now - local_now_ms;
+    offset.is_finite().then_some(offset)
+}
+
+/// How long a call took, in words: "42 ms", "1.3 s".
+pub fn duration_text(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{}.{} s", ms / 1000, (ms % 1000) / 100)
+    }
+}
+
+/// A piece of the arguments as the card lays them out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgPiece {
+    /// Pretty JSON shown as is.
+    Code(String),
+    /// A long string value: the start shown, the whole JSON string (quotes
+    /// and escapes included) one click away.
+    Long {
+        /// The start of the JSON string, ending in "…".
+        preview: String,
+        /// The whole JSON string literal.
+        literal: String,
+        /// How many characters the value has.
+        chars: usize,
+    },
+}
+
+/// `value` as pretty JSON (exactly `serde_json::to_string_pretty`'s text
+/// when the [`ArgPiece::Code`] texts and [`ArgPiece::Long`] literals are
+/// joined), with every string longer than [`FOLD_AFTER_CHARS`] as a
+/// foldable piece. Nothing is ever cut.
+pub fn argument_pieces(value: &Value) -> Vec<ArgPiece> {
+    let mut pieces = Vec::new();
+    let mut code = String::new();
+    write_value(value, 0, &mut code, &mut pieces);
+    if !code.is_empty() {
+        pieces.push(ArgPiece::Code(code));
+    }
+    pieces
+}
+
+fn write_value(value: &Value, depth: usize, code: &mut String, pieces: &mut Vec<ArgPiece>) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            code.push('{');
+            for (index, (key, item)) in map.iter().enumerate() {
+                if index > 0 {
+                    code.push(',');
+                }
+                code.push('\n');
+                indent(code, depth + 1);
+                code.push_str(&literal(key));
+                code.push_str(": ");
+                write_value(item, depth + 1, code, pieces);
+            }
+            code.push('\n');
+            indent(code, depth);
+            code.push('}');
+        }
+        Value::Array(items) if !items.is_empty() => {
+            code.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    code.push(',');
+                }
+                code.push('\n');
+                indent(code, depth + 1);
+                write_value(item, depth + 1, code, pieces);
+            }
+            code.push('\n');
+            indent(code, depth);
+            code.push(']');
+        }
+        Value::String(text) if text.chars().count() > FOLD_AFTER_CHARS => {
+            if !code.is_empty() {
+                pieces.push(ArgPiece::Code(std::mem::take(code)));
+            }
+            let start: String = text.chars().take(PREVIEW_CHARS).collect();
+            let mut preview = literal(&start);
+            preview.pop(); // the closing quote: the value goes on
+            preview.push('…');
+            pieces.push(ArgPiece::Long {
+                preview,
+                literal: literal(text),
+                chars: text.chars().count(),
+            });
+        }
+        other => code.push_str(&serde_json::to_string(other).unwrap_or_default()),
+    }
+}
+
+fn indent(code: &mut String, depth: usize) {
+    for _ in 0..depth {
+        code.push_str("  ");
+    }
+}
+
+fn literal(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn joined(pieces: &[ArgPiece]) -> String {
+        pieces
+            .iter()
+            .map(|piece| match piece {
+                ArgPiece::Code(code) => code.as_str(),
+                ArgPiece::Long { literal, .. } => literal.as_str(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn short_arguments_are_exactly_serde_jsons_pretty_text_in_one_piece() {
+        let cases = [
+            json!({}),
+            json!({"query": "lease"}),
+            json!({"a": [], "b": {}, "c": [1, 2.5, null, true], "d": {"e": "\"quoted\"\n"}}),
+            json!([{"x": 1}, "y"]),
+            json!("just a string"),
+        ];
+        for value in cases {
+            let pieces = argument_pieces(&value);
+            let expected = serde_json::to_string_pretty(&value).expect("serializes");
+            assert_eq!(pieces, vec![ArgPiece::Code(expected)], "{value}");
+        }
+    }
+
+    #[test]
+    fn long_strings_fold_but_the_whole_text_is_kept() {
+        let long = format!("{}\"end\"", "word ".repeat(60));
+        let value = json!({"body": long, "title": "Lease", "tags": [long.clone()]});
+        let pieces = argument_pieces(&value);
+        assert_eq!(
+            joined(&pieces),
+            serde_json::to_string_pretty(&value).expect("serializes"),
+            "joined, the pieces are the exact pretty JSON"
+        );
+        let longs: Vec<_> = pieces
+            .iter()
+            .filter_map(|piece| match piece {
+                ArgPiece::Long {
+                    preview,
+                    literal,
+                    chars,
+                } => Some((preview, literal, *chars)),
+                ArgPiece::Code(_) => None,
+            })
+            .collect();
+        assert_eq!(longs.len(), 2, "both long values fold: {pieces:?}");
+        let (preview, literal, chars) = longs[0];
+        assert_eq!(chars, long.chars().count());
+        assert!(preview.starts_with("\"word word") && preview.ends_with('…'));
+        assert!(
+            literal.ends_with("\\\"end\\\"\""),
+            "escapes kept: {literal}"
+        );
+        assert!(
+            !pieces.iter().any(
+                |p| matches!(p, ArgPiece::Code(code) if code.contains("Lease") && code.contains("word"))
+            ),
+            "no long value is left inside a code piece"
+        );
+    }
+
+    #[test]
+    fn a_string_at_the_limit_is_not_folded() {
+        let value = json!({"s": "é".repeat(FOLD_AFTER_CHARS)});
+        assert_eq!(argument_pieces(&value).len(), 1, "counted in characters");
+    }
+
+    #[test]
+    fn rfc3339_times_are_read_with_fractions_and_offsets() {
+        let cases = [
+            ("1970-01-01T00:00:00Z", Some(0.0), "the epoch"),
+            (
+                "2026-05-01T12:00:00Z",
+                Some(1_777_636_800_000.0),
+                "a UTC time",
+            ),
+            (
+                "2026-05-01T12:00:00.250+00:00",
+                Some(1_777_636_800_250.0),
+                "fraction and +00:00",
+            ),
+            (
+                "2026-05-01T14:30:00+02:30",
+                Some(1_777_636_800_000.0),
+                "a positive offset",
+            ),
+            (
+                "2026-05-01T11:00:00.123456789-01:00",
+                Some(1_777_636_800_123.456_8),
+                "nanoseconds and a negative offset",
+            ),
+            (
+                "2024-02-29T00:00:00Z",
+                Some(1_709_164_800_000.0),
+                "leap day",
+            ),
+            ("2026-05-01 12:00:00Z", Some(1_777_636_800_000.0), "space"),
+            ("2026-05-01T12:00:00", None, "no offset"),
+            ("2026-13-01T12:00:00Z", None, "month 13"),
+            ("yesterday", None, "not a time"),
+            ("", None, "empty"),
+        ];
+        for (text, expected, why) in cases {
+            let got = parse_rfc3339_ms(text);
+            match (got, expected) {
+                (Some(got), Some(expected)) => {
+                    assert!((got - expected).abs() < 0.01, "{why}: {got} != {expected}");
+                }
+                _ => assert_eq!(got, expected, "{why}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_countdown_rounds_up_and_stops_at_zero() {
+        let expires = "2026-05-01T12:02:00Z";
+        let at = |offset_ms: f64| 1_777_636_800_000.0 + offset_ms;
+        assert_eq!(remaining_secs(expires, at(0.0)), Some(120));
+        assert_eq!(remaining_secs(expires, at(17_500.0)), Some(103));
+        assert_eq!(remaining_secs(expires, at(119_001.0)), Some(1));
+        assert_eq!(remaining_secs(expires, at(120_000.0)), Some(0));
+        assert_eq!(remaining_secs(expires, at(150_000.0)), Some(-30));
+        assert_eq!(remaining_secs("soon", at(0.0)), None);
+        assert_eq!(countdown_text(102), "Expires in 1:42");
+        assert_eq!(countdown_text(9), "Expires in 0:09");
+        assert_eq!(countdown_text(-4), "Expires in 0:00");
+    }
+
+    #[test]
+    fn durations_read_as_words() {
+        assert_eq!(duration_text(42), "42 ms");
+        assert_eq!(duration_text(999), "999 ms");
+        assert_eq!(duration_text(1_350), "1.3 s");
+        assert_eq!(duration_text(61_000), "61.0 s");
+    }
+
+    #[test]
+    fn the_servers_clock_corrects_a_wrong_local_clock() {
+        // The server read 100 s left at 12:00:20 its time; this machine's
+        // clock says 12:03:20 (three minutes fast).
+        let local_now = 1_777_636_800_000.0 + 200_000.0;
+        let offset = clock_offset_ms("2026-05-01T12:02:00Z", 100.0, local_now).expect("a time");
+        assert!((offset + 180_000.0).abs() < 0.01, "{offset}");
+        assert_eq!(
+            remaining_secs("2026-05-01T12:02:00Z", local_now + offset),
+            Some(100)
+        );
+    }
+
+    #[test]
+    fn card_status_follows_the_approval_and_the_result() {
+        use ApprovalState as A;
+        use ToolState as T;
+        /// State, result, seconds left; then key, text, enabled, shown.
+        type Case = (A, T, Option<i64>, &'static str, &'static str, bool, bool);
+        let cases: [Case; 14] = [
+            (
+                A::Pending,
+                T::Running,
+                Some(30),
+                "pending",
+                "Waiting for your decision",
+                true,
+                true,
+            ),
+            (
+                A::Pending,
+                T::Running,
+                None,
+                "pending",
+                "Waiting for your decision",
+                true,
+                true,
+            ),
+            (
+                A::Pending,
+                T::Running,
+                Some(0),
+                "expired",
+                "Expired without a decision",
+                false,
+                true,
+            ),
+            (
+                A::Approving,
+                T::Running,
+                Some(30),
+                "approving",
+                "Approving…",
+                false,
+                true,
+            ),
+            (
+                A::Declining,
+                T::Running,
+                Some(30),
+                "declining",
+                "Declining…",
+                false,
+                true,
+            ),
+            (
+                A::DecidedElsewhere,
+                T::Running,
+                Some(30),
+                "decided-elsewhere",
+                "Already decided elsewhere — updating…",
+                false,
+                true,
+            ),
+            (
+                A::Approved,
+                T::Running,
+                Some(30),
+                "approved",
+                "Approved — running",
+                false,
+                false,
+            ),
+            (
+                A::Approved,
+                T::Running,
+                Some(-5),
+                "approved",
+                "Approved — running",
+                false,
+                false,
+            ),
+            (
+                A::Approved,
+                T::Ok,
+                None,
+                "ok",
+                "Approved — ran successfully",
+                false,
+                false,
+            ),
+            (
+                A::Approved,
+                T::Error(Some("boom".into())),
+                None,
+                "error",
+                "Approved — the call failed",
+                false,
+                false,
+            ),
+            (
+                A::Denied,
+                T::Error(None),
+                None,
+                "declined",
+                "Declined",
+                false,
+                false,
+            ),
+            (
+                A::Expired,
+                T::Running,
+                Some(10),
+                "expired",
+                "Expired without a decision",
+                false,
+                false,
+            ),
+            (
+                A::Ended,
+                T::Unfinished,
+                None,
+                "ended",
+                "The turn ended before a decision; nothing ran",
+                false,
+                false,
+            ),
+            (
+                A::Approved,
+                T::Unfinished,
+                None,
+                "unfinished",
+                "Approved — the turn ended before a result",
+                false,
+                false,
+            ),
+        ];
+        for (approval, tool, remaining, key, text, enabled, shown) in cases {
+            let status = card_status(&approval, &tool, remaining);
+            let why = format!("{approval:?} / {tool:?} / {remaining:?}");
+            assert_eq!(status.key, key, "{why}");
+            assert_eq!(status.text, text, "{why}");
+            assert_eq!(status.buttons_enabled, enabled, "{why}");
+            assert_eq!(status.buttons_shown, shown, "{why}");
+        }
+        let changed = card_status(&A::Changed, &T::Running, Some(30));
+        assert!(changed.problem && !changed.buttons_enabled && changed.text.contains("Reload"));
+    }
+}

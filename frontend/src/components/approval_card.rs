@@ -1,0 +1,308 @@
+//! The approval card (DESIGN §6, §9): a gated MCP call, in the transcript
+//! where the model proposed it, waiting for the user's decision.
+//!
+//! It shows the evidence the server stored — "<connector>: <tool> wants to
+//! run", the full arguments (long strings folded, never cut), the
+//! destination, the reason — a countdown to `expires_at`, and Allow once /
+//! Decline. Its state lives in the [`Transcript`]: pressing a button records
+//! "Approving…" there, the server's answer to the POST is folded in, and the
+//! stream's `mcp_confirmation_resolved` and `mcp_tool_call` say the rest. It
+//! decides nothing itself; when the local countdown reaches zero it only
+//! stops offering the buttons (the server would refuse with 410 anyway).
+
+use std::time::Duration;
+
+use countersign_api::DecideRequest;
+use leptos::html::P;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos::web_sys::js_sys::Date;
+
+use crate::api;
+use crate::approval::{
+    ArgPiece, argument_pieces, card_status, clock_offset_ms, countdown_text, duration_text,
+    remaining_secs,
+};
+use crate::session::SessionState;
+use crate::transcript::{DecisionAnswer, ToolCall, ToolState, Transcript};
+
+/// The card of the call in `call`, whose approval has ledger id
+/// `approval_id`.
+#[component]
+pub fn ApprovalCard(
+    /// The chat's transcript, where the decision's progress is recorded.
+    transcript: RwSignal<Transcript>,
+    /// The tool call carrying the card.
+    call: Signal<Option<ToolCall>>,
+    /// Its ledger id (a different id is a different card).
+    approval_id: String,
+) -> impl IntoView {
+    let session = SessionState::expect();
+    let approval = Memo::new(move |_| call.with(|c| c.as_ref().and_then(|c| c.approval.clone())));
+    let tool_state = Memo::new(move |_| {
+        call.with(|c| c.as_ref().map_or(ToolState::Running, |c| c.state.clone()))
+    });
+    let duration = Memo::new(move |_| call.with(|c| c.as_ref().and_then(|c| c.duration_ms)));
+
+    // ---- The countdown, by the server's clock: this clock plus the offset
+    // learnt from `GET /api/mcp-pending-calls` (zero until then).
+    let now = RwSignal::new(Date::now());
+    let offset = RwSignal::new(0.0_f64);
+    let remaining = Memo::new(move |_| {
+        let at = now.get() + offset.get();
+        approval.with(|a| a.as_ref().and_then(|a| remaining_secs(&a.expires_at, at)))
+    });
+    let status = Memo::new(move |_| {
+        approval.with(|a| {
+            a.as_ref()
+                .map(|a| tool_state.with(|tool| card_status(&a.state, tool, remaining.get())))
+        })
+    });
+    let open_at_start =
+        approval.with_untracked(|a| a.as_ref().is_some_and(|a| !a.state.is_final()));
+    if open_at_start {
+        if let Ok(ticker) =
+            set_interval_with_handle(move || _ = now.try_set(Date::now()), Duration::from_secs(1))
+        {
+            Effect::new(move |_| {
+                if approval.with(|a| a.as_ref().is_none_or(|a| a.state.is_final())) {
+                    ticker.clear();
+                }
+            });
+            on_cleanup(move || ticker.clear());
+        }
+        let id = approval_id.clone();
+        spawn_local(async move {
+            let before = Date::now();
+            let Ok(pending) = api::pending_calls().await else {
+                return;
+            };
+            let local_now = (before + Date::now()) / 2.0;
+            if let Some(found) = pending.iter().find(|p| p.id == id)
+                && let Some(skew) =
+                    clock_offset_ms(&found.expires_at, found.expires_in_secs, local_now)
+            {
+                offset.try_set(skew);
+            }
+        });
+    }
+
+    // ---- Deciding.
+    let status_line = NodeRef::<P>::new();
+    let decide = move |approve: bool| {
+        let Some(card) = approval.get_untracked() else {
+            return;
+        };
+        if !status.with_untracked(|s| s.as_ref().is_some_and(|s| s.buttons_enabled)) {
+            return;
+        }
+        let mut send = false;
+        transcript.update(|t| send = t.decision_sent(&card.id, approve));
+        if !send {
+            return;
+        }
+        // The pressed button is disabled now: keep the keyboard user's place
+        // on the line that says what happens.
+        request_animation_frame(move || {
+            if let Some(line) = status_line.get_untracked() {
+                let _ = line.focus();
+            }
+        });
+        let token = session.csrf_token().unwrap_or_default();
+        spawn_local(async move {
+            let body = DecideRequest {
+                decision: if approve { "approve" } else { "deny" }.into(),
+                grant: Some("once".into()),
+                arguments_digest: card.arguments_digest.clone(),
+            };
+            let answer = match api::decide_pending_call(&token, &card.id, &body).await {
+                Ok(_) => DecisionAnswer::Recorded,
+                Err(error) => DecisionAnswer::from_error(error.status, error.detail),
+            };
+            transcript.try_update(|t| t.decision_answered(&card.id, answer));
+        });
+    };
+
+    let field = move |f: fn(&crate::transcript::Approval) -> String| {
+        move || approval.with(|a| a.as_deref().map(f).unwrap_or_default())
+    };
+    let connector = field(|a| a.connector_name.clone());
+    let tool = field(|a| a.tool_name.clone());
+    let title = move || format!("{}: {} wants to run", connector(), tool());
+    let pieces = Memo::new(move |_| {
+        approval.with(|a| {
+            a.as_ref()
+                .map(|a| argument_pieces(&a.arguments))
+                .unwrap_or_default()
+        })
+    });
+    let key = move || status.with(|s| s.as_ref().map_or("pending", |s| s.key));
+    let flag = move |f: fn(&crate::approval::CardStatus) -> bool| {
+        move || status.with(|s| s.as_ref().is_some_and(f))
+    };
+    let buttons_shown = flag(|s| s.buttons_shown);
+    let buttons_enabled = flag(|s| s.buttons_enabled);
+    let counting_down = flag(|s| s.counting_down);
+    let problem_status = flag(|s| s.problem);
+    let status_text =
+        move || status.with(|s| s.as_ref().map(|s| s.text.clone()).unwrap_or_default());
+    let problem = move || approval.with(|a| a.as_ref().and_then(|a| a.problem.clone()));
+    let tool_error = move || {
+        let approved = approval.with(|a| {
+            a.as_ref()
+                .is_some_and(|a| a.state == crate::transcript::ApprovalState::Approved)
+        });
+        match tool_state.get() {
+            ToolState::Error(error) if approved => {
+                Some(error.unwrap_or_else(|| "The server gave no reason.".to_owned()))
+            }
+            _ => None,
+        }
+    };
+    let ran_for = move || {
+        (tool_state.get() == ToolState::Ok)
+            .then(|| {
+                duration
+                    .get()
+                    .map(|ms| format!(" in {}", duration_text(ms)))
+            })
+            .flatten()
+    };
+
+    let title_id = format!("approval-{approval_id}-title");
+    let args_id = format!("approval-{approval_id}-args");
+    let allow_id = format!("approval-{approval_id}-allow-what");
+    let decline_id = format!("approval-{approval_id}-decline-what");
+
+    view! {
+        <section
+            class="approval-card"
+            role="group"
+            aria-labelledby=title_id.clone()
+            data-testid="approval-card"
+            data-state=key
+            data-approval-id=approval_id.clone()
+        >
+            <h2 class="approval-title" id=title_id.clone() data-testid="approval-title">
+                {title}
+            </h2>
+            <dl class="approval-facts">
+                <div>
+                    <dt>"Destination"</dt>
+                    <dd>
+                        <code data-testid="approval-destination">{field(|a| a.destination.clone())}</code>
+                    </dd>
+                </div>
+                <div>
+                    <dt>"Why it asks"</dt>
+                    <dd data-testid="approval-reason">{field(|a| a.reason.clone())}</dd>
+                </div>
+            </dl>
+            <p class="approval-args-label" id=args_id.clone()>
+                "Arguments (exactly what would be sent)"
+            </p>
+            <div class="approval-args" role="group" aria-labelledby=args_id data-testid="approval-arguments">
+                {move || {
+                    pieces
+                        .get()
+                        .into_iter()
+                        .map(|piece| match piece {
+                            ArgPiece::Code(code) => view! { <span>{code}</span> }.into_any(),
+                            ArgPiece::Long { preview, literal, chars } => view! {
+                                <LongValue preview=preview literal=literal chars=chars />
+                            }
+                            .into_any(),
+                        })
+                        .collect_view()
+                }}
+            </div>
+            <Show when=counting_down>
+                <p class="approval-countdown" role="timer" data-testid="approval-countdown">
+                    {move || remaining.get().map(countdown_text)}
+                </p>
+            </Show>
+            <p
+                class="approval-status"
+                class:problem=problem_status
+                role="status"
+                tabindex="-1"
+                node_ref=status_line
+                data-testid="approval-status"
+            >
+                {status_text}
+                {ran_for}
+            </p>
+            {move || tool_error().map(|error| view! {
+                <p class="tool-error" data-testid="approval-tool-error">{error}</p>
+            })}
+            {move || problem().map(|text| view! {
+                <p class="form-error" role="alert" data-testid="approval-error">{text}</p>
+            })}
+            <Show when=buttons_shown>
+                <div class="approval-actions">
+                    <button
+                        type="button"
+                        class="button primary"
+                        data-testid="approval-allow-once"
+                        aria-describedby=allow_id.clone()
+                        disabled=move || !buttons_enabled()
+                        on:click=move |_| decide(true)
+                    >
+                        "Allow once"
+                    </button>
+                    <button
+                        type="button"
+                        class="button secondary"
+                        data-testid="approval-decline"
+                        aria-describedby=decline_id.clone()
+                        disabled=move || !buttons_enabled()
+                        on:click=move |_| decide(false)
+                    >
+                        "Decline"
+                    </button>
+                    // What the buttons do, for assistive technology
+                    // (descriptions may point at hidden elements).
+                    <span id=allow_id.clone() hidden>
+                        {move || format!("Allow this one call to {} on {}", tool(), connector())}
+                    </span>
+                    <span id=decline_id.clone() hidden>
+                        "Decline this call"
+                    </span>
+                </div>
+            </Show>
+        </section>
+    }
+}
+
+/// A long string value of the arguments: its start, and a button that
+/// shows the whole JSON string in place (and folds it again).
+#[component]
+fn LongValue(preview: String, literal: String, chars: usize) -> impl IntoView {
+    let open = RwSignal::new(false);
+    let text = move || {
+        if open.get() {
+            literal.clone()
+        } else {
+            preview.clone()
+        }
+    };
+    view! {
+        <span class="arg-long" data-testid="approval-long-value" data-open=move || open.get().to_string()>
+            <span class="arg-text">{text}</span>
+            " "
+            <button
+                type="button"
+                class="arg-toggle"
+                data-testid="approval-long-toggle"
+                aria-expanded=move || open.get().to_string()
+                on:click=move |_| open.update(|o| *o = !*o)
+            >
+                {move || if open.get() {
+                    "Fold this value".to_owned()
+                } else {
+                    format!("Show all {chars} characters")
+                }}
+            </button>
+        </span>
+    }
+}
