@@ -37,6 +37,10 @@ fn step(
     result.map_err(|e| e.context(format!("step `{name}` failed")))
 }
 
+/// How long the e2e server's turns wait for a decision (the browser's
+/// expiry test waits it out).
+const E2E_APPROVAL_WAIT_SECS: &str = "30";
+
 /// `cargo`, with incremental compilation off unless the caller chose: a
 /// full test run gains nothing from it, and its caches are most of what
 /// fills a small CI disk.
@@ -175,6 +179,10 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
                 "COUNTERSIGN_SECRET_KEY",
                 "4e2f1c9d8b7a6f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6",
             )
+            // Short enough for the expiry test to wait out, long enough
+            // for every other test to click in time.
+            .env("COUNTERSIGN_APPROVAL_TTL_SECS", "40")
+            .env("COUNTERSIGN_APPROVAL_WAIT_SECS", E2E_APPROVAL_WAIT_SECS)
             .env(
                 "COUNTERSIGN_APPROVAL_KEY",
                 "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90",
@@ -195,6 +203,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
                     .args(["playwright", "test"])
                     .current_dir(crate::root().join("e2e"))
                     .env("COUNTERSIGN_E2E_BASE_URL", &base_url)
+                    .env("COUNTERSIGN_E2E_APPROVAL_WAIT_SECS", E2E_APPROVAL_WAIT_SECS)
                     .env("COUNTERSIGN_E2E_DEMO_ADMIN", format!("http://{demo_addr}")),
                 counts,
             )
