@@ -1,6 +1,8 @@
 //! `cargo xtask bench`: the server's figures (time to first token it adds,
-//! memory per idle stream), printed, never asserted. See
-//! `backend/benches/turns.rs` for what is measured and how.
+//! memory per idle stream; approval decision → execution with NOTIFY and
+//! poll-only, database load and memory with 1,000 waiting approvals),
+//! printed, never asserted. See `backend/benches/turns.rs` and
+//! `backend/benches/approvals.rs` for what is measured and how.
 
 use crate::{
     pg::StopOnDrop,
@@ -21,7 +23,9 @@ pub fn bench() -> anyhow::Result<()> {
     run(cmd("sh")
         .args([
             "-c",
-            "ulimit -n 65536 2>/dev/null || ulimit -n 8192; exec cargo bench -q -p countersign --bench turns",
+            "ulimit -n 65536 2>/dev/null || ulimit -n 8192; \
+             cargo bench -q -p countersign --bench turns && \
+             exec cargo bench -q -p countersign --bench approvals",
         ])
         .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url())
         .env("COUNTERSIGN_BENCH_SERVER", server))?;

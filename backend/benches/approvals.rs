@@ -1,0 +1,405 @@
+//! `cargo xtask bench`, part two: the approval ledger. Figures, never
+//! asserted.
+//!
+//! 1. Decision → execution start: a release server (a separate process over
+//!    a real Postgres) with the demo MCP server (in this process, which
+//!    stamps every call it executes) and the offline model. Each round the
+//!    model proposes a call; when the card arrives on the chat's stream we
+//!    note the time and approve; the demo server's stamp of the execution
+//!    minus that time is one sample. Once with NOTIFY (the default), once
+//!    poll-only at the default 1.5 s interval, in the same run.
+//! 2. 1,000 calls waiting at once (1,000 chats, one card each): database
+//!    transactions per minute, reads of the ledger per minute, and the
+//!    server's resident memory before and with them.
+//!
+//! Needs `COUNTERSIGN_TEST_SUPERUSER_URL` and `COUNTERSIGN_BENCH_SERVER`;
+//! the xtask sets both.
+
+use countersign_demo_mcp::DemoServer;
+use serde_json::{Value, json};
+use sqlx::{Connection as _, PgConnection};
+use std::{
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+
+const ROUNDS: usize = 30;
+const WAITING: usize = 1000;
+const APPROVAL_KEY: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+struct Server {
+    child: Child,
+    base: String,
+    database: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start_server(
+    superuser: &str,
+    demo: &DemoServer,
+    tag: &str,
+    env: &[(&str, &str)],
+) -> Server {
+    let database = format!("bench_{tag}_{}", std::process::id());
+    countersign::db::bootstrap(superuser, &database, "bench", "bench")
+        .await
+        .expect("bootstrap");
+    let mut su = reqwest::Url::parse(superuser).expect("url");
+    let mut url_for = |user: &str| {
+        su.set_username(user).expect("user");
+        su.set_password(Some("bench")).expect("password");
+        su.set_path(&database);
+        su.to_string()
+    };
+    let (app_url, owner_url) = (url_for("countersign_app"), url_for("countersign_owner"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let mut command = Command::new(std::env::var("COUNTERSIGN_BENCH_SERVER").expect("server"));
+    command
+        .arg("serve")
+        .env("DATABASE_URL", &app_url)
+        .env("COUNTERSIGN_MIGRATION_DATABASE_URL", &owner_url)
+        .env("COUNTERSIGN_BIND", format!("127.0.0.1:{port}"))
+        .env(
+            "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",
+            demo.addr().to_string(),
+        )
+        .env("COUNTERSIGN_APPROVAL_KEY", APPROVAL_KEY)
+        .env("COUNTERSIGN_DEMO_WORD_DELAY_MS", "0")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let server = Server {
+        child: command.spawn().expect("start the server"),
+        base: format!("http://127.0.0.1:{port}"),
+        database,
+    };
+    let probe = reqwest::Client::new();
+    let start = Instant::now();
+    while probe
+        .get(format!("{}/readyz", server.base))
+        .send()
+        .await
+        .map(|r| !r.status().is_success())
+        .unwrap_or(true)
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "server not ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server
+}
+
+/// A signed-in user of `server` with the demo connector, every tool kept.
+struct User {
+    client: reqwest::Client,
+    csrf: String,
+    base: String,
+}
+
+impl User {
+    async fn new(server: &Server, demo: &DemoServer) -> Self {
+        let client = reqwest::Client::builder()
+            .cookie_store(true)
+            .pool_max_idle_per_host(64)
+            .build()
+            .expect("client");
+        let body: Value = client
+            .post(format!("{}/api/auth/signup", server.base))
+            .json(
+                &json!({"email": "bench@example.org", "password": "tidal quartz lantern orchard"}),
+            )
+            .send()
+            .await
+            .expect("signup")
+            .json()
+            .await
+            .expect("json");
+        let user = Self {
+            client,
+            csrf: body["csrf_token"].as_str().expect("csrf").to_owned(),
+            base: server.base.clone(),
+        };
+        let connector = user
+            .post(
+                "/api/connectors",
+                json!({"name": "Demo", "url": demo.mcp_url()}),
+            )
+            .await;
+        let id = connector["id"].as_str().expect("connector id").to_owned();
+        user.post(&format!("/api/connectors/{id}/refresh"), json!({}))
+            .await;
+        let tools: Value = user
+            .client
+            .get(format!("{}/api/connectors/{id}/tools", user.base))
+            .send()
+            .await
+            .expect("tools")
+            .json()
+            .await
+            .expect("json");
+        let names: Vec<Value> = tools
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].clone())
+            .collect();
+        let res = user
+            .client
+            .put(format!("{}/api/connectors/{id}/tools/review", user.base))
+            .header("x-csrf-token", &user.csrf)
+            .json(&json!({"keep": names, "decline": []}))
+            .send()
+            .await
+            .expect("review");
+        assert!(res.status().is_success(), "review");
+        user
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        let res = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("x-csrf-token", &self.csrf)
+            .json(&body)
+            .send()
+            .await
+            .expect("post");
+        assert!(res.status().is_success(), "{path}: {}", res.status());
+        res.json().await.unwrap_or(Value::Null)
+    }
+
+    async fn chat(&self) -> String {
+        self.post("/api/chats", json!({"model": "offline/demo"}))
+            .await["id"]
+            .as_str()
+            .expect("chat id")
+            .to_owned()
+    }
+
+    async fn send(&self, chat: &str) {
+        self.post(
+            &format!("/api/chats/{chat}/messages"),
+            json!({"content": r#"use search_notes with {"query":"lease"}"#}),
+        )
+        .await;
+    }
+}
+
+/// Reads SSE frames until one of `kind`; returns its data.
+async fn until(stream: &mut reqwest::Response, buffer: &mut String, kind: &str) -> Value {
+    loop {
+        if let Some(i) = buffer.find("\n\n") {
+            let frame: String = buffer.drain(..i + 2).collect();
+            if let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) {
+                let value: Value = serde_json::from_str(data).expect("event JSON");
+                if value["type"] == kind {
+                    return value;
+                }
+            }
+            continue;
+        }
+        let bytes = stream.chunk().await.expect("chunk").expect("stream open");
+        buffer.push_str(&String::from_utf8_lossy(&bytes));
+    }
+}
+
+/// Decision → execution start, `ROUNDS` times, in ms.
+async fn decision_to_execution(server: &Server, demo: &DemoServer) -> Vec<f64> {
+    let user = User::new(server, demo).await;
+    let chat = user.chat().await;
+    let mut stream = user
+        .client
+        .get(format!("{}/api/chats/{chat}/stream", user.base))
+        .send()
+        .await
+        .expect("stream");
+    let mut buffer = String::new();
+    let mut samples = Vec::new();
+    for _ in 0..ROUNDS {
+        let before = demo.calls().total;
+        user.send(&chat).await;
+        let card = until(&mut stream, &mut buffer, "mcp_confirmation_required").await;
+        let decided_at = OffsetDateTime::now_utc();
+        user.post(
+            &format!(
+                "/api/mcp-pending-calls/{}",
+                card["id"].as_str().expect("id")
+            ),
+            json!({"decision": "approve", "arguments_digest": card["arguments_digest"]}),
+        )
+        .await;
+        until(&mut stream, &mut buffer, "turn_finished").await;
+        let log = demo.calls();
+        assert_eq!(log.total, before + 1, "one execution per approval");
+        let ran = OffsetDateTime::parse(&log.calls[log.total - 1].at, &Rfc3339).expect("stamp");
+        samples.push((ran - decided_at).as_seconds_f64() * 1000.0);
+    }
+    samples
+}
+
+fn percentile(samples: &mut [f64], p: f64) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let i = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[i]
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// (transactions, reads of the ledger, updates of turns) so far.
+async fn db_counters(db: &mut PgConnection, database: &str) -> (i64, i64, i64) {
+    // Statistics are flushed by backends at most every second or so.
+    let xacts: i64 = sqlx::query_scalar(
+        "select (xact_commit + xact_rollback)::int8 from pg_stat_database where datname = $1",
+    )
+    .bind(database)
+    .fetch_one(&mut *db)
+    .await
+    .expect("xacts");
+    let ledger: i64 = sqlx::query_scalar(
+        "select (coalesce(seq_scan, 0) + coalesce(idx_scan, 0))::int8
+           from pg_stat_user_tables where relname = 'mcp_pending_calls'",
+    )
+    .fetch_one(&mut *db)
+    .await
+    .expect("ledger scans");
+    let turns: i64 = sqlx::query_scalar(
+        "select n_tup_upd::int8 from pg_stat_user_tables where relname = 'turns'",
+    )
+    .fetch_one(&mut *db)
+    .await
+    .expect("turn updates");
+    (xacts, ledger, turns)
+}
+
+#[tokio::main]
+async fn main() {
+    let superuser =
+        std::env::var("COUNTERSIGN_TEST_SUPERUSER_URL").expect("COUNTERSIGN_TEST_SUPERUSER_URL");
+    let demo = DemoServer::start("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("demo server");
+
+    // 1. Decision → execution start.
+    let mut notify = {
+        let server = start_server(&superuser, &demo, "notify", &[]).await;
+        decision_to_execution(&server, &demo).await
+    };
+    let mut poll = {
+        let server = start_server(
+            &superuser,
+            &demo,
+            "poll",
+            &[
+                ("COUNTERSIGN_APPROVAL_NOTIFY", "false"),
+                ("COUNTERSIGN_APPROVAL_POLL_MS", "1500"),
+            ],
+        )
+        .await;
+        decision_to_execution(&server, &demo).await
+    };
+    let (n50, n99) = (percentile(&mut notify, 0.5), percentile(&mut notify, 0.99));
+    let (p50, p99) = (percentile(&mut poll, 0.5), percentile(&mut poll, 0.99));
+    println!("\napproval decision → execution start at the MCP server, {ROUNDS} rounds (ms):");
+    println!("  NOTIFY (default)            p50 {n50:8.2}   p99 {n99:8.2}");
+    println!("  poll only, every 1.5 s      p50 {p50:8.2}   p99 {p99:8.2}");
+    println!("  poll / NOTIFY at p50        {:.0}x", p50 / n50.max(0.001));
+
+    // 2. 1,000 calls waiting at once.
+    let server = start_server(
+        &superuser,
+        &demo,
+        "waiting",
+        &[
+            ("COUNTERSIGN_APPROVAL_TTL_SECS", "900"),
+            ("COUNTERSIGN_APPROVAL_WAIT_SECS", "600"),
+        ],
+    )
+    .await;
+    let user = User::new(&server, &demo).await;
+    let pid = server.child.id();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss_before = rss_kib(pid);
+    let mut chats = Vec::with_capacity(WAITING);
+    for _ in 0..WAITING {
+        chats.push(user.chat().await);
+    }
+    let started = Instant::now();
+    for chunk in chats.chunks(50) {
+        futures_util::future::join_all(chunk.iter().map(|chat| user.send(chat))).await;
+    }
+    loop {
+        let live: Value = user
+            .client
+            .get(format!("{}/api/mcp-pending-calls", user.base))
+            .send()
+            .await
+            .expect("list")
+            .json()
+            .await
+            .expect("json");
+        if live.as_array().map_or(0, Vec::len) >= WAITING {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "cards did not all arrive"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    println!(
+        "\n{WAITING} calls waiting: all cards up {:.1} s after the first message",
+        started.elapsed().as_secs_f64()
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_with = rss_kib(pid);
+    let mut su = reqwest::Url::parse(&superuser).expect("url");
+    su.set_path(&server.database);
+    let mut db = PgConnection::connect(su.as_str())
+        .await
+        .expect("stats connection");
+    let window = Duration::from_secs(30);
+    let (x0, l0, t0) = db_counters(&mut db, &server.database).await;
+    tokio::time::sleep(window).await;
+    let (x1, l1, t1) = db_counters(&mut db, &server.database).await;
+    let per_min = |a: i64, b: i64| (b - a) as f64 * 60.0 / window.as_secs_f64();
+    println!(
+        "  database transactions       {:8.0} per minute",
+        per_min(x0, x1)
+    );
+    println!(
+        "    of which ledger reads     {:8.0} per minute (scans of mcp_pending_calls)",
+        per_min(l0, l1)
+    );
+    println!(
+        "    turn heartbeats (updates) {:8.0} per minute",
+        per_min(t0, t1)
+    );
+    println!(
+        "  server RSS                  {rss_before} KiB before, {rss_with} KiB with {WAITING} waiting: {:.1} KiB per pending approval",
+        rss_with.saturating_sub(rss_before) as f64 / WAITING as f64
+    );
+}
