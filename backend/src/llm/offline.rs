@@ -6,6 +6,8 @@
 //! - When the latest user message says `use TOOL with {json}`, it proposes
 //!   that call (matching `TOOL` against the offered tools, `.` and `_`
 //!   alike).
+//! - `use A with {…} then use B with {…}` proposes the calls one after
+//!   another, each after the previous one's result.
 //! - When it is handed tool results, it summarises them.
 
 use super::{ChatRequest, LlmEvent, LlmStream, Message, StopReason, ToolCall};
@@ -40,6 +42,28 @@ pub fn plan(request: &ChatRequest) -> Plan {
             _ => None,
         })
         .collect();
+    let last_user = request
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let requested = parse_tool_requests(last_user);
+    if !results.is_empty() && results.len() < requested.len() {
+        let (tool, arguments) = requested[results.len()].clone();
+        let name = offered_name(request, &tool);
+        return Plan::Call(
+            format!("Next, I will call {name}."),
+            ToolCall {
+                id: format!("demo_call_{}", request.messages.len()),
+                name,
+                arguments,
+            },
+        );
+    }
     if !results.is_empty() {
         let parts: Vec<String> = results
             .iter()
@@ -56,23 +80,8 @@ pub fn plan(request: &ChatRequest) -> Plan {
         return Plan::Say(parts.join(" "));
     }
 
-    let last_user = request
-        .messages
-        .iter()
-        .rev()
-        .find_map(|m| match m {
-            Message::User { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .unwrap_or_default();
-
-    if let Some((tool, arguments)) = parse_tool_request(last_user) {
-        let name = request
-            .tools
-            .iter()
-            .map(|t| t.name.as_str())
-            .find(|n| same_tool(n, &tool))
-            .map_or_else(|| tool.replace('.', "_"), str::to_owned);
+    if let Some((tool, arguments)) = requested.into_iter().next() {
+        let name = offered_name(request, &tool);
         let id = format!("demo_call_{}", request.messages.len());
         return Plan::Call(
             format!("I will call {name} with those arguments."),
@@ -91,6 +100,28 @@ pub fn plan(request: &ChatRequest) -> Plan {
          response as it arrives. Name a tool to see the approval flow, for example: \
          use notes.search with {{\"query\":\"lease\"}}"
     ))
+}
+
+/// The offered tool `asked` means (`.` and `_` alike), or `asked` itself.
+fn offered_name(request: &ChatRequest, asked: &str) -> String {
+    request
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .find(|n| same_tool(n, asked))
+        .map_or_else(|| asked.replace('.', "_"), str::to_owned)
+}
+
+/// Every `use NAME with {…}`, in order, the requests separated by " then ".
+fn parse_tool_requests(text: &str) -> Vec<(String, Value)> {
+    let mut requests = Vec::new();
+    for part in text.split(" then ") {
+        match parse_tool_request(part) {
+            Some(request) => requests.push(request),
+            None => break,
+        }
+    }
+    requests
 }
 
 /// `use NAME with {…}` anywhere in the text, NAME made of word characters,
@@ -249,6 +280,37 @@ mod tests {
             panic!("expected a call");
         };
         assert_eq!(call.name, "ghost_tool");
+    }
+
+    #[test]
+    fn chained_requests_are_proposed_one_after_another_then_summarised() {
+        let ask = user(r#"use a with {"n":1} then use b with {"n":2}"#);
+        let Plan::Call(_, first) = plan(&request(vec![ask.clone()], &["x__a", "x__b"])) else {
+            panic!("expected the first call");
+        };
+        assert_eq!(
+            (first.name.as_str(), &first.arguments),
+            ("x__a", &json!({"n": 1}))
+        );
+        let result = |name: &str| Message::ToolResult {
+            call_id: "c".into(),
+            name: name.into(),
+            content: "done".into(),
+            is_error: false,
+        };
+        let after_first = vec![ask.clone(), result("x__a")];
+        let Plan::Call(_, second) = plan(&request(after_first, &["x__a", "x__b"])) else {
+            panic!("expected the second call");
+        };
+        assert_eq!(
+            (second.name.as_str(), &second.arguments),
+            ("x__b", &json!({"n": 2}))
+        );
+        let after_both = vec![ask, result("x__a"), result("x__b")];
+        assert!(matches!(
+            plan(&request(after_both, &["x__a", "x__b"])),
+            Plan::Say(_)
+        ));
     }
 
     #[test]

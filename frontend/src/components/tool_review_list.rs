@@ -23,6 +23,9 @@ pub fn ToolReviewList(
     #[prop(into)]
     on_saved: Callback<()>,
 ) -> impl IntoView {
+    // Lives here, not in the form: saving reloads the list, which rebuilds
+    // the form, and the "Saved" notice must outlive that.
+    let notice = RwSignal::new(None::<&'static str>);
     let tools = {
         let connector_id = connector_id.clone();
         LocalResource::new(move || {
@@ -47,10 +50,13 @@ pub fn ToolReviewList(
                 }
                 .into_any(),
                 Some(Ok(list)) => view! {
-                    <ReviewForm connector_id=connector_id.clone() tools=list on_saved=on_saved />
+                    <ReviewForm connector_id=connector_id.clone() tools=list on_saved=on_saved notice=notice />
                 }
                 .into_any(),
             }}
+            {move || notice.get().map(|text| view! {
+                <p class="key-notice" role="status" data-testid="review-notice">{text}</p>
+            })}
         </div>
     }
 }
@@ -61,6 +67,8 @@ fn ReviewForm(
     connector_id: String,
     tools: Vec<ConnectorTool>,
     on_saved: Callback<()>,
+    /// "Saved." after a save, shown by the list around this form.
+    notice: RwSignal<Option<&'static str>>,
 ) -> impl IntoView {
     let session = SessionState::expect();
     let boxes: Vec<(String, RwSignal<bool>)> = tools
@@ -76,7 +84,6 @@ fn ReviewForm(
     let boxes = StoredValue::new(boxes);
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
-    let notice = RwSignal::new(None::<&'static str>);
 
     let save = move |_| {
         if busy.get_untracked() {
@@ -128,9 +135,6 @@ fn ReviewForm(
         </p>
         <ul class="tool-list">{rows}</ul>
         <FormError message=error testid="review-error" />
-        {move || notice.get().map(|text| view! {
-            <p class="key-notice" role="status" data-testid="review-notice">{text}</p>
-        })}
         <button type="button" class="button primary" data-testid="review-save"
             disabled=move || busy.get() on:click=save>
             {move || if busy.get() { "Saving…" } else { "Keep these tools" }}
