@@ -330,6 +330,27 @@ ALTER TABLE ONLY public.sessions FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.sessions OWNER TO countersign_owner;
 
 --
+-- Name: tool_grants; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.tool_grants (
+    id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    connector_id uuid NOT NULL,
+    tool_name text NOT NULL,
+    descriptor_digest text NOT NULL,
+    created_from uuid,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tool_grants_digest_shape CHECK ((descriptor_digest ~ '^[0-9a-f]{64}$'::text))
+);
+
+ALTER TABLE ONLY public.tool_grants FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.tool_grants OWNER TO countersign_owner;
+
+--
 -- Name: turns; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -470,6 +491,14 @@ ALTER TABLE ONLY public.sessions
 
 
 --
+-- Name: tool_grants tool_grants_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.tool_grants
+    ADD CONSTRAINT tool_grants_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: turns turns_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -549,6 +578,13 @@ CREATE INDEX mcp_pending_calls_open_idx ON public.mcp_pending_calls USING btree 
 
 
 --
+-- Name: mcp_pending_calls_turn_grant_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_pending_calls_turn_grant_idx ON public.mcp_pending_calls USING btree (turn_id, connector_id, tool_name) WHERE (grant_kind = 'turn'::text);
+
+
+--
 -- Name: mcp_pending_calls_turn_idx; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 
@@ -581,6 +617,20 @@ CREATE UNIQUE INDEX sessions_token_hash_key ON public.sessions USING btree (toke
 --
 
 CREATE INDEX sessions_user_id_idx ON public.sessions USING btree (user_id);
+
+
+--
+-- Name: tool_grants_connector_tool_key; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE UNIQUE INDEX tool_grants_connector_tool_key ON public.tool_grants USING btree (connector_id, tool_name);
+
+
+--
+-- Name: tool_grants_user_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX tool_grants_user_idx ON public.tool_grants USING btree (user_id);
 
 
 --
@@ -746,6 +796,22 @@ ALTER TABLE ONLY public.provider_keys
 
 ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: tool_grants tool_grants_connector_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.tool_grants
+    ADD CONSTRAINT tool_grants_connector_id_fkey FOREIGN KEY (connector_id) REFERENCES public.connectors(id) ON DELETE CASCADE;
+
+
+--
+-- Name: tool_grants tool_grants_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.tool_grants
+    ADD CONSTRAINT tool_grants_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -967,6 +1033,26 @@ CREATE POLICY sessions_service ON public.sessions TO service_role USING (true) W
 
 
 --
+-- Name: tool_grants; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.tool_grants ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: tool_grants tool_grants_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY tool_grants_owner ON public.tool_grants TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+
+
+--
+-- Name: tool_grants tool_grants_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY tool_grants_service ON public.tool_grants TO service_role USING (true) WITH CHECK (true);
+
+
+--
 -- Name: turns; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
 --
 
@@ -1111,6 +1197,14 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.sessions TO service_role;
 
 
 --
+-- Name: TABLE tool_grants; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,DELETE ON TABLE public.tool_grants TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.tool_grants TO service_role;
+
+
+--
 -- Name: TABLE turns; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -1182,6 +1276,10 @@ REVOKE ALL ON TABLE provider_keys FROM authenticated;
 -- sessions: row level security enabled and forced
 REVOKE ALL ON TABLE sessions FROM anon;
 REVOKE ALL ON TABLE sessions FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- tool_grants: row level security enabled and forced
+REVOKE ALL ON TABLE tool_grants FROM anon;
+-- authenticated may: SELECT, DELETE
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- turns: row level security enabled and forced
 REVOKE ALL ON TABLE turns FROM anon;

@@ -241,6 +241,8 @@ pub struct Row {
     pub error: Option<String>,
     /// After this it cannot be approved.
     pub expires_at: OffsetDateTime,
+    /// When it was decided (or expired).
+    pub decided_at: Option<OffsetDateTime>,
 }
 
 impl Row {
@@ -270,6 +272,14 @@ impl Row {
         self.expires_at
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default()
+    }
+
+    /// When it was decided, RFC 3339.
+    pub fn decided_at_rfc3339(&self) -> Option<String> {
+        self.decided_at.and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
     }
 
     /// The arguments, pretty-printed for the card.
@@ -322,7 +332,7 @@ macro_rules! columns {
         "id, user_id, chat_id, turn_id, call_id, connector_id, connector_name, \
      tool_name, model_tool_name, arguments, arguments_canonical, arguments_digest, \
          descriptor_digest, destination, reason, status, grant_kind, hmac_key_id, hmac, error, \
-         expires_at"
+         expires_at, decided_at"
     };
 }
 
@@ -694,20 +704,59 @@ pub async fn claim(state: &AppState, id: Uuid) -> Result<Option<Row>, sqlx::Erro
 }
 
 /// `executing → executed | failed`. A failure still spends the approval.
+/// An executed call approved with "Always allow this tool" creates (or
+/// re-pins to this descriptor) the user's rule, in the same transaction;
+/// decline, failure and expiry never create one.
 pub async fn record(state: &AppState, id: Uuid, error: Option<&str>) -> Result<(), sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
     sqlx::query(
-        "update mcp_pending_calls
-            set status = case when $2::text is null then 'executed' else 'failed' end,
-                error = $2, executed_at = now()
-          where id = $1 and status = 'executing'",
+        "with done as (
+             update mcp_pending_calls
+                set status = case when $2::text is null then 'executed' else 'failed' end,
+                    error = $2, executed_at = now()
+              where id = $1 and status = 'executing'
+              returning id, user_id, connector_id, tool_name, descriptor_digest, grant_kind, status)
+         insert into tool_grants (id, user_id, connector_id, tool_name, descriptor_digest, created_from)
+         select $3, d.user_id, d.connector_id, d.tool_name, d.descriptor_digest, d.id
+           from done d
+          where d.status = 'executed' and d.grant_kind = 'always'
+            and exists (select 1 from connectors c
+                         where c.id = d.connector_id and c.user_id = d.user_id)
+         on conflict (connector_id, tool_name) do update
+            set descriptor_digest = excluded.descriptor_digest,
+                created_from = excluded.created_from, updated_at = now()",
     )
     .bind(id)
     .bind(error)
+    .bind(Uuid::new_v4())
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Whether an earlier call of this turn to this connector + tool was
+/// approved "for the rest of this turn" and ran.
+pub async fn turn_grant(
+    state: &AppState,
+    ctx: ToolContext,
+    connector_id: Uuid,
+    tool_name: &str,
+) -> Result<bool, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    let granted = sqlx::query_scalar(
+        "select exists (select 1 from mcp_pending_calls
+                         where turn_id = $1 and user_id = $2 and connector_id = $3
+                           and tool_name = $4 and grant_kind = 'turn' and status = 'executed')",
+    )
+    .bind(ctx.turn_id)
+    .bind(ctx.user_id)
+    .bind(connector_id)
+    .bind(tool_name)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(granted)
 }
 
 /// Deletes terminal rows (and their arguments) older than the retention,
@@ -824,6 +873,8 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                         "Interrupted: the server stopped before this call ran.".into()
                     }),
                     duration_ms: 0,
+                    origin: None,
+                    approved_at: None,
                 }
             }
         };

@@ -556,6 +556,13 @@ pub async fn apply_listing(
             Change::Remove(name) => {
                 sqlx::query("update connector_tools set removed = true where connector_id = $1 and name = $2")
                     .bind(connector_id)
+                    .bind(&name)
+                    .execute(&mut **tx)
+                    .await?;
+                // A removed tool loses its always-allow rule: if it comes
+                // back, it is allowed again only by the user.
+                sqlx::query("delete from tool_grants where connector_id = $1 and tool_name = $2")
+                    .bind(connector_id)
                     .bind(name)
                     .execute(&mut **tx)
                     .await?;

@@ -57,6 +57,17 @@ pub enum RunBecause {
     TrustedAnnotations,
 }
 
+impl RunBecause {
+    /// The `origin` of its `mcp_tool_call` event.
+    pub fn origin(self) -> &'static str {
+        match self {
+            Self::TurnGrant => "turn_grant",
+            Self::AlwaysGrant => "always_grant",
+            Self::TrustedAnnotations => "trusted_annotations",
+        }
+    }
+}
+
 /// Why a call asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AskBecause {
@@ -74,7 +85,7 @@ impl AskBecause {
     /// The reason shown on the card.
     pub fn text(self) -> &'static str {
         match self {
-            Self::ChangedSinceAllowed => "this tool changed since you allowed it",
+            Self::ChangedSinceAllowed => "This tool changed since you allowed it",
             Self::NotTrusted => "every tool call asks for your approval",
             Self::NotDeclaredSafe => {
                 "the server does not declare this tool read-only and closed-world"
@@ -276,7 +287,7 @@ mod tests {
         assert_eq!(decide(&f), Decision::Ask(AskBecause::ChangedSinceAllowed));
         assert_eq!(
             AskBecause::ChangedSinceAllowed.text(),
-            "this tool changed since you allowed it"
+            "This tool changed since you allowed it"
         );
         let safe = json!({"readOnlyHint": true, "openWorldHint": false});
         let mut trusted = facts(Some(&safe), true, None);

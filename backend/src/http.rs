@@ -18,7 +18,7 @@ pub mod stream;
 use crate::AppState;
 use axum::{
     Router, middleware,
-    routing::{get, post, put},
+    routing::{delete, get, post, put},
 };
 use std::{future::Future, net::SocketAddr};
 use tower_http::{
@@ -73,6 +73,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/mcp-pending-calls", get(approvals::list_pending))
         .route("/mcp-pending-calls/{id}", post(approvals::decide))
+        .route("/grants", get(approvals::list_grants))
+        .route("/grants/{id}", delete(approvals::delete_grant))
         .route("/models", get(models::list_models))
         .route("/settings/provider-keys", get(models::list_provider_keys))
         .route(

@@ -180,6 +180,8 @@ mod tests {
             first_seen_at: String::new(),
             last_seen_at: String::new(),
             changed_at: None,
+            grant_id: None,
+            grant_suspended: false,
         }
     }
 

@@ -1061,6 +1061,8 @@ mod tests {
             status: if error.is_some() { "error" } else { "ok" }.into(),
             error: error.map(Into::into),
             duration_ms: 42,
+            origin: Some("approved".into()),
+            approved_at: None,
         }
     }
 

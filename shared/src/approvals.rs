@@ -56,3 +56,22 @@ pub struct PendingCall {
     /// Seconds left when this was read (by the server's clock).
     pub expires_in_secs: f64,
 }
+
+/// An always-allow rule (`GET /api/grants`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// Rule id: `DELETE /api/grants/{id}` revokes it.
+    pub id: String,
+    /// The connector.
+    pub connector_id: String,
+    /// Its name.
+    pub connector_name: String,
+    /// The tool's name on its server.
+    pub tool_name: String,
+    /// The descriptor digest the user allowed.
+    pub descriptor_digest: String,
+    /// The tool changed since: the rule is suspended until allowed again.
+    pub suspended: bool,
+    /// RFC 3339.
+    pub created_at: String,
+}

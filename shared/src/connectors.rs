@@ -80,6 +80,9 @@ pub struct Connector {
     pub tool_counts: BTreeMap<String, i64>,
     /// RFC 3339.
     pub created_at: String,
+    /// How many "always allow" rules its tools have.
+    #[serde(default)]
+    pub grant_count: i64,
 }
 
 /// One tool of a connector (`GET /api/connectors/{id}/tools`).
@@ -112,6 +115,13 @@ pub struct ConnectorTool {
     pub last_seen_at: String,
     /// RFC 3339: when its digest last moved.
     pub changed_at: Option<String>,
+    /// The user's "always allow" rule for it (`DELETE /api/grants/{id}`
+    /// revokes it).
+    #[serde(default)]
+    pub grant_id: Option<String>,
+    /// The rule is suspended: the tool changed since it was allowed.
+    #[serde(default)]
+    pub grant_suspended: bool,
 }
 
 /// `PUT /api/connectors/{id}/tools/review`.

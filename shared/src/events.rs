@@ -107,6 +107,13 @@ pub enum ChatEvent {
         error: Option<String>,
         /// How long the call took.
         duration_ms: u64,
+        /// What let it run: `approved` (a card), `turn_grant`,
+        /// `always_grant` or `trusted_annotations`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        origin: Option<String>,
+        /// With `approved`: when the user approved it (RFC 3339).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        approved_at: Option<String>,
     },
     /// Something went wrong, in words a user can act on.
     Error {

@@ -1,8 +1,9 @@
-//! `/api/mcp-pending-calls…`: the caller's live approvals and the decision
+//! `/api/mcp-pending-calls…` and `/api/grants…`: the caller's live
+//! approvals and the decision
 //! (DESIGN §6). The decision is one conditional UPDATE in
 //! [`crate::approvals::decide`]; this module only maps its answers:
 //! 200, 404 (unknown, another user's, already decided), 410 (expired),
-//! 409 (digest mismatch, nothing decided), 422 (a grant not offered yet).
+//! 409 (digest mismatch, nothing decided), 422 (malformed).
 
 use super::{
     error::ApiError,
@@ -11,9 +12,11 @@ use super::{
 use crate::{
     AppState,
     approvals::{self, DecideError, Verdict},
+    db,
 };
-use axum::extract::State;
-use countersign_api::{DecideRequest, DecideResponse, PendingCall};
+use axum::{extract::State, http::StatusCode};
+use countersign_api::{DecideRequest, DecideResponse, Grant, PendingCall};
+use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use uuid::Uuid;
 
 impl From<DecideError> for ApiError {
@@ -57,12 +60,7 @@ pub async fn decide(
     };
     let grant = req.grant.as_deref().unwrap_or("once");
     match grant {
-        "once" => {}
-        "turn" | "always" => {
-            return Err(ApiError::Unprocessable(format!(
-                "grant \"{grant}\" is not available yet: use \"once\"."
-            )));
-        }
+        "once" | "turn" | "always" => {}
         _ => {
             return Err(ApiError::Unprocessable(
                 "grant must be \"once\", \"turn\" or \"always\".".into(),
@@ -87,4 +85,60 @@ pub async fn decide(
     Ok(axum::Json(DecideResponse {
         status: status.to_owned(),
     }))
+}
+
+/// `GET /api/grants`: the caller's always-allow rules, each marked
+/// suspended when its tool changed since (or is gone).
+pub async fn list_grants(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+) -> Result<axum::Json<Vec<Grant>>, ApiError> {
+    let mut tx = db::user_tx(&state.db, user.user_id).await?;
+    let rows: Vec<(Uuid, Uuid, String, String, String, bool, OffsetDateTime)> = sqlx::query_as(
+        "select g.id, g.connector_id, c.name, g.tool_name, g.descriptor_digest,
+                coalesce(t.removed or t.descriptor_digest <> g.descriptor_digest, true),
+                g.created_at
+           from tool_grants g
+           join connectors c on c.id = g.connector_id
+           left join connector_tools t on t.connector_id = g.connector_id and t.name = g.tool_name
+          order by c.name, g.tool_name",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(
+        rows.into_iter()
+            .map(
+                |(id, connector_id, connector_name, tool_name, digest, suspended, created)| Grant {
+                    id: id.to_string(),
+                    connector_id: connector_id.to_string(),
+                    connector_name,
+                    tool_name,
+                    descriptor_digest: digest,
+                    suspended,
+                    created_at: created.format(&Rfc3339).unwrap_or_default(),
+                },
+            )
+            .collect(),
+    ))
+}
+
+/// `DELETE /api/grants/{id}`: revokes one of the caller's rules (204), 404
+/// for anything else.
+pub async fn delete_grant(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let mut tx = db::user_tx(&state.db, user.user_id).await?;
+    let deleted = sqlx::query("delete from tool_grants where id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    if deleted.rows_affected() == 0 {
+        return Err(ApiError::NotFound("No such rule.".into()));
+    }
+    tracing::info!(grant.id = %id, "always-allow rule revoked");
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -38,6 +38,7 @@ type ConnectorRow = (
     OffsetDateTime,
     bool,
     serde_json::Value,
+    i64,
 );
 
 const CONNECTOR_COLUMNS: &str = "c.id, c.name, c.slug, c.url, c.auth_type, c.header_names,
@@ -46,7 +47,8 @@ const CONNECTOR_COLUMNS: &str = "c.id, c.name, c.slug, c.url, c.auth_type, c.hea
     coalesce((select json_object_agg(s.review_state, s.n)
                 from (select review_state, count(*) as n from connector_tools t
                        where t.connector_id = c.id and not t.removed group by review_state) s),
-             '{}'::json)";
+             '{}'::json),
+    (select count(*) from tool_grants g where g.connector_id = c.id)";
 
 fn connector(row: ConnectorRow) -> Connector {
     let (
@@ -64,6 +66,7 @@ fn connector(row: ConnectorRow) -> Connector {
         created,
         token_set,
         counts,
+        grant_count,
     ) = row;
     let host = reqwest::Url::parse(&url)
         .ok()
@@ -86,6 +89,7 @@ fn connector(row: ConnectorRow) -> Connector {
         last_checked_at: checked.map(rfc3339),
         tool_counts,
         created_at: rfc3339(created),
+        grant_count,
     }
 }
 
@@ -269,7 +273,19 @@ pub async fn list_tools(
     .bind(id)
     .fetch_all(&mut *tx)
     .await?;
+    let grants: Vec<(String, Uuid, String)> = sqlx::query_as(
+        "select tool_name, id, descriptor_digest from tool_grants where connector_id = $1",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await?;
     tx.commit().await?;
+    let grant_of = |name: &str, digest: &str| {
+        grants
+            .iter()
+            .find(|(tool, _, _)| tool == name)
+            .map(|(_, id, pinned)| (id.to_string(), pinned != digest))
+    };
     let tools = rows
         .into_iter()
         .map(
@@ -286,6 +302,7 @@ pub async fn list_tools(
                 changed,
             )| {
                 let text = |k: &str| d.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+                let grant = grant_of(&name, &digest);
                 ConnectorTool {
                     name,
                     model_name,
@@ -303,6 +320,8 @@ pub async fn list_tools(
                     first_seen_at: rfc3339(first),
                     last_seen_at: rfc3339(last),
                     changed_at: changed.map(rfc3339),
+                    grant_id: grant.as_ref().map(|(id, _)| id.clone()),
+                    grant_suspended: grant.is_some_and(|(_, suspended)| suspended),
                 }
             },
         )

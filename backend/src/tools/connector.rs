@@ -50,14 +50,13 @@ struct Kept {
 }
 
 impl Kept {
-    fn decision(&self) -> Decision {
+    fn decision(&self, turn_grant: bool, always_grant: AlwaysGrant) -> Decision {
         gate::decide(&Facts {
             annotations: self.descriptor.get("annotations"),
             trust_annotations: self.trust_annotations,
             requires_confirmation: self.requires_confirmation,
-            // Grants arrive with the next issue: none yet.
-            turn_grant: false,
-            always_grant: AlwaysGrant::None,
+            turn_grant,
+            always_grant,
         })
     }
 
@@ -67,7 +66,7 @@ impl Kept {
             .or_else(|| text("title"))
             .unwrap_or(&self.tool_name)
             .to_owned();
-        if matches!(self.decision(), Decision::Ask(_)) {
+        if matches!(self.decision(false, AlwaysGrant::None), Decision::Ask(_)) {
             description = format!("{}\n\n{APPROVAL_NOTE}", description.trim_end());
         }
         let input_schema = match self.descriptor.get("inputSchema") {
@@ -133,6 +132,31 @@ async fn kept_by_connector(
         .await?;
     tx.commit().await?;
     Ok(row)
+}
+
+/// The user's always-allow rule for this tool, compared with its current
+/// descriptor.
+async fn always_grant(
+    state: &AppState,
+    user_id: Uuid,
+    tool: &Kept,
+) -> Result<AlwaysGrant, sqlx::Error> {
+    let mut tx = db::user_tx(&state.db, user_id).await?;
+    let pinned: Option<String> = sqlx::query_scalar(
+        "select descriptor_digest from tool_grants
+          where user_id = $1 and connector_id = $2 and tool_name = $3",
+    )
+    .bind(user_id)
+    .bind(tool.connector_id)
+    .bind(&tool.tool_name)
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(match pinned {
+        None => AlwaysGrant::None,
+        Some(digest) if digest == tool.descriptor_digest => AlwaysGrant::Current,
+        Some(_) => AlwaysGrant::Stale,
+    })
 }
 
 /// `host[:port]` of a connector URL: the card's destination.
@@ -257,12 +281,20 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         return Ok(ToolOutcome::error("The arguments must be a JSON object."));
     };
     let turn_id = run.ctx.turn_id.to_string();
-    let reason = match tool.decision() {
+    // The facts, read now: grants from the ledger and the user's rules.
+    let turn_grant =
+        approvals::turn_grant(state, run.ctx, tool.connector_id, &tool.tool_name).await?;
+    let always = always_grant(state, user_id, &tool).await?;
+    let reason = match tool.decision(turn_grant, always) {
         Decision::Run(because) => {
             tracing::info!(?because, tool = %tool.model_name, "tool call runs without a card");
             let started = Instant::now();
             let outcome = execute(state, user_id, &tool, arguments.clone()).await;
-            return Ok(report(run, &tool, &call.id, &call.id, outcome, started).await);
+            let origin = Origin {
+                kind: because.origin(),
+                approved_at: None,
+            };
+            return Ok(report(run, &tool, &call.id, &call.id, outcome, started, origin).await);
         }
         Decision::Ask(because) => because.text(),
     };
@@ -313,11 +345,35 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
             let outcome = task.await.unwrap_or_else(|_| {
                 Err("The call ended abnormally; its outcome is unknown.".into())
             });
-            report(run, &tool, &row.id.to_string(), &call.id, outcome, started).await
+            let approved_at = approvals::get(state, row.id)
+                .await
+                .ok()
+                .flatten()
+                .and_then(|r| r.decided_at_rfc3339());
+            let origin = Origin {
+                kind: "approved",
+                approved_at,
+            };
+            report(
+                run,
+                &tool,
+                &row.id.to_string(),
+                &call.id,
+                outcome,
+                started,
+                origin,
+            )
+            .await
         }
         Waited::Denied | Waited::Cancelled => not_run(approvals::DECLINED, NotRun::Declined),
         Waited::Expired | Waited::Gone(_) => not_run(approvals::EXPIRED, NotRun::Expired),
     })
+}
+
+/// What let a call run, for its origin chip.
+struct Origin {
+    kind: &'static str,
+    approved_at: Option<String>,
 }
 
 /// Emits `mcp_tool_call` and turns the outcome into the model's result.
@@ -328,6 +384,7 @@ async fn report(
     call_id: &str,
     outcome: Result<String, String>,
     started: Instant,
+    origin: Origin,
 ) -> ToolOutcome {
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     run.events
@@ -340,6 +397,8 @@ async fn report(
             status: if outcome.is_ok() { "ok" } else { "error" }.into(),
             error: outcome.as_ref().err().cloned(),
             duration_ms,
+            origin: Some(origin.kind.to_owned()),
+            approved_at: origin.approved_at,
         })
         .await;
     let mut result = match outcome {

@@ -9,6 +9,7 @@ mod approvals;
 mod auth;
 mod chats;
 mod connectors;
+mod grants;
 mod health;
 mod helpers;
 mod rls;
