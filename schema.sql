@@ -58,6 +58,25 @@ ALTER TABLE ONLY public._sqlx_migrations FORCE ROW LEVEL SECURITY;
 ALTER TABLE public._sqlx_migrations OWNER TO countersign_owner;
 
 --
+-- Name: activity; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.activity (
+    seq bigint NOT NULL,
+    user_id uuid NOT NULL,
+    entry jsonb NOT NULL,
+    prev_hash text NOT NULL,
+    hash text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT activity_hash_shape CHECK (((hash ~ '^[0-9a-f]{64}$'::text) AND (prev_hash ~ '^[0-9a-f]{64}$'::text)))
+);
+
+ALTER TABLE ONLY public.activity FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.activity OWNER TO countersign_owner;
+
+--
 -- Name: chat_events; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -403,6 +422,14 @@ ALTER TABLE ONLY public._sqlx_migrations
 
 
 --
+-- Name: activity activity_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.activity
+    ADD CONSTRAINT activity_pkey PRIMARY KEY (seq);
+
+
+--
 -- Name: chat_events chat_events_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -512,6 +539,13 @@ ALTER TABLE ONLY public.turns
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: activity_user_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX activity_user_idx ON public.activity USING btree (user_id, seq DESC);
 
 
 --
@@ -837,6 +871,33 @@ ALTER TABLE ONLY public.turns
 ALTER TABLE public._sqlx_migrations ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: activity; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.activity ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: activity activity_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY activity_owner ON public.activity FOR SELECT TO authenticated USING ((user_id = auth.uid()));
+
+
+--
+-- Name: activity activity_service_append; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY activity_service_append ON public.activity FOR INSERT TO service_role WITH CHECK (true);
+
+
+--
+-- Name: activity activity_service_read; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY activity_service_read ON public.activity FOR SELECT TO service_role USING (true);
+
+
+--
 -- Name: chat_events; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
 --
 
@@ -1114,6 +1175,14 @@ GRANT ALL ON FUNCTION auth.uid() TO service_role;
 
 
 --
+-- Name: TABLE activity; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT ON TABLE public.activity TO authenticated;
+GRANT SELECT,INSERT ON TABLE public.activity TO service_role;
+
+
+--
 -- Name: TABLE chat_events; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -1233,6 +1302,10 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.users TO service_role;
 REVOKE ALL ON TABLE _sqlx_migrations FROM anon;
 REVOKE ALL ON TABLE _sqlx_migrations FROM authenticated;
 REVOKE ALL ON TABLE _sqlx_migrations FROM service_role;
+-- activity: row level security enabled and forced
+REVOKE ALL ON TABLE activity FROM anon;
+-- authenticated may: SELECT
+-- service_role may: SELECT, INSERT
 -- chat_events: row level security enabled and forced
 REVOKE ALL ON TABLE chat_events FROM anon;
 -- authenticated may: SELECT, INSERT, UPDATE, DELETE

@@ -74,6 +74,7 @@ pub fn router(state: AppState) -> Router {
         .route("/mcp-pending-calls", get(approvals::list_pending))
         .route("/mcp-pending-calls/{id}", post(approvals::decide))
         .route("/grants", get(approvals::list_grants))
+        .route("/activity", get(approvals::list_activity))
         .route("/grants/{id}", delete(approvals::delete_grant))
         .route("/models", get(models::list_models))
         .route("/settings/provider-keys", get(models::list_provider_keys))

@@ -19,6 +19,8 @@
 //! - [`gate`]: the pure decision whether a call may run without asking.
 //! - [`approvals`]: the approval ledger's state machine, its HMAC, the
 //!   instance's watcher of decisions, the sweep and start-up recovery.
+//! - [`audit`]: the activity log, an append-only hash chain of every
+//!   proposed call; `countersign audit verify`.
 //! - [`connectors`]: users' MCP servers, credentials, tool review.
 //! - [`mcp`]: the MCP client (rmcp), raw `tools/list`, descriptor digests.
 //! - [`probe`]: `countersign connector probe`, the MCP client from the CLI.
@@ -28,6 +30,7 @@
 //!   codes.
 
 pub mod approvals;
+pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod connectors;

@@ -28,6 +28,21 @@ enum Command {
     /// Look at MCP servers from the command line.
     #[command(subcommand)]
     Connector(ConnectorCommand),
+    /// The activity log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Re-compute the activity log's hash chain; name the first broken row
+    /// (exit 1) or say how many rows are intact.
+    Verify {
+        /// Postgres URL of the server's login role (or any role that may
+        /// read the log).
+        #[arg(long, env = "DATABASE_URL")]
+        database_url: config::Secret,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -103,6 +118,19 @@ async fn main() -> anyhow::Result<()> {
             .await?;
             tracing::info!(db.name = %database, "database and roles ready");
             Ok(())
+        }
+        Command::Audit(AuditCommand::Verify { database_url }) => {
+            let pool = db::connect(database_url.expose()).await?;
+            match countersign::audit::verify(&pool).await? {
+                countersign::audit::Verified::Intact(rows) => {
+                    println!("activity log intact: {rows} rows");
+                    Ok(())
+                }
+                countersign::audit::Verified::Broken { seq, reason } => {
+                    println!("activity log broken at row {seq}: {reason}");
+                    std::process::exit(1);
+                }
+            }
         }
         Command::Connector(ConnectorCommand::Probe {
             url,

@@ -75,3 +75,40 @@ pub struct Grant {
     /// RFC 3339.
     pub created_at: String,
 }
+
+/// One line of the activity log (`GET /api/activity`): never arguments,
+/// only their digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivityEntry {
+    /// Its place in the hash chain.
+    pub seq: i64,
+    /// Its chain hash.
+    pub hash: String,
+    /// RFC 3339, by the database's clock.
+    pub at: String,
+    /// Entries of one call share it (the ledger id after a card, else the
+    /// model's call id).
+    pub call_ref: String,
+    /// `decided` or `outcome`.
+    pub kind: String,
+    /// The chat.
+    pub chat_id: String,
+    /// The connector.
+    pub connector_id: String,
+    /// Its name then.
+    pub connector_name: String,
+    /// The tool's name on its server.
+    pub tool_name: String,
+    /// SHA-256 of the arguments' canonical JSON.
+    pub arguments_digest: String,
+    /// `approved`, `denied`, `expired`, or the rule that let it run.
+    pub decision: Option<String>,
+    /// With `approved`: `once`, `turn` or `always`.
+    pub grant: Option<String>,
+    /// `running`, `not_run`, `ok` or `error`.
+    pub outcome: String,
+    /// Why, when not ok.
+    pub error: Option<String>,
+    /// How long it ran.
+    pub duration_ms: Option<u64>,
+}

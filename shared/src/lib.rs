@@ -12,7 +12,7 @@ pub mod connectors;
 pub mod error;
 pub mod events;
 
-pub use approvals::{DecideRequest, DecideResponse, Grant, PendingCall};
+pub use approvals::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
 pub use auth::{LoginRequest, MeResponse, SessionResponse, SignupRequest, User};
 pub use chat::*;
 pub use connectors::*;

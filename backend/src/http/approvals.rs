@@ -15,7 +15,7 @@ use crate::{
     db,
 };
 use axum::{extract::State, http::StatusCode};
-use countersign_api::{DecideRequest, DecideResponse, Grant, PendingCall};
+use countersign_api::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use uuid::Uuid;
 
@@ -141,4 +141,36 @@ pub async fn delete_grant(
     }
     tracing::info!(grant.id = %id, "always-allow rule revoked");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /api/activity`: the caller's activity log, newest first (at most
+/// 500 entries).
+pub async fn list_activity(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+) -> Result<axum::Json<Vec<ActivityEntry>>, ApiError> {
+    let rows = crate::audit::for_user(&state.db, user.user_id, 500).await?;
+    let text =
+        |e: &serde_json::Value, k: &str| e.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    Ok(axum::Json(
+        rows.into_iter()
+            .map(|(seq, hash, e)| ActivityEntry {
+                seq,
+                hash,
+                at: text(&e, "at").unwrap_or_default(),
+                call_ref: text(&e, "call_ref").unwrap_or_default(),
+                kind: text(&e, "kind").unwrap_or_default(),
+                chat_id: text(&e, "chat_id").unwrap_or_default(),
+                connector_id: text(&e, "connector_id").unwrap_or_default(),
+                connector_name: text(&e, "connector_name").unwrap_or_default(),
+                tool_name: text(&e, "tool_name").unwrap_or_default(),
+                arguments_digest: text(&e, "arguments_digest").unwrap_or_default(),
+                decision: text(&e, "decision").filter(|d| !d.is_empty()),
+                grant: text(&e, "grant"),
+                outcome: text(&e, "outcome").unwrap_or_default(),
+                error: text(&e, "error"),
+                duration_ms: e.get("duration_ms").and_then(serde_json::Value::as_u64),
+            })
+            .collect(),
+    ))
 }

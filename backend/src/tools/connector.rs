@@ -17,6 +17,7 @@ use super::{BoxFuture, NotRun, ToolBox, ToolOutcome, ToolRun};
 use crate::{
     AppState,
     approvals::{self, Waited},
+    audit,
     connectors::refresh::open_session,
     db,
     gate::{self, AlwaysGrant, Decision, Facts},
@@ -197,6 +198,80 @@ async fn execute(
     }
 }
 
+/// Says "did not run" when the activity log cannot take the entry.
+const UNAUDITED: &str =
+    "Countersign could not write this call to the activity log, so it did not run.";
+
+/// One call's lines in the activity log.
+struct Activity {
+    user_id: Uuid,
+    chat_id: Uuid,
+    turn_id: Uuid,
+    call_ref: String,
+    connector_id: Uuid,
+    connector_name: String,
+    tool_name: String,
+    arguments_digest: String,
+}
+
+impl Activity {
+    /// Before the call runs, or when it will not: what decided it. An
+    /// error means the call must not run.
+    async fn decided(
+        &self,
+        state: &AppState,
+        decision: &str,
+        grant: Option<&str>,
+        outcome: &str,
+    ) -> Result<(), sqlx::Error> {
+        audit::append(
+            &state.db,
+            &audit::Entry {
+                kind: "decided",
+                decision,
+                grant,
+                outcome,
+                ..self.entry()
+            },
+        )
+        .await
+        .map(|_| ())
+        .inspect_err(|err| tracing::error!(error = %err, "cannot append to the activity log"))
+    }
+
+    /// After it ran (best effort: it already happened).
+    async fn outcome(&self, state: &AppState, outcome: &Result<String, String>, duration_ms: u64) {
+        let entry = audit::Entry {
+            kind: "outcome",
+            outcome: if outcome.is_ok() { "ok" } else { "error" },
+            error: outcome.as_ref().err().map(String::as_str),
+            duration_ms: Some(duration_ms),
+            ..self.entry()
+        };
+        if let Err(err) = audit::append(&state.db, &entry).await {
+            tracing::error!(error = %err, "cannot append a call's outcome to the activity log");
+        }
+    }
+
+    fn entry(&self) -> audit::Entry<'_> {
+        audit::Entry {
+            user_id: self.user_id,
+            chat_id: self.chat_id,
+            turn_id: self.turn_id,
+            call_ref: &self.call_ref,
+            connector_id: self.connector_id,
+            connector_name: &self.connector_name,
+            tool_name: &self.tool_name,
+            arguments_digest: &self.arguments_digest,
+            ..audit::Entry::default()
+        }
+    }
+}
+
+fn millis(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The critical section of an approved call: claim (one winner), re-read
 /// and verify what was signed, re-check the tool is still the user's and
 /// unchanged, run, record. Never cancelled half-way: the caller spawns it.
@@ -231,7 +306,24 @@ async fn run_approved(state: AppState, user_id: Uuid, id: Uuid) -> Result<String
             Ok(Value::Object(map)) => map,
             _ => return Err("The approved arguments could not be read; it did not run.".into()),
         };
-        execute(&state, user_id, &tool, arguments).await
+        let activity = Activity {
+            user_id,
+            chat_id: row.chat_id,
+            turn_id: row.turn_id,
+            call_ref: row.id.to_string(),
+            connector_id: row.connector_id,
+            connector_name: row.connector_name.clone(),
+            tool_name: row.tool_name.clone(),
+            arguments_digest: row.arguments_digest.clone(),
+        };
+        activity
+            .decided(&state, "approved", row.grant_kind.as_deref(), "running")
+            .await
+            .map_err(|_| UNAUDITED.to_owned())?;
+        let started = Instant::now();
+        let outcome = execute(&state, user_id, &tool, arguments).await;
+        activity.outcome(&state, &outcome, millis(started)).await;
+        outcome
     }
     .await;
     if let Err(err) =
@@ -281,6 +373,16 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         return Ok(ToolOutcome::error("The arguments must be a JSON object."));
     };
     let turn_id = run.ctx.turn_id.to_string();
+    let activity = |call_ref: String| Activity {
+        user_id,
+        chat_id: run.ctx.chat_id,
+        turn_id: run.ctx.turn_id,
+        call_ref,
+        connector_id: tool.connector_id,
+        connector_name: tool.connector_name.clone(),
+        tool_name: tool.tool_name.clone(),
+        arguments_digest: approvals::sha256_hex(&approvals::canonical(&call.arguments)),
+    };
     // The facts, read now: grants from the ledger and the user's rules.
     let turn_grant =
         approvals::turn_grant(state, run.ctx, tool.connector_id, &tool.tool_name).await?;
@@ -288,8 +390,19 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     let reason = match tool.decision(turn_grant, always) {
         Decision::Run(because) => {
             tracing::info!(?because, tool = %tool.model_name, "tool call runs without a card");
+            let activity = activity(call.id.clone());
             let started = Instant::now();
-            let outcome = execute(state, user_id, &tool, arguments.clone()).await;
+            let outcome = match activity
+                .decided(state, because.origin(), None, "running")
+                .await
+            {
+                Ok(()) => {
+                    let outcome = execute(state, user_id, &tool, arguments.clone()).await;
+                    activity.outcome(state, &outcome, millis(started)).await;
+                    outcome
+                }
+                Err(_) => Err(UNAUDITED.to_owned()),
+            };
             let origin = Origin {
                 kind: because.origin(),
                 approved_at: None,
@@ -325,6 +438,12 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         Waited::Expired => "expired",
         Waited::Gone(_) => "expired",
     };
+    if decision != "approved" {
+        // Nothing runs either way; the log is best effort here.
+        let _ = activity(row.id.to_string())
+            .decided(state, decision, None, "not_run")
+            .await;
+    }
     run.events
         .emit(ChatEvent::McpConfirmationResolved {
             turn_id,

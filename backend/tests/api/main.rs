@@ -5,6 +5,7 @@
 //! Modules mirror the URL tree: `auth` for `/api/auth/*`, `health` for the
 //! probes and the static app, `rls` for the database's own guarantees.
 
+mod activity;
 mod approvals;
 mod auth;
 mod chats;
