@@ -316,6 +316,14 @@ pub async fn decide_pending_call(
     read_json(response).await
 }
 
+/// `DELETE /api/grants/{id}` (204): revokes an "always allow" rule, so the
+/// tool's next call asks again. 404: not the caller's, or already gone.
+pub async fn revoke_grant(csrf_token: &str, grant_id: &str) -> Result<(), ApiError> {
+    let url = format!("/api/grants/{}", segment(grant_id));
+    let response = send(with_csrf(Request::delete(&url), csrf_token).build()).await?;
+    expect_success(response).await
+}
+
 /// `GET /api/connectors/available`: the deployment's one-click offers.
 pub async fn available_connectors() -> Result<Vec<AvailableConnector>, ApiError> {
     let response = send(Request::get("/api/connectors/available").build()).await?;

@@ -2,7 +2,8 @@
 //! unit-tested on the host: the status line of a card from its
 //! [`ApprovalState`] and the call's [`ToolState`], the countdown to
 //! `expires_at`, and the arguments as pretty JSON with long string values
-//! foldable.
+//! foldable; and the chip that says what let an MCP call run (its
+//! [`Origin`]).
 //!
 //! It decides nothing: whether a call asks, and whether a decision counts,
 //! is the server's. The only thing judged here is the local clock reaching
@@ -11,7 +12,7 @@
 
 use serde_json::Value;
 
-use crate::transcript::{ApprovalState, ToolState};
+use crate::transcript::{ApprovalState, Grant, Origin, ToolState};
 
 /// String values longer than this (in characters) are folded in the card.
 pub const FOLD_AFTER_CHARS: usize = 160;
@@ -68,9 +69,16 @@ pub fn card_status(
             counting_down: true,
             ..CardStatus::new("pending", "Waiting for your decision")
         },
-        ApprovalState::Approving => CardStatus {
+        ApprovalState::Approving(grant) => CardStatus {
             buttons_shown: true,
-            ..CardStatus::new("approving", "Approving…")
+            ..CardStatus::new(
+                "approving",
+                match grant {
+                    Grant::Once => "Approving…",
+                    Grant::Turn => "Approving for the rest of this reply…",
+                    Grant::Always => "Approving, and always allowing this tool…",
+                },
+            )
         },
         ApprovalState::Declining => CardStatus {
             buttons_shown: true,
@@ -206,6 +214,37 @@ pub fn duration_text(ms: u64) -> String {
         format!("{ms} ms")
     } else {
         format!("{}.{} s", ms / 1000, (ms % 1000) / 100)
+    }
+}
+
+/// "14:05": the wall-clock time of `ms` (since the Unix epoch) in a zone
+/// `minutes_east` of UTC.
+pub fn clock_text(ms: f64, minutes_east: i64) -> String {
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "minutes since 1970 fit in i64"
+    )]
+    let minutes = (ms / 60_000.0).floor() as i64 + minutes_east;
+    let of_day = minutes.rem_euclid(24 * 60);
+    format!("{:02}:{:02}", of_day / 60, of_day % 60)
+}
+
+/// The chip on an MCP call that ran: what let it run, in a few words.
+/// `minutes_east_at` gives the local zone's offset from UTC at an instant
+/// (ms since the epoch), for the time the user approved.
+pub fn origin_text(origin: &Origin, minutes_east_at: impl Fn(f64) -> i64) -> String {
+    match origin {
+        Origin::Approved { approved_at } => {
+            match approved_at.as_deref().and_then(parse_rfc3339_ms) {
+                Some(ms) => format!("You approved at {}", clock_text(ms, minutes_east_at(ms))),
+                None => "You approved it".into(),
+            }
+        }
+        Origin::TurnGrant => "Allowed for this turn".into(),
+        Origin::AlwaysGrant => "Ran under your always-allow rule".into(),
+        Origin::TrustedAnnotations => {
+            "Ran without asking: you trust this server's annotations".into()
+        }
     }
 }
 
@@ -436,6 +475,67 @@ mod tests {
     }
 
     #[test]
+    fn clock_times_are_local_and_wrap_around_midnight() {
+        let noon_utc = 1_777_636_800_000.0; // 2026-05-01T12:00:00Z
+        let cases = [
+            (noon_utc, 0, "12:00", "UTC"),
+            (
+                noon_utc + 59_999.0,
+                0,
+                "12:00",
+                "seconds are cut, not rounded",
+            ),
+            (noon_utc + 5.0 * 60_000.0, 120, "14:05", "two hours east"),
+            (noon_utc, 330, "17:30", "a half-hour zone"),
+            (noon_utc, -13 * 60, "23:00", "far west: the day before"),
+            (noon_utc + 12.0 * 3_600_000.0, 60, "01:00", "past midnight"),
+        ];
+        for (ms, east, expected, why) in cases {
+            assert_eq!(clock_text(ms, east), expected, "{why}");
+        }
+    }
+
+    #[test]
+    fn origin_chips_say_what_let_a_call_run() {
+        let utc = |_ms: f64| 0;
+        let cases = [
+            (Origin::AlwaysGrant, "Ran under your always-allow rule"),
+            (Origin::TurnGrant, "Allowed for this turn"),
+            (
+                Origin::TrustedAnnotations,
+                "Ran without asking: you trust this server's annotations",
+            ),
+            (
+                Origin::Approved {
+                    approved_at: Some("2026-05-01T12:03:59.9Z".into()),
+                },
+                "You approved at 12:03",
+            ),
+            (Origin::Approved { approved_at: None }, "You approved it"),
+            (
+                Origin::Approved {
+                    approved_at: Some("a while ago".into()),
+                },
+                "You approved it",
+            ),
+        ];
+        for (origin, expected) in cases {
+            assert_eq!(origin_text(&origin, utc), expected, "{origin:?}");
+        }
+        // The local zone is asked about the instant approved (DST aware).
+        let approved = Origin::Approved {
+            approved_at: Some("2026-05-01T12:03:00Z".into()),
+        };
+        let asked = std::cell::Cell::new(0.0);
+        let text = origin_text(&approved, |ms| {
+            asked.set(ms);
+            120
+        });
+        assert_eq!(text, "You approved at 14:03");
+        assert!((asked.get() - 1_777_636_980_000.0).abs() < 0.01);
+    }
+
+    #[test]
     fn durations_read_as_words() {
         assert_eq!(duration_text(42), "42 ms");
         assert_eq!(duration_text(999), "999 ms");
@@ -462,7 +562,7 @@ mod tests {
         use ToolState as T;
         /// State, result, seconds left; then key, text, enabled, shown.
         type Case = (A, T, Option<i64>, &'static str, &'static str, bool, bool);
-        let cases: [Case; 14] = [
+        let cases: [Case; 16] = [
             (
                 A::Pending,
                 T::Running,
@@ -491,11 +591,29 @@ mod tests {
                 true,
             ),
             (
-                A::Approving,
+                A::Approving(Grant::Once),
                 T::Running,
                 Some(30),
                 "approving",
                 "Approving…",
+                false,
+                true,
+            ),
+            (
+                A::Approving(Grant::Turn),
+                T::Running,
+                Some(30),
+                "approving",
+                "Approving for the rest of this reply…",
+                false,
+                true,
+            ),
+            (
+                A::Approving(Grant::Always),
+                T::Running,
+                Some(30),
+                "approving",
+                "Approving, and always allowing this tool…",
                 false,
                 true,
             ),

@@ -6,8 +6,9 @@
 //! [`transcript`] turns a chat's messages and events into what the chat page
 //! shows, and [`markdown`] renders answers safely (both plain Rust, unit-tested
 //! on the host with `cargo test -p countersign-web --lib`), as is
-//! [`tool_review`], the words Settings → Connectors puts on tools, and
-//! [`approval`], the words and countdown of an approval card; `pages/` has one
+//! [`tool_review`], the words Settings → Connectors puts on tools and their
+//! "always allow" rules, and [`approval`], the words and countdown of an
+//! approval card and the chip saying what let a call run; `pages/` has one
 //! module per screen and `components/` the pieces they share. The app holds
 //! no business rules: it shows what the server decided
 //! (`../shared/DESIGN.md` §9).

@@ -1,7 +1,8 @@
 //! What Settings → Connectors shows about a connector's tools, as plain
 //! Rust (unit-tested on the host): the server's safety annotations put into
-//! words, what changed in a tool since the user kept it, and the review the
-//! "Keep these tools" button sends.
+//! words, what changed in a tool since the user kept it, the review the
+//! "Keep these tools" button sends, and the user's standing "always allow"
+//! rules (a connector's count, a tool's chip).
 //!
 //! It decides nothing about safety (`../shared/DESIGN.md` §5): annotations
 //! are the server's own claims about its own tools, so they are worded as
@@ -160,6 +161,40 @@ pub fn counts_summary(counts: &std::collections::BTreeMap<String, i64>) -> Strin
     }
 }
 
+/// A connector's standing rules in words, e.g. "2 always-allowed tools".
+pub fn grant_count_text(count: i64) -> String {
+    match count {
+        ..=0 => "No always-allowed tools".into(),
+        1 => "1 always-allowed tool".into(),
+        n => format!("{n} always-allowed tools"),
+    }
+}
+
+/// The "always allowed" chip of a tool with a rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantChip {
+    /// The rule: `DELETE /api/grants/{id}` revokes it.
+    pub grant_id: String,
+    /// The words before "Revoke".
+    pub text: &'static str,
+    /// The tool changed since it was allowed: the rule does not apply.
+    pub suspended: bool,
+}
+
+/// The chip of `tool`, when the user has an "always allow" rule for it.
+pub fn grant_chip(tool: &ConnectorTool) -> Option<GrantChip> {
+    let grant_id = tool.grant_id.clone()?;
+    Some(GrantChip {
+        grant_id,
+        text: if tool.grant_suspended {
+            "always allowed — suspended: the tool changed"
+        } else {
+            "always allowed"
+        },
+        suspended: tool.grant_suspended,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,5 +296,41 @@ mod tests {
         counts.insert("kept".to_owned(), 0);
         assert_eq!(counts_summary(&counts), "9 tools: 9 new");
         assert_eq!(counts_summary(&Default::default()), "0 tools");
+    }
+
+    #[test]
+    fn standing_rules_are_counted_in_words() {
+        let cases = [
+            (0, "No always-allowed tools"),
+            (1, "1 always-allowed tool"),
+            (2, "2 always-allowed tools"),
+        ];
+        for (count, expected) in cases {
+            assert_eq!(grant_count_text(count), expected, "{count}");
+        }
+    }
+
+    #[test]
+    fn a_tool_with_a_rule_gets_a_chip_and_a_suspended_rule_says_so() {
+        assert_eq!(grant_chip(&tool("kept")), None, "no rule, no chip");
+
+        let mut allowed = tool("kept");
+        allowed.grant_id = Some("g1".into());
+        assert_eq!(
+            grant_chip(&allowed),
+            Some(GrantChip {
+                grant_id: "g1".into(),
+                text: "always allowed",
+                suspended: false,
+            })
+        );
+
+        let mut changed = tool("changed");
+        changed.grant_id = Some("g2".into());
+        changed.grant_suspended = true;
+        let chip = grant_chip(&changed).expect("a suspended rule still shows, to revoke");
+        assert_eq!(chip.text, "always allowed — suspended: the tool changed");
+        assert!(chip.suspended);
+        assert_eq!(chip.grant_id, "g2");
     }
 }

@@ -19,6 +19,11 @@
 //! because another tab decided first) is a local state that only the
 //! stream's `mcp_confirmation_resolved` replaces: the server decides, the
 //! card only shows it.
+//!
+//! Every MCP call that ran keeps its [`Origin`] from `mcp_tool_call`: the
+//! card the user approved, or the rule that let it run without one (this
+//! turn's grant, an always-allow rule, trusted annotations), for the chip
+//! the transcript shows on it (DESIGN §5).
 
 use countersign_api::{ChatDetail, ChatEvent};
 
@@ -76,6 +81,82 @@ pub struct ToolCall {
     pub approval: Option<Box<Approval>>,
     /// How long it ran, when the server said (`mcp_tool_call`).
     pub duration_ms: Option<u64>,
+    /// What let it run, when the server said (`mcp_tool_call`).
+    pub origin: Option<Origin>,
+}
+
+/// What let an MCP call run: the `origin` of its `mcp_tool_call` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The user approved its card, at `approved_at` (RFC 3339) when known.
+    Approved {
+        /// When, by the server's clock.
+        approved_at: Option<String>,
+    },
+    /// "Allow for this turn" on an earlier card of the same turn.
+    TurnGrant,
+    /// The user's "always allow" rule for this tool.
+    AlwaysGrant,
+    /// The user trusts the server's annotations, and they declare the tool
+    /// read-only and closed-world.
+    TrustedAnnotations,
+}
+
+impl Origin {
+    /// The origin an event names; `None` for none or a word this build does
+    /// not know (a newer server): no chip rather than a wrong one.
+    pub fn from_event(origin: Option<&str>, approved_at: Option<String>) -> Option<Self> {
+        match origin? {
+            "approved" => Some(Self::Approved { approved_at }),
+            "turn_grant" => Some(Self::TurnGrant),
+            "always_grant" => Some(Self::AlwaysGrant),
+            "trusted_annotations" => Some(Self::TrustedAnnotations),
+            _ => None,
+        }
+    }
+
+    /// A stable name for tests and styles (`data-origin`): the wire word.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Self::Approved { .. } => "approved",
+            Self::TurnGrant => "turn_grant",
+            Self::AlwaysGrant => "always_grant",
+            Self::TrustedAnnotations => "trusted_annotations",
+        }
+    }
+}
+
+/// How far an approval reaches (the card's buttons; DESIGN §5, §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    /// "Allow once": this call only.
+    Once,
+    /// "Allow for this turn": this connector + tool for the rest of the
+    /// turn, never beyond.
+    Turn,
+    /// "Always allow this tool": a durable rule for this tool as it is now,
+    /// until revoked or the tool changes.
+    Always,
+}
+
+impl Grant {
+    /// The `grant` of `POST /api/mcp-pending-calls/{id}`.
+    pub fn wire(self) -> &'static str {
+        match self {
+            Self::Once => "once",
+            Self::Turn => "turn",
+            Self::Always => "always",
+        }
+    }
+}
+
+/// What the user pressed on a card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// One of the Allow buttons.
+    Approve(Grant),
+    /// Decline.
+    Deny,
 }
 
 /// An approval card: the evidence the server stored for a gated call, and
@@ -115,8 +196,8 @@ pub struct Approval {
 pub enum ApprovalState {
     /// Waiting for the user.
     Pending,
-    /// This page sent "approve"; the stream will confirm.
-    Approving,
+    /// This page sent "approve" with this grant; the stream will confirm.
+    Approving(Grant),
     /// This page sent "deny"; the stream will confirm.
     Declining,
     /// The server no longer knows it as pending (404): decided elsewhere,
@@ -169,6 +250,9 @@ pub enum DecisionAnswer {
     Expired,
     /// 409: the request changed since the card was shown.
     Changed,
+    /// 403 `mfa_required`: "always allow" needs a two-factor step-up first;
+    /// nothing was decided.
+    StepUpRequired,
     /// Anything else: nothing was decided; the server's words.
     Failed(String),
 }
@@ -181,6 +265,7 @@ impl DecisionAnswer {
             Some(404) => Self::AlreadyDecided,
             Some(410) => Self::Expired,
             Some(409) => Self::Changed,
+            Some(403) if detail == "mfa_required" => Self::StepUpRequired,
             _ => Self::Failed(detail),
         }
     }
@@ -480,6 +565,7 @@ impl Transcript {
                         state: ToolState::Running,
                         approval: None,
                         duration_ms: None,
+                        origin: None,
                     })),
                 }
             }
@@ -504,6 +590,7 @@ impl Transcript {
                         state,
                         approval: None,
                         duration_ms: None,
+                        origin: None,
                     })),
                 }
             }
@@ -546,6 +633,7 @@ impl Transcript {
                         state: ToolState::Running,
                         approval: None,
                         duration_ms: None,
+                        origin: None,
                     }));
                 }
                 if let Some(call) = turn.call_mut(&call_id, &id) {
@@ -588,6 +676,8 @@ impl Transcript {
                 status,
                 error,
                 duration_ms,
+                origin,
+                approved_at,
                 ..
             } => {
                 let state = if status == "ok" {
@@ -595,10 +685,12 @@ impl Transcript {
                 } else {
                     ToolState::Error(error)
                 };
+                let origin = Origin::from_event(origin.as_deref(), approved_at);
                 match turn.call_mut(&call_id, &id) {
                     Some(call) => {
                         call.state = state;
                         call.duration_ms = Some(duration_ms);
+                        call.origin = origin;
                     }
                     None => turn.segments.push(Segment::Tool(ToolCall {
                         id: if call_id.is_empty() { id } else { call_id },
@@ -607,6 +699,7 @@ impl Transcript {
                         state,
                         approval: None,
                         duration_ms: Some(duration_ms),
+                        origin,
                     })),
                 }
             }
@@ -644,15 +737,14 @@ impl Transcript {
             })
     }
 
-    /// This page is sending a decision on card `id`. Returns whether it
+    /// This page is sending `decision` on card `id`. Returns whether it
     /// should: only a pending card can be decided, once.
-    pub fn decision_sent(&mut self, id: &str, approve: bool) -> bool {
+    pub fn decision_sent(&mut self, id: &str, decision: Decision) -> bool {
         match self.approval_mut(id) {
             Some(approval) if approval.state == ApprovalState::Pending => {
-                approval.state = if approve {
-                    ApprovalState::Approving
-                } else {
-                    ApprovalState::Declining
+                approval.state = match decision {
+                    Decision::Approve(grant) => ApprovalState::Approving(grant),
+                    Decision::Deny => ApprovalState::Declining,
                 };
                 approval.problem = None;
                 true
@@ -669,7 +761,7 @@ impl Transcript {
         };
         let waiting = matches!(
             approval.state,
-            ApprovalState::Approving | ApprovalState::Declining
+            ApprovalState::Approving(_) | ApprovalState::Declining
         );
         match answer {
             // The stream's `mcp_confirmation_resolved` says the rest.
@@ -681,6 +773,11 @@ impl Transcript {
                 approval.state = ApprovalState::Expired;
             }
             DecisionAnswer::Changed if waiting => approval.state = ApprovalState::Changed,
+            // Nothing was decided: the card waits again, saying why.
+            DecisionAnswer::StepUpRequired if waiting => {
+                approval.state = ApprovalState::Pending;
+                approval.problem = Some(STEP_UP_NEEDED.to_owned());
+            }
             DecisionAnswer::Failed(detail) if waiting => {
                 approval.state = ApprovalState::Pending;
                 approval.problem = Some(detail);
@@ -689,6 +786,10 @@ impl Transcript {
         }
     }
 }
+
+/// What the card says when "always allow" needs a two-factor step-up
+/// (403 `mfa_required`).
+pub const STEP_UP_NEEDED: &str = "This needs a two-factor step-up before you can always allow a tool. Nothing was decided: you can still allow once, allow for this turn, or decline.";
 
 fn tool_mut<'a>(turn: &'a mut Turn, id: &str) -> Option<&'a mut ToolCall> {
     turn.segments.iter_mut().find_map(|segment| match segment {
@@ -701,6 +802,8 @@ fn tool_mut<'a>(turn: &'a mut Turn, id: &str) -> Option<&'a mut ToolCall> {
 mod tests {
     use super::*;
     use countersign_api::{ChatEventMessage, ChatMessage};
+
+    const ONCE: Decision = Decision::Approve(Grant::Once);
 
     fn started(turn: &str, content: &str) -> ChatEvent {
         ChatEvent::TurnStarted {
@@ -1132,12 +1235,15 @@ mod tests {
             ),
         ] {
             let mut transcript = waiting();
-            assert!(transcript.decision_sent("p1", true));
-            assert_eq!(approval_state(&transcript), ApprovalState::Approving);
+            assert!(transcript.decision_sent("p1", ONCE));
+            assert_eq!(
+                approval_state(&transcript),
+                ApprovalState::Approving(Grant::Once)
+            );
             transcript.decision_answered("p1", DecisionAnswer::Recorded);
             assert_eq!(
                 approval_state(&transcript),
-                ApprovalState::Approving,
+                ApprovalState::Approving(Grant::Once),
                 "the 200 alone does not resolve the card: the stream does"
             );
             transcript.apply(Some(5), resolved("t1", "p1", "approved"));
@@ -1172,12 +1278,12 @@ mod tests {
             transcript.apply(Some(7), finished("t1", "done"));
             assert_eq!(approval_state(&transcript), expected, "{decision}");
             assert!(
-                !transcript.decision_sent("p1", true),
+                !transcript.decision_sent("p1", ONCE),
                 "a resolved card cannot be decided"
             );
         }
         let mut transcript = waiting();
-        assert!(transcript.decision_sent("p1", false));
+        assert!(transcript.decision_sent("p1", Decision::Deny));
         assert_eq!(approval_state(&transcript), ApprovalState::Declining);
         transcript.apply(Some(5), resolved("t1", "p1", "denied"));
         assert_eq!(approval_state(&transcript), ApprovalState::Denied);
@@ -1186,10 +1292,10 @@ mod tests {
     #[test]
     fn a_decision_is_sent_once() {
         let mut transcript = waiting();
-        assert!(transcript.decision_sent("p1", true));
-        assert!(!transcript.decision_sent("p1", true), "a double click");
-        assert!(!transcript.decision_sent("p1", false));
-        assert!(!transcript.decision_sent("nope", true), "an unknown card");
+        assert!(transcript.decision_sent("p1", ONCE));
+        assert!(!transcript.decision_sent("p1", ONCE), "a double click");
+        assert!(!transcript.decision_sent("p1", Decision::Deny));
+        assert!(!transcript.decision_sent("nope", ONCE), "an unknown card");
     }
 
     #[test]
@@ -1223,7 +1329,7 @@ mod tests {
         ];
         for (status, state, problem, why) in cases {
             let mut transcript = waiting();
-            transcript.decision_sent("p1", true);
+            transcript.decision_sent("p1", ONCE);
             transcript.decision_answered("p1", DecisionAnswer::from_error(status, "Boom.".into()));
             let approval = transcript.approval("p1").expect("a card");
             assert_eq!(approval.state, state, "{why}");
@@ -1231,9 +1337,9 @@ mod tests {
         }
         // After a failure the user can try again; the problem goes.
         let mut transcript = waiting();
-        transcript.decision_sent("p1", true);
+        transcript.decision_sent("p1", ONCE);
         transcript.decision_answered("p1", DecisionAnswer::Failed("Offline.".into()));
-        assert!(transcript.decision_sent("p1", true));
+        assert!(transcript.decision_sent("p1", ONCE));
         assert_eq!(
             transcript.approval("p1").and_then(|a| a.problem.clone()),
             None
@@ -1243,7 +1349,7 @@ mod tests {
     #[test]
     fn a_late_answer_never_overrides_what_the_stream_said() {
         let mut transcript = waiting();
-        transcript.decision_sent("p1", true);
+        transcript.decision_sent("p1", ONCE);
         transcript.apply(Some(5), resolved("t1", "p1", "approved"));
         for answer in [
             DecisionAnswer::Recorded,
@@ -1266,7 +1372,7 @@ mod tests {
         // This tab pressed Allow once too late: 404, then the stream says
         // the other tab declined.
         let mut transcript = waiting();
-        transcript.decision_sent("p1", true);
+        transcript.decision_sent("p1", ONCE);
         transcript.decision_answered("p1", DecisionAnswer::AlreadyDecided);
         assert_eq!(approval_state(&transcript), ApprovalState::DecidedElsewhere);
         transcript.apply(Some(5), resolved("t1", "p1", "denied"));
@@ -1281,12 +1387,15 @@ mod tests {
     #[test]
     fn replayed_approval_events_change_nothing() {
         let mut transcript = waiting();
-        transcript.decision_sent("p1", true);
+        transcript.decision_sent("p1", ONCE);
         // The same card again without a sequence number (e.g. from a
         // reconnect that lost ids) keeps this page's state.
         let applied = transcript.apply(None, required("t1", "p1", "c1"));
         assert!(!applied.approval_required, "not a new card");
-        assert_eq!(approval_state(&transcript), ApprovalState::Approving);
+        assert_eq!(
+            approval_state(&transcript),
+            ApprovalState::Approving(Grant::Once)
+        );
         transcript.apply(Some(5), resolved("t1", "p1", "approved"));
         transcript.apply(Some(6), ran("t1", "p1", "c1", None));
         // A replay from an older point: skipped by sequence number.
@@ -1323,7 +1432,7 @@ mod tests {
             "the same transcript as before the reload"
         );
         assert_eq!(approval_state(&reloaded), ApprovalState::Pending);
-        assert!(reloaded.decision_sent("p1", true));
+        assert!(reloaded.decision_sent("p1", ONCE));
     }
 
     #[test]
@@ -1385,7 +1494,7 @@ mod tests {
     #[test]
     fn a_turn_that_ends_while_a_card_waits_closes_the_card() {
         let mut transcript = waiting();
-        transcript.decision_sent("p1", true);
+        transcript.decision_sent("p1", ONCE);
         transcript.apply(Some(5), finished("t1", "cancelled"));
         assert_eq!(approval_state(&transcript), ApprovalState::Ended);
         assert_eq!(only_call(&transcript).state, ToolState::Unfinished);
@@ -1425,5 +1534,197 @@ mod tests {
         let mut transcript = waiting();
         transcript.apply(Some(5), resolved("t1", "p1", "maybe"));
         assert_eq!(approval_state(&transcript), ApprovalState::Pending);
+    }
+
+    // ---- Grants and origins (DESIGN §5).
+
+    fn ran_under(turn: &str, call_id: &str, origin: Option<&str>) -> ChatEvent {
+        ChatEvent::McpToolCall {
+            turn_id: turn.into(),
+            id: call_id.into(),
+            call_id: call_id.into(),
+            connector_name: "Countersign demo".into(),
+            tool_name: "search_notes".into(),
+            status: "ok".into(),
+            error: None,
+            duration_ms: 7,
+            origin: origin.map(Into::into),
+            approved_at: None,
+        }
+    }
+
+    fn origin_of(transcript: &Transcript, call_id: &str) -> Option<Origin> {
+        transcript
+            .turns
+            .iter()
+            .flat_map(|turn| &turn.segments)
+            .find_map(|segment| match segment {
+                Segment::Tool(call) if call.id == call_id => Some(call.origin.clone()),
+                _ => None,
+            })
+            .expect("the call's block")
+    }
+
+    #[test]
+    fn each_allow_button_sends_its_grant_and_the_card_shows_it_approving() {
+        for grant in [Grant::Once, Grant::Turn, Grant::Always] {
+            let mut transcript = waiting();
+            assert!(transcript.decision_sent("p1", Decision::Approve(grant)));
+            assert_eq!(
+                approval_state(&transcript),
+                ApprovalState::Approving(grant),
+                "{grant:?}"
+            );
+            assert!(
+                !transcript.decision_sent("p1", Decision::Approve(Grant::Always)),
+                "{grant:?}: one decision per card"
+            );
+        }
+        let wire: Vec<&str> = [Grant::Once, Grant::Turn, Grant::Always]
+            .into_iter()
+            .map(Grant::wire)
+            .collect();
+        assert_eq!(wire, ["once", "turn", "always"]);
+    }
+
+    #[test]
+    fn a_step_up_refusal_reopens_the_card_with_the_reason_and_decides_nothing() {
+        assert_eq!(
+            DecisionAnswer::from_error(Some(403), "mfa_required".into()),
+            DecisionAnswer::StepUpRequired
+        );
+        assert_eq!(
+            DecisionAnswer::from_error(Some(403), "Cross-origin requests are not allowed.".into()),
+            DecisionAnswer::Failed("Cross-origin requests are not allowed.".into()),
+            "another 403 is the server's words"
+        );
+        let mut transcript = waiting();
+        transcript.decision_sent("p1", Decision::Approve(Grant::Always));
+        transcript.decision_answered("p1", DecisionAnswer::StepUpRequired);
+        let approval = transcript.approval("p1").expect("a card");
+        assert_eq!(approval.state, ApprovalState::Pending);
+        assert_eq!(approval.problem.as_deref(), Some(STEP_UP_NEEDED));
+        assert!(STEP_UP_NEEDED.contains("two-factor step-up"));
+        // The other buttons still work, and the problem goes.
+        assert!(transcript.decision_sent("p1", Decision::Approve(Grant::Turn)));
+        assert_eq!(
+            transcript.approval("p1").and_then(|a| a.problem.clone()),
+            None
+        );
+        // A step-up answer after the stream decided changes nothing.
+        transcript.apply(Some(5), resolved("t1", "p1", "approved"));
+        transcript.decision_answered("p1", DecisionAnswer::StepUpRequired);
+        assert_eq!(approval_state(&transcript), ApprovalState::Approved);
+    }
+
+    #[test]
+    fn every_call_that_ran_keeps_what_let_it_run() {
+        let cases = [
+            (
+                Some("turn_grant"),
+                Some(Origin::TurnGrant),
+                "this turn's grant",
+            ),
+            (
+                Some("always_grant"),
+                Some(Origin::AlwaysGrant),
+                "an always-allow rule",
+            ),
+            (
+                Some("trusted_annotations"),
+                Some(Origin::TrustedAnnotations),
+                "trusted annotations",
+            ),
+            (
+                Some("approved"),
+                Some(Origin::Approved { approved_at: None }),
+                "a card, time unknown",
+            ),
+            (
+                Some("sudo"),
+                None,
+                "a word this build does not know: no chip",
+            ),
+            (None, None, "an older server: no chip"),
+        ];
+        for (wire, expected, why) in cases {
+            let mut transcript = Transcript::default();
+            transcript.apply(Some(1), started("t1", "x"));
+            transcript.apply(Some(2), tool_call("t1", "c1"));
+            transcript.apply(Some(3), ran_under("t1", "c1", wire));
+            assert_eq!(origin_of(&transcript, "c1"), expected, "{why}");
+            assert_eq!(only_call(&transcript).approval, None, "{why}: no card");
+            if let Some(origin) = &expected {
+                assert_eq!(Some(origin.key()), wire, "{why}: the key is the wire word");
+            }
+        }
+    }
+
+    #[test]
+    fn a_turn_grant_shows_one_card_and_the_later_call_says_the_grant_let_it_run() {
+        let approved_at = "2026-05-01T12:03:00.5Z";
+        let events = vec![
+            tool_call("t1", "c1"),
+            required("t1", "p1", "c1"),
+            resolved("t1", "p1", "approved"),
+            ChatEvent::McpToolCall {
+                turn_id: "t1".into(),
+                id: "p1".into(),
+                call_id: "c1".into(),
+                connector_name: "Countersign demo".into(),
+                tool_name: "search_notes".into(),
+                status: "ok".into(),
+                error: None,
+                duration_ms: 9,
+                origin: Some("approved".into()),
+                approved_at: Some(approved_at.into()),
+            },
+            tool_call("t1", "c2"),
+            ran_under("t1", "c2", Some("turn_grant")),
+        ];
+        let mut live = Transcript::default();
+        live.apply(Some(1), started("t1", "use search_notes … then …"));
+        for (seq, event) in (2..).zip(events.clone()) {
+            live.apply(Some(seq), event);
+        }
+        live.apply(Some(20), finished("t1", "done"));
+
+        let mut detail = detail(
+            vec![message(
+                "t1",
+                "user",
+                "use search_notes … then …",
+                "complete",
+            )],
+            20,
+        );
+        detail.turns = vec![countersign_api::TurnRecord {
+            turn_id: "t1".into(),
+            status: "done".into(),
+            events,
+        }];
+        let reloaded = Transcript::from_detail(&detail);
+
+        for (transcript, when) in [(&live, "live"), (&reloaded, "after a reload")] {
+            let first = origin_of(transcript, "c1");
+            assert_eq!(
+                first,
+                Some(Origin::Approved {
+                    approved_at: Some(approved_at.into())
+                }),
+                "{when}"
+            );
+            assert_eq!(
+                origin_of(transcript, "c2"),
+                Some(Origin::TurnGrant),
+                "{when}"
+            );
+            let cards = transcript.turns[0]
+                .segments
+                .iter()
+                .filter(|s| matches!(s, Segment::Tool(call) if call.approval.is_some()))
+                .count();
+            assert_eq!(cards, 1, "{when}: one card only");
+        }
     }
 }

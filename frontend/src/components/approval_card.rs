@@ -3,12 +3,15 @@
 //!
 //! It shows the evidence the server stored — "<connector>: <tool> wants to
 //! run", the full arguments (long strings folded, never cut), the
-//! destination, the reason — a countdown to `expires_at`, and Allow once /
-//! Decline. Its state lives in the [`Transcript`]: pressing a button records
-//! "Approving…" there, the server's answer to the POST is folded in, and the
-//! stream's `mcp_confirmation_resolved` and `mcp_tool_call` say the rest. It
-//! decides nothing itself; when the local countdown reaches zero it only
-//! stops offering the buttons (the server would refuse with 410 anyway).
+//! destination, the reason — a countdown to `expires_at`, and Allow once ·
+//! Allow for this turn · Always allow this tool · Decline. Its state lives in
+//! the [`Transcript`]: pressing a button records "Approving…" there, the
+//! server's answer to the POST is folded in (a 403 `mfa_required` for
+//! "always" reopens the card saying a step-up is needed), and the stream's
+//! `mcp_confirmation_resolved` and `mcp_tool_call` say the rest, including
+//! when the user approved. It decides nothing itself; when the local
+//! countdown reaches zero it only stops offering the buttons (the server
+//! would refuse with 410 anyway).
 
 use std::time::Duration;
 
@@ -23,8 +26,9 @@ use crate::approval::{
     ArgPiece, argument_pieces, card_status, clock_offset_ms, countdown_text, duration_text,
     remaining_secs,
 };
+use crate::components::OriginChip;
 use crate::session::SessionState;
-use crate::transcript::{DecisionAnswer, ToolCall, ToolState, Transcript};
+use crate::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 
 /// The card of the call in `call`, whose approval has ledger id
 /// `approval_id`.
@@ -43,6 +47,7 @@ pub fn ApprovalCard(
         call.with(|c| c.as_ref().map_or(ToolState::Running, |c| c.state.clone()))
     });
     let duration = Memo::new(move |_| call.with(|c| c.as_ref().and_then(|c| c.duration_ms)));
+    let origin = Memo::new(move |_| call.with(|c| c.as_ref().and_then(|c| c.origin.clone())));
 
     // ---- The countdown, by the server's clock: this clock plus the offset
     // learnt from `GET /api/mcp-pending-calls` (zero until then).
@@ -89,7 +94,7 @@ pub fn ApprovalCard(
 
     // ---- Deciding.
     let status_line = NodeRef::<P>::new();
-    let decide = move |approve: bool| {
+    let decide = move |decision: Decision| {
         let Some(card) = approval.get_untracked() else {
             return;
         };
@@ -97,7 +102,7 @@ pub fn ApprovalCard(
             return;
         }
         let mut send = false;
-        transcript.update(|t| send = t.decision_sent(&card.id, approve));
+        transcript.update(|t| send = t.decision_sent(&card.id, decision));
         if !send {
             return;
         }
@@ -110,10 +115,17 @@ pub fn ApprovalCard(
         });
         let token = session.csrf_token().unwrap_or_default();
         spawn_local(async move {
-            let body = DecideRequest {
-                decision: if approve { "approve" } else { "deny" }.into(),
-                grant: Some("once".into()),
-                arguments_digest: card.arguments_digest.clone(),
+            let body = match decision {
+                Decision::Approve(grant) => DecideRequest {
+                    decision: "approve".into(),
+                    grant: Some(grant.wire().into()),
+                    arguments_digest: card.arguments_digest.clone(),
+                },
+                Decision::Deny => DecideRequest {
+                    decision: "deny".into(),
+                    grant: None,
+                    arguments_digest: card.arguments_digest.clone(),
+                },
             };
             let answer = match api::decide_pending_call(&token, &card.id, &body).await {
                 Ok(_) => DecisionAnswer::Recorded,
@@ -172,6 +184,8 @@ pub fn ApprovalCard(
     let title_id = format!("approval-{approval_id}-title");
     let args_id = format!("approval-{approval_id}-args");
     let allow_id = format!("approval-{approval_id}-allow-what");
+    let turn_id = format!("approval-{approval_id}-turn-what");
+    let always_id = format!("approval-{approval_id}-always-what");
     let decline_id = format!("approval-{approval_id}-decline-what");
 
     view! {
@@ -235,6 +249,7 @@ pub fn ApprovalCard(
             {move || tool_error().map(|error| view! {
                 <p class="tool-error" data-testid="approval-tool-error">{error}</p>
             })}
+            {move || origin.get().map(|origin| view! { <OriginChip origin=origin /> })}
             {move || problem().map(|text| view! {
                 <p class="form-error" role="alert" data-testid="approval-error">{text}</p>
             })}
@@ -246,9 +261,29 @@ pub fn ApprovalCard(
                         data-testid="approval-allow-once"
                         aria-describedby=allow_id.clone()
                         disabled=move || !buttons_enabled()
-                        on:click=move |_| decide(true)
+                        on:click=move |_| decide(Decision::Approve(Grant::Once))
                     >
                         "Allow once"
+                    </button>
+                    <button
+                        type="button"
+                        class="button secondary"
+                        data-testid="approval-allow-turn"
+                        aria-describedby=turn_id.clone()
+                        disabled=move || !buttons_enabled()
+                        on:click=move |_| decide(Decision::Approve(Grant::Turn))
+                    >
+                        "Allow for this turn"
+                    </button>
+                    <button
+                        type="button"
+                        class="button secondary"
+                        data-testid="approval-allow-always"
+                        aria-describedby=always_id.clone()
+                        disabled=move || !buttons_enabled()
+                        on:click=move |_| decide(Decision::Approve(Grant::Always))
+                    >
+                        "Always allow this tool"
                     </button>
                     <button
                         type="button"
@@ -256,7 +291,7 @@ pub fn ApprovalCard(
                         data-testid="approval-decline"
                         aria-describedby=decline_id.clone()
                         disabled=move || !buttons_enabled()
-                        on:click=move |_| decide(false)
+                        on:click=move |_| decide(Decision::Deny)
                     >
                         "Decline"
                     </button>
@@ -264,6 +299,20 @@ pub fn ApprovalCard(
                     // (descriptions may point at hidden elements).
                     <span id=allow_id.clone() hidden>
                         {move || format!("Allow this one call to {} on {}", tool(), connector())}
+                    </span>
+                    <span id=turn_id.clone() hidden>
+                        {move || format!(
+                            "Allow calls to {} on {} for the rest of this reply",
+                            tool(),
+                            connector(),
+                        )}
+                    </span>
+                    <span id=always_id.clone() hidden>
+                        {move || format!(
+                            "Always allow {} on {} until you revoke it or the tool changes",
+                            tool(),
+                            connector(),
+                        )}
                     </span>
                     <span id=decline_id.clone() hidden>
                         "Decline this call"

@@ -1,6 +1,7 @@
 //! Settings → "Connectors": the user's MCP servers, adding one (by hand or
 //! from the deployment's offers), testing and refreshing it, deleting it, and
-//! opening its tool review ([`ToolReviewList`]), and the per-connector
+//! opening its tool review ([`ToolReviewList`], where "always allow" rules
+//! are revoked), how many standing rules it has, and the per-connector
 //! "Trust this server's safety annotations" switch (off by default; turning
 //! it on asks first, turning it off does not).
 //!
@@ -19,7 +20,7 @@ use leptos::task::spawn_local;
 use crate::api::{self, ApiError};
 use crate::components::{FormError, ToolReviewList};
 use crate::session::SessionState;
-use crate::tool_review::counts_summary;
+use crate::tool_review::{counts_summary, grant_count_text};
 
 /// Most custom headers a connector may carry (the server's limit too).
 const MAX_HEADERS: usize = 20;
@@ -242,6 +243,7 @@ fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
         })
     };
     let counts = move || connector.with(|c| c.as_ref().map(|c| counts_summary(&c.tool_counts)));
+    let rules = move || connector.with(|c| c.as_ref().map(|c| grant_count_text(c.grant_count)));
     let name = field(|c| c.name.clone());
     let host = field(|c| c.host.clone());
     let heading_id = format!("connector-{id}-name");
@@ -275,6 +277,12 @@ fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                     <div>
                         <dt>"Tools"</dt>
                         <dd data-testid="connector-tool-counts">{text}</dd>
+                    </div>
+                })}
+                {move || rules().map(|text| view! {
+                    <div>
+                        <dt>"Standing rules"</dt>
+                        <dd data-testid="connector-grant-count">{text}</dd>
                     </div>
                 })}
             </dl>
@@ -329,7 +337,7 @@ fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                     <ToolReviewList
                         connector_id=id.clone()
                         version=tools_version.read_only()
-                        on_saved=move || {
+                        on_changed=move || {
                             tools_version.update(|v| *v += 1);
                             store.reload();
                         }

@@ -2,10 +2,12 @@
 
 use leptos::prelude::*;
 
+use crate::components::OriginChip;
 use crate::transcript::{ToolCall, ToolState};
 
-/// "tool_name", its arguments as pretty JSON, and where it stands
-/// (running / ok / error with the reason).
+/// "tool_name", its arguments as pretty JSON, where it stands (running /
+/// ok / error with the reason), and for an MCP call that ran without a
+/// card, the rule that let it run.
 #[component]
 pub fn ToolCallBlock(
     /// The call; `None` renders nothing.
@@ -24,6 +26,7 @@ pub fn ToolCallBlock(
                 _ => None,
             };
             let arguments = (!call.arguments.is_empty()).then_some(call.arguments);
+            let origin = call.origin.map(|origin| view! { <OriginChip origin=origin /> });
             view! {
                 <section class="tool-call" data-testid="tool-call" data-state=state aria-label="Tool call">
                     <p class="tool-call-head">
@@ -51,6 +54,7 @@ pub fn ToolCallBlock(
                                 </p>
                             }
                         })}
+                    {origin}
                 </section>
             }
         })

@@ -3,29 +3,52 @@
 //! *as the server's claims*, badges for new and changed tools, and for a
 //! changed tool what changed since the user kept it. "Keep these tools"
 //! keeps the checked ones and declines the rest.
+//!
+//! A tool with an "always allow" rule carries a chip — "always allowed", or
+//! "suspended: the tool changed" when the server found its descriptor moved
+//! (DESIGN §5 rule 2) — with Revoke, which deletes the rule; the server's
+//! reloaded list then shows what stands.
 
 use countersign_api::ConnectorTool;
+use leptos::html::P;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
 use crate::components::FormError;
 use crate::session::SessionState;
-use crate::tool_review::{annotation_claims, descriptor_changes, review_request, starts_kept};
+use crate::tool_review::{
+    GrantChip, annotation_claims, descriptor_changes, grant_chip, review_request, starts_kept,
+};
 
 /// The review list of one connector, loaded again whenever `version` moves
-/// (after Test, Refresh or a saved review).
+/// (after Test, Refresh, a saved review or a revoked rule).
 #[component]
 pub fn ToolReviewList(
     connector_id: String,
     version: ReadSignal<u32>,
-    /// Called after a review was saved.
+    /// Called after a review was saved or a rule revoked: the connector's
+    /// counts moved, and the list should be loaded again.
     #[prop(into)]
-    on_saved: Callback<()>,
+    on_changed: Callback<()>,
 ) -> impl IntoView {
     // Lives here, not in the form: saving reloads the list, which rebuilds
     // the form, and the "Saved" notice must outlive that.
-    let notice = RwSignal::new(None::<&'static str>);
+    let notice = RwSignal::new(None::<String>);
+    let notice_line = NodeRef::<P>::new();
+    // A revoked rule's Revoke button goes with the reload: the keyboard
+    // lands on the line saying what happened.
+    let on_revoked = Callback::new(move |tool: String| {
+        notice.set(Some(format!(
+            "Revoked. The next call to {tool} asks for your approval again."
+        )));
+        on_changed.run(());
+        request_animation_frame(move || {
+            if let Some(line) = notice_line.get_untracked() {
+                let _ = line.focus();
+            }
+        });
+    });
     let tools = {
         let connector_id = connector_id.clone();
         LocalResource::new(move || {
@@ -50,12 +73,19 @@ pub fn ToolReviewList(
                 }
                 .into_any(),
                 Some(Ok(list)) => view! {
-                    <ReviewForm connector_id=connector_id.clone() tools=list on_saved=on_saved notice=notice />
+                    <ReviewForm
+                        connector_id=connector_id.clone()
+                        tools=list
+                        on_saved=on_changed
+                        on_revoked=on_revoked
+                        notice=notice
+                    />
                 }
                 .into_any(),
             }}
             {move || notice.get().map(|text| view! {
-                <p class="key-notice" role="status" data-testid="review-notice">{text}</p>
+                <p class="key-notice" role="status" tabindex="-1" node_ref=notice_line
+                    data-testid="review-notice">{text}</p>
             })}
         </div>
     }
@@ -67,8 +97,10 @@ fn ReviewForm(
     connector_id: String,
     tools: Vec<ConnectorTool>,
     on_saved: Callback<()>,
+    /// Called with a tool's name after its rule was revoked.
+    on_revoked: Callback<String>,
     /// "Saved." after a save, shown by the list around this form.
-    notice: RwSignal<Option<&'static str>>,
+    notice: RwSignal<Option<String>>,
 ) -> impl IntoView {
     let session = SessionState::expect();
     let boxes: Vec<(String, RwSignal<bool>)> = tools
@@ -107,7 +139,7 @@ fn ReviewForm(
             match result {
                 Ok(()) => {
                     notice.set(Some(
-                        "Saved. Only the tools you kept are offered to the assistant.",
+                        "Saved. Only the tools you kept are offered to the assistant.".into(),
                     ));
                     on_saved.run(());
                 }
@@ -125,7 +157,7 @@ fn ReviewForm(
                     .find(|(name, _)| *name == tool.name)
                     .map(|(_, keep)| *keep)
             });
-            view! { <ToolRow tool=tool keep=keep /> }
+            view! { <ToolRow tool=tool keep=keep on_revoked=on_revoked /> }
         })
         .collect_view();
 
@@ -144,7 +176,11 @@ fn ReviewForm(
 
 /// One tool. `keep` is `None` for a tool the server no longer lists.
 #[component]
-fn ToolRow(tool: ConnectorTool, keep: Option<RwSignal<bool>>) -> impl IntoView {
+fn ToolRow(
+    tool: ConnectorTool,
+    keep: Option<RwSignal<bool>>,
+    on_revoked: Callback<String>,
+) -> impl IntoView {
     // Names come from the server: keep element ids to a safe alphabet.
     let slug: String = tool
         .name
@@ -165,6 +201,9 @@ fn ToolRow(tool: ConnectorTool, keep: Option<RwSignal<bool>>) -> impl IntoView {
     let is_new = tool.review_state == "new" && !tool.removed;
     let is_changed = tool.review_state == "changed" && !tool.removed;
     let shown_title = tool.title.clone().filter(|t| !t.trim().is_empty());
+    let rule = grant_chip(&tool).map(
+        |chip| view! { <RuleChip chip=chip tool_name=tool.name.clone() on_revoked=on_revoked /> },
+    );
 
     let control = match keep {
         Some(keep) => view! {
@@ -198,6 +237,7 @@ fn ToolRow(tool: ConnectorTool, keep: Option<RwSignal<bool>>) -> impl IntoView {
                 {tool.description.clone().unwrap_or_else(|| "No description.".into())}
             </p>
             <p class="annotation-claims" data-testid="annotation-claims">{claims}</p>
+            {rule}
             {(!changes.is_empty()).then(|| view! {
                 <details class="what-changed" data-testid="tool-what-changed">
                     <summary>"What changed"</summary>
@@ -222,5 +262,57 @@ fn ToolRow(tool: ConnectorTool, keep: Option<RwSignal<bool>>) -> impl IntoView {
                 </details>
             })}
         </li>
+    }
+}
+
+/// "always allowed · Revoke" (or suspended): the user's standing rule for
+/// one tool. Revoke deletes it; a 404 means it is gone already, which is
+/// what the user wanted, so the list is reloaded either way.
+#[component]
+fn RuleChip(chip: GrantChip, tool_name: String, on_revoked: Callback<String>) -> impl IntoView {
+    let session = SessionState::expect();
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let label = format!("Revoke the always-allow rule for {tool_name}");
+    let revoke = move |_| {
+        if busy.get_untracked() {
+            return;
+        }
+        let token = session.csrf_token().unwrap_or_default();
+        let grant_id = chip.grant_id.clone();
+        let tool_name = tool_name.clone();
+        busy.set(true);
+        error.set(None);
+        spawn_local(async move {
+            let result = api::revoke_grant(&token, &grant_id).await;
+            busy.try_set(false);
+            match result {
+                Ok(()) => on_revoked.run(tool_name),
+                Err(failure) if failure.status == Some(404) => on_revoked.run(tool_name),
+                Err(failure) => _ = error.try_set(Some(failure.detail)),
+            }
+        });
+    };
+    view! {
+        <p
+            class="grant-chip"
+            class:suspended=chip.suspended
+            data-testid="tool-grant"
+            data-suspended=chip.suspended.to_string()
+        >
+            <span data-testid="tool-grant-text">{chip.text}</span>
+            <span aria-hidden="true">" · "</span>
+            <button
+                type="button"
+                class="grant-revoke"
+                data-testid="tool-grant-revoke"
+                aria-label=label
+                disabled=move || busy.get()
+                on:click=revoke
+            >
+                {move || if busy.get() { "Revoking…" } else { "Revoke" }}
+            </button>
+        </p>
+        <FormError message=error testid="tool-grant-error" />
     }
 }

@@ -1,0 +1,275 @@
+// Journeys through the grants of the approval card (DESIGN §5 rules 1 and
+// 2, §6, §9): "Always allow this tool" and "Allow for this turn", the
+// origin chips that say what let a call run, and the "always allowed ·
+// Revoke" chip in Settings → Connectors.
+//
+// - Always allow: the next identical call runs with no card and says it ran
+//   under the always-allow rule; Settings counts the rule and shows the
+//   chip; Revoke makes the next call ask again.
+// - Allow for this turn: of two calls to the same tool in one turn, only the
+//   first asks, the second says the turn's grant let it run; the next
+//   message asks again.
+//
+// Needs, like approvals.spec.ts, the server started with the demo MCP server
+// as an available connector, and COUNTERSIGN_E2E_DEMO_ADMIN pointing at that
+// demo server (its call log proves what ran).
+import path from 'node:path';
+import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
+
+const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
+const DEMO_ADMIN = process.env.COUNTERSIGN_E2E_DEMO_ADMIN;
+const DEMO_NAME = 'Countersign demo';
+// The offline demo's reply, a summary of the tool result, with room for a
+// slow machine (the server streams one word every 150 ms).
+const REPLY_TIMEOUT = 30_000;
+const NOTE = { title: 'Grant test', body: 'Written under a rule.' };
+
+test.setTimeout(120_000);
+
+function uniqueEmail(label: string): string {
+  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+}
+
+// A CSP violation or an uncaught error in any page of the test fails it.
+let problems: string[] = [];
+
+test.beforeEach(({ context }) => {
+  problems = [];
+  const watch = (page: Page) => {
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
+        problems.push(`console: ${message.text()}`);
+      }
+    });
+  };
+  context.pages().forEach(watch);
+  context.on('page', watch);
+});
+
+test.afterEach(() => {
+  expect(problems, 'CSP violations or page errors').toEqual([]);
+});
+
+/** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
+async function snap(page: Page, name: string) {
+  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
+}
+
+/** How many times the demo server executed `tool` (its own call log). */
+async function demoCalls(request: APIRequestContext, tool: string): Promise<number> {
+  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
+  const response = await request.get(`${DEMO_ADMIN}/admin/calls`);
+  expect(response.ok(), 'GET /admin/calls').toBe(true);
+  const log = (await response.json()) as { by_tool: Record<string, number> };
+  return log.by_tool[tool] ?? 0;
+}
+
+async function signUp(page: Page, label: string) {
+  await page.goto('/signup');
+  await page.getByTestId('signup-email').fill(uniqueEmail(label));
+  await page.getByTestId('signup-name').fill('Grace Grantor');
+  await page.getByTestId('signup-password').fill(PASSPHRASE);
+  await page.getByTestId('signup-submit').click();
+  await expect(page.getByTestId('shell')).toBeVisible();
+}
+
+/** The demo connector's row in Settings → Connectors (Settings must be open). */
+function demoRow(page: Page): Locator {
+  return page
+    .getByTestId('connectors-section')
+    .locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
+}
+
+/** Settings → Connectors: adds the demo server in one click and keeps `keep`. Returns its row. */
+async function addDemoConnector(page: Page, keep: string[]): Promise<Locator> {
+  await page.getByTestId('nav-settings').click();
+  await expect(page).toHaveURL(/\/settings$/);
+  await page.getByTestId('connectors-section').getByTestId('available-add').first().click();
+  const row = demoRow(page);
+  await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
+  await row.getByTestId('connector-review').click();
+  for (const name of keep) {
+    await row.locator(`[data-testid="tool-row"][data-tool-name="${name}"]`).getByTestId('tool-keep').check();
+  }
+  await row.getByTestId('review-save').click();
+  await expect(row.getByTestId('connector-tool-counts')).toContainText(`${keep.length} kept`);
+  return row;
+}
+
+/** Clicks "New chat" (offline demo model) and waits for the empty chat. */
+async function newChat(page: Page) {
+  await page.getByTestId('new-chat').click();
+  await expect(page).toHaveURL(/\/chats\/[0-9a-f-]{36}$/);
+  await expect(page.getByTestId('composer-input')).toBeVisible();
+  await expect(page.getByTestId('offline-badge')).toBeVisible();
+}
+
+/** Sends `text` to the offline demo model. */
+async function say(page: Page, text: string) {
+  await page.getByTestId('composer-input').fill(text);
+  await page.getByTestId('composer-send').click();
+}
+
+/** Asks the offline demo model to call `tool` with `args` (its `use TOOL with {json}`). */
+async function ask(page: Page, tool: string, args: object) {
+  await say(page, `use ${tool} with ${JSON.stringify(args)}`);
+}
+
+/** The `count`-th approval card on the page (1-based), once it waits for a decision. */
+async function waitingCard(page: Page, tool: string, count: number): Promise<Locator> {
+  const cards = page.getByTestId('approval-card');
+  await expect(cards).toHaveCount(count, { timeout: REPLY_TIMEOUT });
+  const card = cards.nth(count - 1);
+  await expect(card.getByTestId('approval-title')).toHaveText(`${DEMO_NAME}: ${tool} wants to run`);
+  await expect(card).toHaveAttribute('data-state', 'pending');
+  await expect(card.getByTestId('approval-allow-once')).toBeEnabled();
+  return card;
+}
+
+/** Waits until the turn is over (Stop gone, the answer no longer streaming). */
+async function turnOver(page: Page) {
+  await expect(page.getByTestId('stop-turn')).toHaveCount(0, { timeout: REPLY_TIMEOUT });
+  await expect(page.getByTestId('message-assistant').last()).not.toHaveAttribute('data-streaming', {
+    timeout: REPLY_TIMEOUT,
+  });
+}
+
+/** Declines a waiting card and waits for the turn to end. */
+async function decline(page: Page, card: Locator) {
+  await card.getByTestId('approval-decline').click();
+  await expect(card.getByTestId('approval-status')).toHaveText('Declined', { timeout: REPLY_TIMEOUT });
+  await turnOver(page);
+}
+
+test('Always allow: the next identical call runs without a card under the rule; Revoke in Settings makes it ask again', async ({
+  page,
+  request,
+}) => {
+  await signUp(page, 'always');
+  const row = await addDemoConnector(page, ['add_note']);
+  await expect(row.getByTestId('connector-grant-count')).toHaveText('No always-allowed tools');
+  await newChat(page);
+  const chatUrl = page.url();
+  const before = await demoCalls(request, 'add_note');
+
+  await ask(page, 'add_note', NOTE);
+  const card = await waitingCard(page, 'add_note', 1);
+
+  // Four choices, each saying what it does; reachable with the keyboard.
+  const once = card.getByRole('button', { name: 'Allow once' });
+  const turn = card.getByRole('button', { name: 'Allow for this turn' });
+  const always = card.getByRole('button', { name: 'Always allow this tool' });
+  await expect(turn).toHaveAccessibleDescription(
+    `Allow calls to add_note on ${DEMO_NAME} for the rest of this reply`,
+  );
+  await expect(always).toHaveAccessibleDescription(
+    `Always allow add_note on ${DEMO_NAME} until you revoke it or the tool changes`,
+  );
+  await expect(card.getByRole('button', { name: 'Decline' })).toBeVisible();
+  await snap(page, 'grants-card-four-buttons');
+  await once.focus();
+  await page.keyboard.press('Tab');
+  await expect(turn).toBeFocused();
+  await page.keyboard.press('Tab');
+  await expect(always).toBeFocused();
+  await page.keyboard.press('Enter');
+
+  await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+    timeout: REPLY_TIMEOUT,
+  });
+  await expect(card.getByTestId('approval-allow-always')).toHaveCount(0);
+  // Who let it run, and when (local time).
+  const approvedChip = card.getByTestId('tool-origin');
+  await expect(approvedChip).toHaveAttribute('data-origin', 'approved');
+  await expect(approvedChip).toHaveText(/^You approved at \d\d:\d\d$/);
+  await turnOver(page);
+  expect(await demoCalls(request, 'add_note')).toBe(before + 1);
+
+  // The same call again: no card, it runs under the rule.
+  await ask(page, 'add_note', NOTE);
+  const block = page.getByTestId('tool-call');
+  await expect(block).toHaveCount(1, { timeout: REPLY_TIMEOUT });
+  await expect(block.getByTestId('tool-status')).toHaveText('OK', { timeout: REPLY_TIMEOUT });
+  const ruleChip = block.getByTestId('tool-origin');
+  await expect(ruleChip).toHaveText('Ran under your always-allow rule');
+  await expect(ruleChip).toHaveAttribute('data-origin', 'always_grant');
+  await turnOver(page);
+  await expect(page.getByTestId('approval-card')).toHaveCount(1);
+  expect(await demoCalls(request, 'add_note')).toBe(before + 2);
+  await snap(page, 'grants-always-chip');
+
+  // A reload tells the same story.
+  await page.reload();
+  await expect(page.getByTestId('approval-card').getByTestId('tool-origin')).toHaveText(
+    /^You approved at \d\d:\d\d$/,
+  );
+  await expect(page.getByTestId('tool-call').getByTestId('tool-origin')).toHaveText(
+    'Ran under your always-allow rule',
+  );
+
+  // Settings: the count, and the chip on the tool.
+  await page.getByTestId('nav-settings').click();
+  const settingsRow = demoRow(page);
+  await expect(settingsRow.getByTestId('connector-grant-count')).toHaveText('1 always-allowed tool');
+  await settingsRow.getByTestId('connector-review').click();
+  const tool = settingsRow.locator('[data-testid="tool-row"][data-tool-name="add_note"]');
+  const chip = tool.getByTestId('tool-grant');
+  await expect(chip).toHaveAttribute('data-suspended', 'false');
+  await expect(chip).toContainText('always allowed · Revoke');
+  const revoke = chip.getByRole('button', { name: 'Revoke the always-allow rule for add_note' });
+  await snap(page, 'grants-settings-chip');
+  await revoke.click();
+  await expect(settingsRow.getByTestId('review-notice')).toContainText('Revoked', { timeout: REPLY_TIMEOUT });
+  await expect(tool.getByTestId('tool-grant')).toHaveCount(0);
+  await expect(settingsRow.getByTestId('connector-grant-count')).toHaveText('No always-allowed tools');
+
+  // Revoked: the same call asks again, and nothing ran meanwhile.
+  await page.goto(chatUrl);
+  await expect(page.getByTestId('approval-card')).toHaveCount(1);
+  await ask(page, 'add_note', NOTE);
+  const again = await waitingCard(page, 'add_note', 2);
+  await expect(page.getByTestId('tool-call')).toHaveCount(1);
+  expect(await demoCalls(request, 'add_note')).toBe(before + 2);
+  await decline(page, again);
+  expect(await demoCalls(request, 'add_note')).toBe(before + 2);
+});
+
+test('Allow for this turn: the second call of the turn runs without a card, and the next message asks again', async ({
+  page,
+  request,
+}) => {
+  await signUp(page, 'turn');
+  await addDemoConnector(page, ['search_notes']);
+  await newChat(page);
+  const before = await demoCalls(request, 'search_notes');
+
+  await say(page, 'use search_notes with {"query":"lease"} then use search_notes with {"query":"deed"}');
+  const card = await waitingCard(page, 'search_notes', 1);
+  await expect(card.getByTestId('approval-arguments')).toHaveText('{\n  "query": "lease"\n}');
+  expect(await demoCalls(request, 'search_notes')).toBe(before);
+  await card.getByTestId('approval-allow-turn').click();
+
+  await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+    timeout: REPLY_TIMEOUT,
+  });
+  await expect(card.getByTestId('tool-origin')).toHaveText(/^You approved at \d\d:\d\d$/);
+  // The second search: no card, the turn's grant let it run.
+  const block = page.getByTestId('tool-call');
+  await expect(block).toHaveCount(1, { timeout: REPLY_TIMEOUT });
+  await expect(block).toContainText('"deed"');
+  await expect(block.getByTestId('tool-status')).toHaveText('OK', { timeout: REPLY_TIMEOUT });
+  await expect(block.getByTestId('tool-origin')).toHaveText('Allowed for this turn');
+  await expect(block.getByTestId('tool-origin')).toHaveAttribute('data-origin', 'turn_grant');
+  await turnOver(page);
+  await expect(page.getByTestId('approval-card')).toHaveCount(1);
+  expect(await demoCalls(request, 'search_notes')).toBe(before + 2);
+  await snap(page, 'grants-turn-chip');
+
+  // The grant ended with its turn: the next message asks.
+  await ask(page, 'search_notes', { query: 'lease' });
+  const next = await waitingCard(page, 'search_notes', 2);
+  expect(await demoCalls(request, 'search_notes')).toBe(before + 2);
+  await decline(page, next);
+  expect(await demoCalls(request, 'search_notes')).toBe(before + 2);
+});
