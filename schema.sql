@@ -291,6 +291,41 @@ ALTER TABLE ONLY public.messages FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.messages OWNER TO countersign_owner;
 
 --
+-- Name: mfa_recovery_codes; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.mfa_recovery_codes (
+    user_id uuid NOT NULL,
+    code_hash bytea NOT NULL,
+    used_at timestamp with time zone,
+    CONSTRAINT mfa_recovery_codes_hash_length CHECK ((octet_length(code_hash) = 32))
+);
+
+ALTER TABLE ONLY public.mfa_recovery_codes FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.mfa_recovery_codes OWNER TO countersign_owner;
+
+--
+-- Name: mfa_totp; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.mfa_totp (
+    user_id uuid NOT NULL,
+    key_id text NOT NULL,
+    nonce bytea NOT NULL,
+    ciphertext bytea NOT NULL,
+    confirmed_at timestamp with time zone,
+    last_step bigint,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY public.mfa_totp FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.mfa_totp OWNER TO countersign_owner;
+
+--
 -- Name: profiles; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -340,6 +375,7 @@ CREATE TABLE public.sessions (
     revoked_at timestamp with time zone,
     user_agent text,
     ip inet,
+    mfa_verified_at timestamp with time zone,
     CONSTRAINT sessions_token_hash_length CHECK ((octet_length(token_hash) = 32))
 );
 
@@ -491,6 +527,22 @@ ALTER TABLE ONLY public.mcp_pending_calls
 
 ALTER TABLE ONLY public.messages
     ADD CONSTRAINT messages_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: mfa_recovery_codes mfa_recovery_codes_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mfa_recovery_codes
+    ADD CONSTRAINT mfa_recovery_codes_pkey PRIMARY KEY (user_id, code_hash);
+
+
+--
+-- Name: mfa_totp mfa_totp_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mfa_totp
+    ADD CONSTRAINT mfa_totp_pkey PRIMARY KEY (user_id);
 
 
 --
@@ -809,6 +861,22 @@ ALTER TABLE ONLY public.messages
 
 
 --
+-- Name: mfa_recovery_codes mfa_recovery_codes_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mfa_recovery_codes
+    ADD CONSTRAINT mfa_recovery_codes_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mfa_totp mfa_totp_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mfa_totp
+    ADD CONSTRAINT mfa_totp_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
 -- Name: profiles profiles_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -1037,6 +1105,32 @@ CREATE POLICY messages_service ON public.messages TO service_role USING (true) W
 
 
 --
+-- Name: mfa_recovery_codes; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.mfa_recovery_codes ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: mfa_recovery_codes mfa_recovery_codes_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY mfa_recovery_codes_service ON public.mfa_recovery_codes TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: mfa_totp; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.mfa_totp ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: mfa_totp mfa_totp_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY mfa_totp_service ON public.mfa_totp TO service_role USING (true) WITH CHECK (true);
+
+
+--
 -- Name: _sqlx_migrations migration_owner_only; Type: POLICY; Schema: public; Owner: countersign_owner
 --
 
@@ -1244,6 +1338,20 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.messages TO service_role;
 
 
 --
+-- Name: TABLE mfa_recovery_codes; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.mfa_recovery_codes TO service_role;
+
+
+--
+-- Name: TABLE mfa_totp; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.mfa_totp TO service_role;
+
+
+--
 -- Name: TABLE profiles; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -1337,6 +1445,14 @@ REVOKE ALL ON TABLE mcp_pending_calls FROM authenticated;
 -- messages: row level security enabled and forced
 REVOKE ALL ON TABLE messages FROM anon;
 -- authenticated may: SELECT, INSERT, UPDATE, DELETE
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- mfa_recovery_codes: row level security enabled and forced
+REVOKE ALL ON TABLE mfa_recovery_codes FROM anon;
+REVOKE ALL ON TABLE mfa_recovery_codes FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- mfa_totp: row level security enabled and forced
+REVOKE ALL ON TABLE mfa_totp FROM anon;
+REVOKE ALL ON TABLE mfa_totp FROM authenticated;
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- profiles: row level security enabled and forced
 REVOKE ALL ON TABLE profiles FROM anon;

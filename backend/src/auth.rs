@@ -5,6 +5,7 @@
 //! throttled. Knows nothing of HTTP: handlers in `http::auth` map
 //! [`AuthError`] to status codes.
 
+pub mod mfa;
 pub mod password;
 pub mod session;
 pub mod throttle;
@@ -37,6 +38,12 @@ pub enum AuthError {
     /// Unknown email or wrong password: one answer for both.
     #[error("Wrong email or password.")]
     WrongCredentials,
+    /// The password was right; the account needs its second factor.
+    #[error("mfa_required")]
+    MfaRequired,
+    /// A wrong, expired or reused two-factor code.
+    #[error("That code is not valid. Use the current code from your authenticator app.")]
+    WrongCode,
     /// Too many recent failures for this account or address.
     #[error("Too many failed sign-ins. Try again in {retry_after_secs} seconds.")]
     Throttled {
@@ -202,6 +209,25 @@ pub async fn sign_up(
     ))
 }
 
+/// What a person typed to sign in (never printed but for the email).
+#[derive(Clone, Copy)]
+pub struct SignInAttempt<'a> {
+    /// The email as typed.
+    pub email: &'a str,
+    /// The password as typed.
+    pub password: &'a str,
+    /// A TOTP or recovery code, if the person gave one.
+    pub code: Option<&'a str>,
+}
+
+impl std::fmt::Debug for SignInAttempt<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInAttempt")
+            .field("email", &self.email)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Checks credentials under throttling and opens a session. Unknown email
 /// and wrong password take the same path (a hash is verified either way)
 /// and give the same error.
@@ -210,11 +236,16 @@ pub async fn sign_in(
     pool: &PgPool,
     hasher: &PasswordHasher,
     limits: &throttle::Limits,
-    email_input: &str,
-    password: &str,
+    attempt: SignInAttempt<'_>,
     client: &session::ClientInfo,
     session_absolute: std::time::Duration,
+    secrets: Option<&crate::secrets::SecretBox>,
 ) -> Result<(UserProfile, NewSession), AuthError> {
+    let SignInAttempt {
+        email: email_input,
+        password,
+        code: mfa_code,
+    } = attempt;
     // A malformed email is throttled and answered like any unknown one.
     let email_key = Email::parse(email_input)
         .map(|e| e.0)
@@ -243,6 +274,19 @@ pub async fn sign_in(
         tx.commit().await?;
         return Err(AuthError::WrongCredentials);
     };
+    tx.commit().await?;
+    if mfa::enabled(pool, user_id).await? {
+        let code = mfa_code
+            .filter(|c| !c.trim().is_empty())
+            .ok_or(AuthError::MfaRequired)?;
+        mfa::verify(pool, secrets, limits, user_id, &email_key, code)
+            .await
+            .map_err(|e| match e {
+                mfa::MfaError::Auth(auth) => auth,
+                _ => AuthError::WrongCode,
+            })?;
+    }
+    let mut tx = db::service_tx(pool).await?;
     throttle::clear_account(&mut tx, &email_key).await?;
     let display_name: String =
         sqlx::query_scalar("select display_name from profiles where user_id = $1")
@@ -250,6 +294,13 @@ pub async fn sign_in(
             .fetch_one(&mut *tx)
             .await?;
     let session = session::create(&mut tx, user_id, client, session_absolute).await?;
+    if mfa_code.is_some() {
+        // Signing in with the second factor counts as a step-up.
+        sqlx::query("update sessions set mfa_verified_at = now() where id = $1")
+            .bind(session.id)
+            .execute(&mut *tx)
+            .await?;
+    }
     tx.commit().await?;
     tracing::info!(user.id = %user_id, "signed in");
     Ok((

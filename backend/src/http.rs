@@ -11,6 +11,7 @@ pub mod connectors;
 pub mod error;
 pub mod extract;
 pub mod health;
+pub mod mfa;
 pub mod models;
 pub mod security;
 pub mod stream;
@@ -34,6 +35,15 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/login", post(auth::login))
         .route("/auth/logout", post(auth::logout))
         .route("/auth/me", get(auth::me))
+        .route("/auth/mfa/enroll", post(mfa::enroll))
+        .route("/auth/mfa/confirm", post(mfa::confirm))
+        .route("/auth/mfa/step-up", post(mfa::step_up))
+        .route("/auth/mfa/disable", post(mfa::disable))
+        .route("/auth/sessions", get(mfa::list_sessions))
+        .route(
+            "/auth/sessions/revoke-others",
+            post(mfa::revoke_other_sessions),
+        )
         .route("/chats", get(chats::list_chats).post(chats::create_chat))
         .route(
             "/chats/{id}",

@@ -21,6 +21,35 @@ pub struct LoginRequest {
     pub email: String,
     /// Plain password.
     pub password: String,
+    /// The two-factor code (or a recovery code), when the account has MFA:
+    /// without it such an account answers 401 `{"detail":"mfa_required"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// A two-factor code (`/api/auth/mfa/confirm`, `/disable`, `/step-up`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MfaCodeRequest {
+    /// Six digits from the authenticator app, or a recovery code.
+    pub code: String,
+}
+
+/// `POST /api/auth/mfa/enroll`: what the authenticator app needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MfaEnrolment {
+    /// The secret, base32.
+    pub secret: String,
+    /// `otpauth://totp/…`.
+    pub otpauth_uri: String,
+    /// The URI as a QR code, an SVG document.
+    pub qr_svg: String,
+}
+
+/// `POST /api/auth/mfa/confirm`: the recovery codes, shown once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MfaConfirmed {
+    /// Single-use codes for when the authenticator is lost.
+    pub recovery_codes: Vec<String>,
 }
 
 /// The signed-in person, as the browser sees them.
@@ -44,6 +73,26 @@ pub struct SessionResponse {
     pub user: User,
     /// Send as `X-CSRF-Token` on every non-GET `/api` request.
     pub csrf_token: String,
+    /// Two-factor sign-in is on for this account.
+    #[serde(default)]
+    pub mfa_enabled: bool,
+}
+
+/// One of the caller's sessions (`GET /api/auth/sessions`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Session id.
+    pub id: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339: last request seen (to the minute).
+    pub last_seen_at: String,
+    /// The browser that opened it, as it said.
+    pub user_agent: Option<String>,
+    /// The address it signed in from.
+    pub ip: Option<String>,
+    /// This is the session making the request.
+    pub current: bool,
 }
 
 /// `GET /api/auth/me`: same shape as [`SessionResponse`].

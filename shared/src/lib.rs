@@ -13,7 +13,10 @@ pub mod error;
 pub mod events;
 
 pub use approvals::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
-pub use auth::{LoginRequest, MeResponse, SessionResponse, SignupRequest, User};
+pub use auth::{
+    LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolment, SessionInfo,
+    SessionResponse, SignupRequest, User,
+};
 pub use chat::*;
 pub use connectors::*;
 pub use error::ErrorBody;

@@ -67,6 +67,10 @@ pub async fn decide(
             ));
         }
     }
+    if verdict == Verdict::Approve && grant == "always" {
+        // An always-rule needs a recent step-up.
+        super::mfa::require_step_up(&state, &user).await?;
+    }
     let digest = req.arguments_digest.trim();
     if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(ApiError::Unprocessable(

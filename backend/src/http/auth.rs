@@ -26,6 +26,7 @@ fn session_response(
     headers: &HeaderMap,
     user: UserProfile,
     session: NewSession,
+    mfa_enabled: bool,
 ) -> Response {
     let cookie = session_cookie(
         &session.token,
@@ -35,6 +36,7 @@ fn session_response(
     let body = SessionResponse {
         user: user.into(),
         csrf_token: session.csrf_token,
+        mfa_enabled,
     };
     (status, [(header::SET_COOKIE, cookie)], axum::Json(body)).into_response()
 }
@@ -68,6 +70,7 @@ pub async fn signup(
         &headers,
         user,
         session,
+        false,
     ))
 }
 
@@ -84,18 +87,24 @@ pub async fn login(
         &state.db,
         &HASHER,
         &Limits::from(state.config.as_ref()),
-        &req.email,
-        &req.password,
+        auth::SignInAttempt {
+            email: &req.email,
+            password: &req.password,
+            code: req.code.as_deref(),
+        },
         &client,
         state.config.session_absolute(),
+        state.secrets.as_ref(),
     )
     .await?;
+    let mfa_enabled = req.code.is_some() && auth::mfa::enabled(&state.db, user.id).await?;
     Ok(session_response(
         StatusCode::OK,
         &state,
         &headers,
         user,
         session,
+        mfa_enabled,
     ))
 }
 
@@ -122,5 +131,6 @@ pub async fn me(
     Ok(axum::Json(MeResponse {
         user: profile.into(),
         csrf_token: user.csrf_token,
+        mfa_enabled: auth::mfa::enabled(&state.db, user.user_id).await?,
     }))
 }

@@ -176,6 +176,10 @@ pub async fn update_connector(
         .map(|a| Auth::parse(Some(a)))
         .transpose()?;
     load(&state, user.user_id, id).await?;
+    // Turning trust on and changing credentials need a recent step-up.
+    if req.trust_annotations == Some(true) || auth.is_some() {
+        super::mfa::require_step_up(&state, &user).await?;
+    }
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
     let updated = sqlx::query(
         "update connectors set name = coalesce($2, name), url = coalesce($3, url),

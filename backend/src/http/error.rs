@@ -70,7 +70,9 @@ impl From<AuthError> for ApiError {
             | AuthError::WeakPassword(_) => Self::Unprocessable(message),
             AuthError::EmailTaken => Self::Conflict(message),
             AuthError::SignupClosed => Self::Forbidden(message),
-            AuthError::WrongCredentials => Self::Unauthorized(message),
+            AuthError::WrongCredentials | AuthError::MfaRequired | AuthError::WrongCode => {
+                Self::Unauthorized(message)
+            }
             AuthError::Throttled { retry_after_secs } => Self::TooManyRequests {
                 message,
                 retry_after_secs,

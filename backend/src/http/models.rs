@@ -35,6 +35,7 @@ pub async fn set_provider_key(
     Path(provider): Path<String>,
     Json(req): Json<SetProviderKeyRequest>,
 ) -> Result<StatusCode, ApiError> {
+    super::mfa::require_step_up(&state, &user).await?;
     models::set_key(&state, user.user_id, &provider, &req.api_key).await?;
     tracing::info!(user.id = %user.user_id, provider, "provider key stored");
     Ok(StatusCode::NO_CONTENT)
@@ -46,6 +47,7 @@ pub async fn delete_provider_key(
     CurrentUser(user): CurrentUser,
     Path(provider): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    super::mfa::require_step_up(&state, &user).await?;
     models::delete_key(&state, user.user_id, &provider).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -13,5 +13,6 @@ mod connectors;
 mod grants;
 mod health;
 mod helpers;
+mod mfa;
 mod rls;
 mod turns;

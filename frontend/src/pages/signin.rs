@@ -44,6 +44,7 @@ pub fn SignInPage() -> impl IntoView {
         submit.dispatch_local(LoginRequest {
             email: email.get_untracked().trim().to_owned(),
             password: password.get_untracked(),
+            code: None,
         });
     };
 

@@ -1,0 +1,187 @@
+//! `/api/auth/mfa/*` and `/api/auth/sessions…`: two-factor enrolment,
+//! confirmation, step-up and disabling; the caller's sessions. Also the
+//! step-up guard the trust-changing handlers call.
+
+use super::{
+    error::ApiError,
+    extract::{CurrentUser, Json},
+};
+use crate::{
+    AppState,
+    auth::{
+        SessionUser,
+        mfa::{self, MfaError},
+        throttle::Limits,
+    },
+    db,
+};
+use axum::{extract::State, http::StatusCode};
+use countersign_api::{MfaCodeRequest, MfaConfirmed, MfaEnrolment, SessionInfo};
+use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+use uuid::Uuid;
+
+impl From<MfaError> for ApiError {
+    fn from(err: MfaError) -> Self {
+        let message = err.to_string();
+        match err {
+            MfaError::WrongCode => Self::Unauthorized(message),
+            MfaError::State(_) => Self::Conflict(message),
+            MfaError::NoSecretKey => Self::Unavailable(message),
+            MfaError::Auth(auth) => auth.into(),
+        }
+    }
+}
+
+/// 403 `{"detail":"mfa_required"}` unless the account has no MFA or this
+/// session stepped up in the last 10 minutes. Called by the handlers that
+/// turn trust on, create an always-rule, change connector credentials or
+/// change a provider key.
+pub async fn require_step_up(state: &AppState, user: &SessionUser) -> Result<(), ApiError> {
+    if mfa::step_up_ok(&state.db, user.user_id, user.session_id).await? {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden("mfa_required".into()))
+    }
+}
+
+/// `POST /api/auth/mfa/enroll`: a new secret (replacing an unconfirmed
+/// one); 409 while MFA is on.
+pub async fn enroll(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+) -> Result<axum::Json<MfaEnrolment>, ApiError> {
+    let enrolment =
+        mfa::enrol(&state.db, state.secrets.as_ref(), user.user_id, &user.email).await?;
+    let qr_svg = qrcode::QrCode::new(enrolment.uri.as_bytes())
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("QR code: {e}")))?
+        .render::<qrcode::render::svg::Color<'_>>()
+        .min_dimensions(200, 200)
+        .build();
+    Ok(axum::Json(MfaEnrolment {
+        secret: enrolment.secret,
+        otpauth_uri: enrolment.uri,
+        qr_svg,
+    }))
+}
+
+/// `POST /api/auth/mfa/confirm` `{code}`: turns MFA on; the recovery codes,
+/// once. Counts as a step-up.
+pub async fn confirm(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Json(req): Json<MfaCodeRequest>,
+) -> Result<axum::Json<MfaConfirmed>, ApiError> {
+    let recovery_codes = mfa::confirm(
+        &state.db,
+        state.secrets.as_ref(),
+        &Limits::from(state.config.as_ref()),
+        user.user_id,
+        &user.email,
+        &req.code,
+    )
+    .await?;
+    mfa::mark_step_up(&state.db, user.session_id).await?;
+    Ok(axum::Json(MfaConfirmed { recovery_codes }))
+}
+
+/// `POST /api/auth/mfa/step-up` `{code}` → 204: this session may do the
+/// guarded actions for 10 minutes.
+pub async fn step_up(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Json(req): Json<MfaCodeRequest>,
+) -> Result<StatusCode, ApiError> {
+    mfa::verify(
+        &state.db,
+        state.secrets.as_ref(),
+        &Limits::from(state.config.as_ref()),
+        user.user_id,
+        &user.email,
+        &req.code,
+    )
+    .await?;
+    mfa::mark_step_up(&state.db, user.session_id).await?;
+    tracing::info!(user.id = %user.user_id, "step-up");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/auth/mfa/disable` `{code}` → 204.
+pub async fn disable(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Json(req): Json<MfaCodeRequest>,
+) -> Result<StatusCode, ApiError> {
+    mfa::verify(
+        &state.db,
+        state.secrets.as_ref(),
+        &Limits::from(state.config.as_ref()),
+        user.user_id,
+        &user.email,
+        &req.code,
+    )
+    .await?;
+    mfa::disable(&state.db, user.user_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /api/auth/sessions`: the caller's live sessions, newest first.
+pub async fn list_sessions(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+) -> Result<axum::Json<Vec<SessionInfo>>, ApiError> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        id: Uuid,
+        created_at: OffsetDateTime,
+        last_seen_at: OffsetDateTime,
+        user_agent: Option<String>,
+        ip: Option<String>,
+    }
+    let mut tx = db::service_tx(&state.db).await?;
+    let rows: Vec<Row> = sqlx::query_as(
+        "select id, created_at, last_seen_at, user_agent, host(ip) as ip
+               from sessions
+              where user_id = $1 and revoked_at is null and expires_at > now()
+                and last_seen_at > now() - make_interval(secs => $2)
+              order by last_seen_at desc",
+    )
+    .bind(user.user_id)
+    .bind(state.config.session_idle().as_secs_f64())
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(axum::Json(
+        rows.into_iter()
+            .map(|r| SessionInfo {
+                id: r.id.to_string(),
+                created_at: r.created_at.format(&Rfc3339).unwrap_or_default(),
+                last_seen_at: r.last_seen_at.format(&Rfc3339).unwrap_or_default(),
+                user_agent: r.user_agent,
+                ip: r.ip,
+                current: r.id == user.session_id,
+            })
+            .collect(),
+    ))
+}
+
+/// `POST /api/auth/sessions/revoke-others` → `{"revoked": n}`: signs out
+/// every other session of the caller.
+pub async fn revoke_other_sessions(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+) -> Result<axum::Json<serde_json::Value>, ApiError> {
+    let mut tx = db::service_tx(&state.db).await?;
+    let revoked = sqlx::query(
+        "update sessions set revoked_at = now()
+          where user_id = $1 and id <> $2 and revoked_at is null",
+    )
+    .bind(user.user_id)
+    .bind(user.session_id)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    tracing::info!(user.id = %user.user_id, revoked = revoked.rows_affected(), "other sessions signed out");
+    Ok(axum::Json(
+        serde_json::json!({"revoked": revoked.rows_affected()}),
+    ))
+}
