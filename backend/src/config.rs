@@ -196,6 +196,12 @@ pub struct Config {
     #[arg(long, env = "COUNTERSIGN_APPROVAL_RETENTION_SECS", default_value_t = 24 * 3600)]
     pub approval_retention_secs: u64,
 
+    /// A connector's tool list older than this (seconds) is refreshed
+    /// before a turn offers its tools, so a changed descriptor suspends its
+    /// always-allow rule before the next call.
+    #[arg(long, env = "COUNTERSIGN_TOOLS_MAX_AGE_SECS", default_value_t = 3600)]
+    pub tools_max_age_secs: u64,
+
     /// The offline demo model's pause between words (milliseconds).
     #[arg(long, env = "COUNTERSIGN_DEMO_WORD_DELAY_MS", default_value_t = 40)]
     pub demo_word_delay_ms: u64,
@@ -237,6 +243,7 @@ impl Config {
             approval_poll_ms: 1500,
             approval_notify: true,
             approval_retention_secs: 24 * 3600,
+            tools_max_age_secs: 3600,
         }
     }
 

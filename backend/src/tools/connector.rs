@@ -160,6 +160,35 @@ async fn always_grant(
     })
 }
 
+/// Refreshes the user's connectors with kept tools whose tool list is older
+/// than `COUNTERSIGN_TOOLS_MAX_AGE_SECS` (best effort: a connector that
+/// cannot be reached keeps its stored list and records the error).
+async fn refresh_stale(state: &AppState, user_id: Uuid) {
+    let stale: Result<Vec<Uuid>, sqlx::Error> = async {
+        let mut tx = db::user_tx(&state.db, user_id).await?;
+        let ids = sqlx::query_scalar(
+            "select c.id from connectors c
+              where c.user_id = $1
+                and (c.last_checked_at is null
+                     or c.last_checked_at < now() - make_interval(secs => $2::float8))
+                and exists (select 1 from connector_tools t
+                             where t.connector_id = c.id and t.review_state in ('kept', 'changed'))",
+        )
+        .bind(user_id)
+        .bind(state.config.tools_max_age_secs as f64)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(ids)
+    }
+    .await;
+    for id in stale.unwrap_or_default() {
+        if let Err(err) = crate::connectors::refresh::refresh(state, user_id, id).await {
+            tracing::warn!(connector.id = %id, error = %err, "refresh of an old tool list failed");
+        }
+    }
+}
+
 /// `host[:port]` of a connector URL: the card's destination.
 fn destination(url: &str) -> String {
     reqwest::Url::parse(url)
@@ -337,6 +366,7 @@ async fn run_approved(state: AppState, user_id: Uuid, id: Uuid) -> Result<String
 impl ToolBox for ConnectorTools {
     fn tools_for<'a>(&'a self, state: &'a AppState, user_id: Uuid) -> BoxFuture<'a, Vec<ToolSpec>> {
         Box::pin(async move {
+            refresh_stale(state, user_id).await;
             match kept_tools(state, user_id).await {
                 Ok(tools) => tools.iter().map(Kept::spec).collect(),
                 Err(err) => {

@@ -318,3 +318,30 @@ async fn a_deleted_connector_or_a_removed_tool_takes_its_rules_along() {
     assert_eq!(card["reason"], "every tool call asks for your approval");
     assert_eq!(s.demo.calls().count("search_notes"), before);
 }
+
+#[tokio::test]
+async fn an_old_tool_list_is_refreshed_before_a_turn_so_a_silent_change_still_suspends_the_rule() {
+    // Every list is "old": each turn refreshes first.
+    let s = setup(|c| c.tools_max_age_secs = 0).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "drifting_tool", json!({"matter": "M-2"})).await;
+    approve(&s, &card, "always").await;
+    stream.until("turn_finished").await;
+    let events = turn(
+        &s,
+        &mut stream,
+        r#"use drifting_tool with {"matter": "M-2"}"#,
+    )
+    .await;
+    assert!(ran_with(&events, "always_grant"));
+
+    // The server changes the tool and says nothing; nobody presses Refresh.
+    assert!(s.demo.state().drift(DriftField::Annotations));
+    let (_, card) = propose(&s, &mut stream, "drifting_tool", json!({"matter": "M-2"})).await;
+    assert_eq!(card["reason"], "This tool changed since you allowed it");
+    assert_eq!(
+        s.demo.calls().count("drifting_tool"),
+        2,
+        "no auto-run after the change"
+    );
+}
