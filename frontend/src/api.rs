@@ -11,9 +11,10 @@
 use std::fmt;
 
 use countersign_api::{
-    CSRF_HEADER, ChatDetail, ChatSummary, Connector, ConnectorTool, CreateChatRequest,
-    CreateConnectorRequest, DecideRequest, DecideResponse, ErrorBody, LoginRequest, MeResponse,
-    ModelsResponse, PendingCall, ProviderKeyStatus, ReviewToolsRequest, SendMessageRequest,
+    ActivityEntry, CSRF_HEADER, ChatDetail, ChatSummary, Connector, ConnectorAuth, ConnectorTool,
+    CreateChatRequest, CreateConnectorRequest, DecideRequest, DecideResponse, ErrorBody,
+    LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolment, ModelsResponse,
+    PendingCall, ProviderKeyStatus, ReviewToolsRequest, SendMessageRequest, SessionInfo,
     SessionResponse, SetProviderKeyRequest, SignupRequest, TurnAccepted, UpdateChatRequest,
     UpdateConnectorRequest,
 };
@@ -42,6 +43,14 @@ impl ApiError {
         self.status == Some(409)
     }
 
+    /// The server wants a two-factor code first (`{"detail":"mfa_required"}`):
+    /// at sign-in a 401 (ask for the code and sign in again), on a
+    /// trust-changing action a 403 (step up, then retry; see
+    /// [`crate::step_up`]).
+    pub fn is_mfa_required(&self) -> bool {
+        matches!(self.status, Some(401 | 403)) && self.detail == MFA_REQUIRED
+    }
+
     fn network() -> Self {
         Self {
             status: None,
@@ -56,6 +65,9 @@ impl ApiError {
         }
     }
 }
+
+/// The machine code of an answer that needs a two-factor code first.
+pub const MFA_REQUIRED: &str = "mfa_required";
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -87,6 +99,76 @@ pub async fn login(body: &LoginRequest) -> Result<SessionResponse, ApiError> {
 pub async fn logout(csrf_token: &str) -> Result<(), ApiError> {
     let response = send(with_csrf(Request::post("/api/auth/logout"), csrf_token).build()).await?;
     expect_success(response).await
+}
+
+/// `POST /api/auth/mfa/enroll`: a new TOTP secret, its `otpauth://` URI and
+/// the URI as a QR code (SVG). Nothing is on until [`mfa_confirm`]; 409
+/// while MFA is on, 503 when the server has no key to seal secrets with.
+pub async fn mfa_enroll(csrf_token: &str) -> Result<MfaEnrolment, ApiError> {
+    let request =
+        with_csrf(Request::post("/api/auth/mfa/enroll"), csrf_token).json(&serde_json::json!({}));
+    read_json(send(request).await?).await
+}
+
+/// `POST /api/auth/mfa/confirm`: turns MFA on with a first code; answers
+/// the recovery codes, which the server never shows again. A wrong code is
+/// a 401 with a message (not a lost session).
+pub async fn mfa_confirm(csrf_token: &str, code: &str) -> Result<MfaConfirmed, ApiError> {
+    let body = MfaCodeRequest {
+        code: code.to_owned(),
+    };
+    let request = with_csrf(Request::post("/api/auth/mfa/confirm"), csrf_token).json(&body);
+    read_json(send(request).await?).await
+}
+
+/// `POST /api/auth/mfa/disable` (204): turns MFA off; needs a code.
+pub async fn mfa_disable(csrf_token: &str, code: &str) -> Result<(), ApiError> {
+    let body = MfaCodeRequest {
+        code: code.to_owned(),
+    };
+    let request = with_csrf(Request::post("/api/auth/mfa/disable"), csrf_token).json(&body);
+    expect_success(send(request).await?).await
+}
+
+/// `POST /api/auth/mfa/step-up` (204): a code that lets this session take
+/// trust-changing actions for the next 10 minutes.
+pub async fn mfa_step_up(csrf_token: &str, code: &str) -> Result<(), ApiError> {
+    let body = MfaCodeRequest {
+        code: code.to_owned(),
+    };
+    let request = with_csrf(Request::post("/api/auth/mfa/step-up"), csrf_token).json(&body);
+    expect_success(send(request).await?).await
+}
+
+/// `GET /api/auth/sessions`: the caller's live sessions, the one asking
+/// marked `current`.
+pub async fn list_sessions() -> Result<Vec<SessionInfo>, ApiError> {
+    let response = send(Request::get("/api/auth/sessions").build()).await?;
+    read_json(response).await
+}
+
+#[derive(Deserialize)]
+struct Revoked {
+    revoked: u64,
+}
+
+/// `POST /api/auth/sessions/revoke-others`: signs out every other session
+/// of the caller; answers how many there were.
+pub async fn revoke_other_sessions(csrf_token: &str) -> Result<u64, ApiError> {
+    let request = with_csrf(
+        Request::post("/api/auth/sessions/revoke-others"),
+        csrf_token,
+    )
+    .json(&serde_json::json!({}));
+    let body: Revoked = read_json(send(request).await?).await?;
+    Ok(body.revoked)
+}
+
+/// `GET /api/activity`: the caller's activity log, newest entry first
+/// (digests of arguments, never the arguments).
+pub async fn activity() -> Result<Vec<ActivityEntry>, ApiError> {
+    let response = send(Request::get("/api/activity").build()).await?;
+    read_json(response).await
 }
 
 /// `GET /api/chats`: the caller's chats, most recently used first.
@@ -289,6 +371,22 @@ pub async fn set_trust_annotations(
     let url = format!("/api/connectors/{}", segment(connector_id));
     let body = UpdateConnectorRequest {
         trust_annotations: Some(trust),
+        ..UpdateConnectorRequest::default()
+    };
+    let response = send(with_csrf(Request::patch(&url), csrf_token).json(&body)).await?;
+    read_json(response).await
+}
+
+/// `PATCH /api/connectors/{id}` with only `auth`: replaces the connector's
+/// credentials (write-only, like at creation). Answers the connector.
+pub async fn set_connector_auth(
+    csrf_token: &str,
+    connector_id: &str,
+    auth: &ConnectorAuth,
+) -> Result<Connector, ApiError> {
+    let url = format!("/api/connectors/{}", segment(connector_id));
+    let body = UpdateConnectorRequest {
+        auth: Some(auth.clone()),
         ..UpdateConnectorRequest::default()
     };
     let response = send(with_csrf(Request::patch(&url), csrf_token).json(&body)).await?;

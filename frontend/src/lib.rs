@@ -8,7 +8,9 @@
 //! on the host with `cargo test -p countersign-web --lib`), as is
 //! [`tool_review`], the words Settings → Connectors puts on tools and their
 //! "always allow" rules, and [`approval`], the words and countdown of an
-//! approval card and the chip saying what let a call run; `pages/` has one
+//! approval card and the chip saying what let a call run, [`activity`] the
+//! activity page's rows, [`security`] and [`when`] the words of Settings →
+//! Security, and [`step_up`] the two-factor step-up's retry rule; `pages/` has one
 //! module per screen and `components/` the pieces they share. The app holds
 //! no business rules: it shows what the server decided
 //! (`../shared/DESIGN.md` §9).
@@ -16,23 +18,29 @@
 //! The server's Content-Security-Policy forbids inline scripts and styles, so
 //! nothing here sets a `style` attribute: looks come from `dist/app.css`.
 
+pub mod activity;
 pub mod api;
 pub mod approval;
 mod chats;
 mod components;
 pub mod markdown;
 mod pages;
+pub mod security;
 pub mod session;
 pub mod sse;
+pub mod step_up;
 pub mod tool_review;
 pub mod transcript;
+pub mod when;
 
 use leptos::prelude::*;
 use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 
 use crate::components::RequireSession;
-use crate::pages::{ChatPage, HomePage, NotFoundPage, SettingsPage, Shell, SignInPage, SignUpPage};
+use crate::pages::{
+    ActivityPage, ChatPage, HomePage, NotFoundPage, SettingsPage, Shell, SignInPage, SignUpPage,
+};
 use crate::session::SessionState;
 
 /// The whole app: session state, router and routes. Sign-in and sign-up are
@@ -61,6 +69,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=HomePage />
                     <Route path=path!("chats/:id") view=ChatPage />
                     <Route path=path!("settings") view=SettingsPage />
+                    <Route path=path!("activity") view=ActivityPage />
                 </ParentRoute>
             </Routes>
         </Router>

@@ -1,6 +1,7 @@
 //! One module per screen. Pages are what routes render; the signed-in ones
 //! render inside [`Shell`].
 
+mod activity;
 mod chat;
 mod home;
 mod not_found;
@@ -9,6 +10,7 @@ mod shell;
 mod signin;
 mod signup;
 
+pub use activity::ActivityPage;
 pub use chat::{ChatPage, chat_path};
 pub use home::HomePage;
 pub use not_found::NotFoundPage;

@@ -84,6 +84,23 @@ impl SessionState {
         })
     }
 
+    /// Whether two-factor sign-in is on for the signed-in account.
+    pub fn mfa_enabled(self) -> bool {
+        self.0.with(|session| match session {
+            Session::SignedIn(session) => session.mfa_enabled,
+            _ => false,
+        })
+    }
+
+    /// Records that two-factor sign-in was turned on or off.
+    pub fn set_mfa_enabled(self, enabled: bool) {
+        self.0.update(|session| {
+            if let Session::SignedIn(session) = session {
+                session.mfa_enabled = enabled;
+            }
+        });
+    }
+
     /// The CSRF token of the current session, if any (read without tracking:
     /// it is used when sending, not for rendering).
     pub fn csrf_token(self) -> Option<String> {

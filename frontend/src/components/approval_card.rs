@@ -7,7 +7,8 @@
 //! Allow for this turn · Always allow this tool · Decline. Its state lives in
 //! the [`Transcript`]: pressing a button records "Approving…" there, the
 //! server's answer to the POST is folded in (a 403 `mfa_required` for
-//! "always" reopens the card saying a step-up is needed), and the stream's
+//! "always" opens the step-up dialog and sends the decision again once a
+//! code was accepted; cancelling it reopens the card saying so), and the stream's
 //! `mcp_confirmation_resolved` and `mcp_tool_call` say the rest, including
 //! when the user approved. It decides nothing itself; when the local
 //! countdown reaches zero it only stops offering the buttons (the server
@@ -26,7 +27,7 @@ use crate::approval::{
     ArgPiece, argument_pieces, card_status, clock_offset_ms, countdown_text, duration_text,
     remaining_secs,
 };
-use crate::components::OriginChip;
+use crate::components::{OriginChip, StepUp};
 use crate::session::SessionState;
 use crate::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 
@@ -42,6 +43,7 @@ pub fn ApprovalCard(
     approval_id: String,
 ) -> impl IntoView {
     let session = SessionState::expect();
+    let step_up = StepUp::expect();
     let approval = Memo::new(move |_| call.with(|c| c.as_ref().and_then(|c| c.approval.clone())));
     let tool_state = Memo::new(move |_| {
         call.with(|c| c.as_ref().map_or(ToolState::Running, |c| c.state.clone()))
@@ -127,7 +129,12 @@ pub fn ApprovalCard(
                     arguments_digest: card.arguments_digest.clone(),
                 },
             };
-            let answer = match api::decide_pending_call(&token, &card.id, &body).await {
+            // "Always allow" may need a two-factor step-up first: the dialog
+            // asks for a code and the same decision is sent again.
+            let decided = step_up
+                .run(|| api::decide_pending_call(&token, &card.id, &body))
+                .await;
+            let answer = match decided {
                 Ok(_) => DecisionAnswer::Recorded,
                 Err(error) => DecisionAnswer::from_error(error.status, error.detail),
             };

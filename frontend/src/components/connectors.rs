@@ -18,7 +18,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api::{self, ApiError};
-use crate::components::{FormError, ToolReviewList};
+use crate::components::{FormError, StepUp, ToolReviewList};
 use crate::session::SessionState;
 use crate::tool_review::{counts_summary, grant_count_text};
 
@@ -359,6 +359,7 @@ fn TrustToggle(
     store: ConnectorStore,
 ) -> impl IntoView {
     let session = SessionState::expect();
+    let step_up = StepUp::expect();
     let trusted =
         Memo::new(move |_| connector.with(|c| c.as_ref().is_some_and(|c| c.trust_annotations)));
     let busy = RwSignal::new(false);
@@ -387,7 +388,10 @@ fn TrustToggle(
             busy.set(true);
             error.set(None);
             spawn_local(async move {
-                let result = api::set_trust_annotations(&token, &id, trust).await;
+                // Turning trust on may need a two-factor step-up first.
+                let result = step_up
+                    .run(|| api::set_trust_annotations(&token, &id, trust))
+                    .await;
                 busy.set(false);
                 match result {
                     Ok(updated) => {

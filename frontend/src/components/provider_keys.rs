@@ -3,7 +3,8 @@
 //!
 //! Keys are write-only (DESIGN §3): the server answers whether one is set,
 //! never the key, so this shows "Key set" / "Not set" and offers Save and
-//! Remove. The input is cleared after a save.
+//! Remove. The input is cleared after a save. With two-factor sign-in on,
+//! changing a key may need a step-up first ([`StepUp`]).
 
 use countersign_api::ProviderKeyStatus;
 use leptos::ev::SubmitEvent;
@@ -11,7 +12,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::components::FormError;
+use crate::components::{FormError, StepUp};
 use crate::session::SessionState;
 
 /// Providers whose keys a user can store: id, the name people know, and the
@@ -117,6 +118,7 @@ fn ProviderKeyRow(
     on_changed: Callback<()>,
 ) -> impl IntoView {
     let session = SessionState::expect();
+    let step_up = StepUp::expect();
     let key = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
@@ -133,7 +135,9 @@ fn ProviderKeyRow(
         error.set(None);
         notice.set(None);
         spawn_local(async move {
-            let result = api::set_provider_key(&token, provider, &api_key).await;
+            let result = step_up
+                .run(|| api::set_provider_key(&token, provider, &api_key))
+                .await;
             busy.set(false);
             match result {
                 Ok(()) => {
@@ -154,7 +158,9 @@ fn ProviderKeyRow(
         error.set(None);
         notice.set(None);
         spawn_local(async move {
-            let result = api::delete_provider_key(&token, provider).await;
+            let result = step_up
+                .run(|| api::delete_provider_key(&token, provider))
+                .await;
             busy.set(false);
             match result {
                 Ok(()) => {

@@ -1,11 +1,13 @@
-//! `/settings`: the sections `../shared/DESIGN.md` §9 lists. "Models and
-//! keys" and "Connectors" work; "Security" is still a placeholder.
+//! `/settings`: the sections `../shared/DESIGN.md` §9 lists — models and
+//! keys, connectors, security (two-factor sign-in and sessions), and the
+//! way to the activity log. Changing a password is not offered yet.
 
 use leptos::prelude::*;
+use leptos_router::components::A;
 
-use crate::components::{ConnectorsSection, ProviderKeys, set_page_title};
+use crate::components::{ConnectorsSection, ProviderKeys, SecuritySection, set_page_title};
 
-/// Models and keys, connectors, then the sections not built yet.
+/// Models and keys, connectors, security, then activity.
 #[component]
 pub fn SettingsPage() -> impl IntoView {
     set_page_title("Settings");
@@ -15,10 +17,13 @@ pub fn SettingsPage() -> impl IntoView {
             <h1>"Settings"</h1>
             <ProviderKeys />
             <ConnectorsSection />
-            <section class="panel">
-                <h2>"Security"</h2>
-                <p>"Password, two-factor sign-in and active sessions."</p>
-                <p class="muted">"Coming soon"</p>
+            <SecuritySection />
+            <section class="panel" aria-labelledby="activity-heading">
+                <h2 id="activity-heading">"Activity"</h2>
+                <p>
+                    "Every tool call the assistant proposed: what decided it and how it ended. "
+                    <A href="/activity" {..} data-testid="settings-activity-link">"Open the activity log"</A>
+                </p>
             </section>
         </div>
     }

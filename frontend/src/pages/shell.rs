@@ -1,20 +1,23 @@
-//! The signed-in frame: a sidebar (`<nav>`) and the page in `<main>`.
+//! The signed-in frame: a sidebar (`<nav>`), the page in `<main>`, and the
+//! two-factor step-up dialog every page can call on.
 
 use leptos::prelude::*;
 use leptos_router::components::{A, Outlet};
 
 use crate::api;
 use crate::chats::ChatList;
-use crate::components::ChatNav;
+use crate::components::{ChatNav, StepUp, StepUpDialog};
 use crate::session::SessionState;
 
 /// Sidebar with the app name, "New chat" and the chats, settings, the user
 /// and "Sign out"; the matched child route renders in the main area. It
-/// provides the [`ChatList`] the pages below update.
+/// provides the [`ChatList`] the pages below update, and the [`StepUp`]
+/// their trust-changing actions go through.
 #[component]
 pub fn Shell() -> impl IntoView {
     let session = SessionState::expect();
     ChatList::provide();
+    StepUp::provide();
 
     let sign_out = Action::new_local(move |_: &()| {
         async move {
@@ -44,6 +47,11 @@ pub fn Shell() -> impl IntoView {
                 </A>
                 <ChatNav />
                 <ul class="sidebar-links">
+                    <li>
+                        <A href="/activity" attr:class="sidebar-link" {..} data-testid="nav-activity">
+                            "Activity"
+                        </A>
+                    </li>
                     <li>
                         <A href="/settings" attr:class="sidebar-link" {..} data-testid="nav-settings">
                             "Settings"
@@ -81,6 +89,7 @@ pub fn Shell() -> impl IntoView {
             <main class="main">
                 <Outlet />
             </main>
+            <StepUpDialog />
         </div>
     }
 }

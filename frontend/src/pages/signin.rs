@@ -1,4 +1,7 @@
-//! `/signin`: email and password.
+//! `/signin`: email and password, then — when the server answers that the
+//! account has two-factor sign-in (401 `mfa_required`) — the code from the
+//! authenticator app or a recovery code, sent with the same email and
+//! password.
 
 use countersign_api::LoginRequest;
 use leptos::ev::SubmitEvent;
@@ -16,14 +19,32 @@ pub fn SignInPage() -> impl IntoView {
     let session = SessionState::expect();
     let email = RwSignal::new(String::new());
     let password = RwSignal::new(String::new());
+    let code = RwSignal::new(String::new());
+    // The server asked for a second factor: the code field is shown.
+    let needs_code = RwSignal::new(false);
+    let code_input = NodeRef::<leptos::html::Input>::new();
 
     let submit = Action::new_local(move |request: &LoginRequest| {
         let request = request.clone();
         async move {
-            let opened = api::login(&request).await.map_err(|error| error.detail)?;
-            // The route guard takes the user to `/` from here.
-            session.signed_in(opened);
-            Ok::<(), String>(())
+            match api::login(&request).await {
+                Ok(opened) => {
+                    // The route guard takes the user to `/` from here.
+                    session.signed_in(opened);
+                    Ok(())
+                }
+                Err(error) if error.is_mfa_required() => {
+                    needs_code.set(true);
+                    request_animation_frame(move || {
+                        if let Some(input) = code_input.get_untracked() {
+                            let _ = input.focus();
+                        }
+                    });
+                    // Not a failure: the page now asks for the code.
+                    Ok(())
+                }
+                Err(error) => Err(error.detail),
+            }
         }
     });
     let pending = submit.pending();
@@ -41,10 +62,11 @@ pub fn SignInPage() -> impl IntoView {
         if pending.get_untracked() {
             return;
         }
+        let typed = code.get_untracked().trim().to_owned();
         submit.dispatch_local(LoginRequest {
             email: email.get_untracked().trim().to_owned(),
             password: password.get_untracked(),
-            code: None,
+            code: (needs_code.get_untracked() && !typed.is_empty()).then_some(typed),
         });
     };
 
@@ -78,6 +100,26 @@ pub fn SignInPage() -> impl IntoView {
                             bind:value=password
                         />
                     </div>
+                    <Show when=move || needs_code.get()>
+                        <div class="field">
+                            <label for="signin-code">"Two-factor code"</label>
+                            <input
+                                id="signin-code"
+                                data-testid="signin-code"
+                                type="text"
+                                name="code"
+                                autocomplete="one-time-code"
+                                spellcheck="false"
+                                aria-describedby="signin-code-hint"
+                                required
+                                node_ref=code_input
+                                bind:value=code
+                            />
+                            <p id="signin-code-hint" class="hint" data-testid="signin-code-hint">
+                                "Enter the code from your authenticator app, or one of your recovery codes."
+                            </p>
+                        </div>
+                    </Show>
                     <FormError message=error testid="signin-error" />
                     <button
                         type="submit"

@@ -1,0 +1,293 @@
+//! The activity page's table (DESIGN §5, issue item "Activity"): the log's
+//! entries (`GET /api/activity`, newest first) grouped into one row per
+//! proposed call, and the words for what decided it and how it ended.
+//!
+//! Plain Rust, tested on the host. The log carries a digest of each call's
+//! arguments and never the arguments, so neither does anything here; the
+//! decision and the outcome are the server's, only put into words.
+
+use std::collections::HashMap;
+
+use countersign_api::ActivityEntry;
+
+/// One proposed call: its log entries folded together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRow {
+    /// What the call's entries share.
+    pub call_ref: String,
+    /// When it was first logged (RFC 3339): decided, or proposed.
+    pub at: String,
+    /// The connector's name then.
+    pub connector_name: String,
+    /// The tool's name on its server.
+    pub tool_name: String,
+    /// SHA-256 (hex) of the arguments' canonical JSON.
+    pub arguments_digest: String,
+    /// What decided it, as the log says (`approved`, `denied`, `expired`,
+    /// or the rule: `turn_grant`, `always_grant`, `trusted_annotations`).
+    pub decision: Option<String>,
+    /// With `approved`: `once`, `turn` or `always`.
+    pub grant: Option<String>,
+    /// How it ended, by its latest entry: `running`, `not_run`, `ok`,
+    /// `error`.
+    pub outcome: String,
+    /// Why, when not ok.
+    pub error: Option<String>,
+    /// How long it ran.
+    pub duration_ms: Option<u64>,
+    /// The first entry's place in the chain (rows are ordered by it).
+    first_seq: i64,
+}
+
+/// Folds the log (any order) into one row per `call_ref`, the most
+/// recently started call first. A call's decision comes from its `decided`
+/// entry; its outcome, error and duration from its latest entry.
+pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
+    let mut newest_first: Vec<&ActivityEntry> = entries.iter().collect();
+    newest_first.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
+    let mut rows: Vec<CallRow> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for entry in newest_first {
+        let row = match index.get(entry.call_ref.as_str()) {
+            Some(&at) => &mut rows[at],
+            None => {
+                index.insert(&entry.call_ref, rows.len());
+                rows.push(CallRow {
+                    call_ref: entry.call_ref.clone(),
+                    at: entry.at.clone(),
+                    connector_name: entry.connector_name.clone(),
+                    tool_name: entry.tool_name.clone(),
+                    arguments_digest: entry.arguments_digest.clone(),
+                    decision: None,
+                    grant: None,
+                    outcome: entry.outcome.clone(),
+                    error: entry.error.clone(),
+                    duration_ms: entry.duration_ms,
+                    first_seq: entry.seq,
+                });
+                rows.last_mut().expect("just pushed")
+            }
+        };
+        // Older entries: the start time and the decision.
+        row.at.clone_from(&entry.at);
+        row.first_seq = entry.seq;
+        if row.decision.is_none() && entry.decision.is_some() {
+            row.decision.clone_from(&entry.decision);
+            row.grant.clone_from(&entry.grant);
+        }
+    }
+    rows.sort_by_key(|row| std::cmp::Reverse(row.first_seq));
+    rows
+}
+
+/// What decided a call, in words.
+pub fn decision_text(decision: Option<&str>, grant: Option<&str>) -> String {
+    match (decision, grant) {
+        (Some("approved"), Some("once")) => "You allowed it once".into(),
+        (Some("approved"), Some("turn")) => "You allowed it for the turn".into(),
+        (Some("approved"), Some("always")) => "You always allowed the tool".into(),
+        (Some("approved"), _) => "You allowed it".into(),
+        (Some("denied"), _) => "You declined".into(),
+        (Some("expired"), _) => "Expired without a decision".into(),
+        (Some("turn_grant"), _) => "Rule: allowed for the turn".into(),
+        (Some("always_grant"), _) => "Rule: your always-allow".into(),
+        (Some("trusted_annotations"), _) => "Rule: trusted annotations".into(),
+        (Some(other), _) => other.to_owned(),
+        (None, _) => "Not recorded".into(),
+    }
+}
+
+/// How a call ended, in words.
+pub fn outcome_text(outcome: &str) -> String {
+    match outcome {
+        "ok" => "OK".into(),
+        "error" => "Error".into(),
+        "not_run" => "Did not run".into(),
+        "running" => "Running".into(),
+        other => other.to_owned(),
+    }
+}
+
+/// The start of a digest, enough to tell calls apart at a glance; the
+/// page shows the whole one on hover.
+pub fn short_digest(digest: &str) -> String {
+    const SHOWN: usize = 12;
+    match digest.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", &digest[..cut]),
+        None => digest.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(seq: i64, call_ref: &str, kind: &str) -> ActivityEntry {
+        ActivityEntry {
+            seq,
+            hash: format!("h{seq}"),
+            at: format!("2026-11-30T10:00:{seq:02}Z"),
+            call_ref: call_ref.into(),
+            kind: kind.into(),
+            chat_id: "c1".into(),
+            connector_id: "k1".into(),
+            connector_name: "Demo".into(),
+            tool_name: "search_notes".into(),
+            arguments_digest: "ab".repeat(32),
+            decision: None,
+            grant: None,
+            outcome: "running".into(),
+            error: None,
+            duration_ms: None,
+        }
+    }
+
+    fn decided(
+        seq: i64,
+        call_ref: &str,
+        decision: &str,
+        grant: Option<&str>,
+        outcome: &str,
+    ) -> ActivityEntry {
+        ActivityEntry {
+            decision: Some(decision.into()),
+            grant: grant.map(Into::into),
+            outcome: outcome.into(),
+            ..entry(seq, call_ref, "decided")
+        }
+    }
+
+    fn ended(
+        seq: i64,
+        call_ref: &str,
+        outcome: &str,
+        error: Option<&str>,
+        ms: u64,
+    ) -> ActivityEntry {
+        ActivityEntry {
+            outcome: outcome.into(),
+            error: error.map(Into::into),
+            duration_ms: Some(ms),
+            ..entry(seq, call_ref, "outcome")
+        }
+    }
+
+    #[test]
+    fn entries_of_one_call_become_one_row_with_its_decision_and_outcome() {
+        // As the API sends them: newest first.
+        let log = vec![
+            ended(5, "p3", "error", Some("boom"), 9),
+            decided(4, "p3", "trusted_annotations", None, "running"),
+            decided(3, "p2", "denied", None, "not_run"),
+            ended(2, "p1", "ok", None, 42),
+            decided(1, "p1", "approved", Some("once"), "running"),
+        ];
+        let rows = group_calls(&log);
+        let summary: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.call_ref.as_str(),
+                    r.decision.as_deref(),
+                    r.grant.as_deref(),
+                    r.outcome.as_str(),
+                    r.duration_ms,
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("p3", Some("trusted_annotations"), None, "error", Some(9)),
+                ("p2", Some("denied"), None, "not_run", None),
+                ("p1", Some("approved"), Some("once"), "ok", Some(42)),
+            ]
+        );
+        assert_eq!(rows[0].error.as_deref(), Some("boom"));
+        assert_eq!(rows[2].at, "2026-11-30T10:00:01Z", "when it was decided");
+    }
+
+    #[test]
+    fn rows_are_ordered_by_when_the_call_started_whatever_order_entries_come_in() {
+        // p1 started first but finished after p2 started.
+        let mut log = vec![
+            decided(1, "p1", "approved", Some("turn"), "running"),
+            decided(2, "p2", "turn_grant", None, "running"),
+            ended(3, "p1", "ok", None, 1500),
+            ended(4, "p2", "ok", None, 3),
+        ];
+        log.reverse();
+        let order: Vec<_> = group_calls(&log).into_iter().map(|r| r.call_ref).collect();
+        assert_eq!(order, ["p2", "p1"]);
+        log.reverse();
+        let order: Vec<_> = group_calls(&log).into_iter().map(|r| r.call_ref).collect();
+        assert_eq!(
+            order,
+            ["p2", "p1"],
+            "oldest-first input gives the same rows"
+        );
+    }
+
+    #[test]
+    fn a_call_still_running_shows_running_and_an_empty_log_no_rows() {
+        let rows = group_calls(&[decided(7, "p9", "approved", Some("always"), "running")]);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].outcome, "running");
+        assert_eq!(rows[0].duration_ms, None);
+        assert!(group_calls(&[]).is_empty());
+    }
+
+    #[test]
+    fn decisions_and_outcomes_read_as_words() {
+        let cases = [
+            (Some("approved"), Some("once"), "You allowed it once"),
+            (
+                Some("approved"),
+                Some("turn"),
+                "You allowed it for the turn",
+            ),
+            (
+                Some("approved"),
+                Some("always"),
+                "You always allowed the tool",
+            ),
+            (Some("approved"), None, "You allowed it"),
+            (Some("denied"), None, "You declined"),
+            (Some("expired"), None, "Expired without a decision"),
+            (Some("turn_grant"), None, "Rule: allowed for the turn"),
+            (Some("always_grant"), None, "Rule: your always-allow"),
+            (
+                Some("trusted_annotations"),
+                None,
+                "Rule: trusted annotations",
+            ),
+            (Some("something_new"), None, "something_new"),
+            (None, None, "Not recorded"),
+        ];
+        for (decision, grant, want) in cases {
+            assert_eq!(
+                decision_text(decision, grant),
+                want,
+                "{decision:?} {grant:?}"
+            );
+        }
+        let outcomes = [
+            ("ok", "OK"),
+            ("error", "Error"),
+            ("not_run", "Did not run"),
+            ("running", "Running"),
+            ("later", "later"),
+        ];
+        for (outcome, want) in outcomes {
+            assert_eq!(outcome_text(outcome), want, "{outcome}");
+        }
+    }
+
+    #[test]
+    fn a_digest_is_shortened_for_the_table_and_short_ones_are_kept() {
+        let digest = "0123456789abcdef".repeat(4);
+        assert_eq!(short_digest(&digest), "0123456789ab…");
+        assert_eq!(short_digest("0123456789ab"), "0123456789ab");
+        assert_eq!(short_digest(""), "");
+    }
+}

@@ -1,0 +1,119 @@
+//! `/activity`: the activity log (DESIGN §5), one row per proposed tool
+//! call — when, connector, tool, the digest of its arguments (never the
+//! arguments: the log has none), what decided it, how it ended and how long
+//! it ran. The rows are [`group_calls`]' of `GET /api/activity`.
+
+use leptos::prelude::*;
+
+use crate::activity::{CallRow, decision_text, group_calls, outcome_text, short_digest};
+use crate::api;
+use crate::approval::duration_text;
+use crate::components::set_page_title;
+use crate::when::{date_time_text, minutes_east_at};
+
+/// The page: an explanation, Refresh, and the table.
+#[component]
+pub fn ActivityPage() -> impl IntoView {
+    set_page_title("Activity");
+    let log = LocalResource::new(api::activity);
+
+    let table = move || match log.get() {
+        None => view! { <p class="muted">"Loading…"</p> }.into_any(),
+        Some(Err(error)) => view! {
+            <p class="form-error" role="alert" data-testid="activity-error">{error.detail}</p>
+        }
+        .into_any(),
+        Some(Ok(entries)) => {
+            let rows = group_calls(&entries);
+            if rows.is_empty() {
+                view! {
+                    <p class="muted" data-testid="activity-empty">"No tool calls yet."</p>
+                }
+                .into_any()
+            } else {
+                view! {
+                    <div class="table-scroll">
+                        <table class="activity-table" data-testid="activity-table">
+                            <caption class="visually-hidden">"Tool calls, most recent first"</caption>
+                            <thead>
+                                <tr>
+                                    <th scope="col">"Time"</th>
+                                    <th scope="col">"Connector"</th>
+                                    <th scope="col">"Tool"</th>
+                                    <th scope="col">"Arguments digest"</th>
+                                    <th scope="col">"Decision"</th>
+                                    <th scope="col">"Outcome"</th>
+                                    <th scope="col">"Duration"</th>
+                                </tr>
+                            </thead>
+                            <tbody>
+                                {rows.into_iter().map(|row| view! { <ActivityRow row=row /> }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }
+                .into_any()
+            }
+        }
+    };
+
+    view! {
+        <div class="page wide-page">
+            <h1>"Activity"</h1>
+            <p class="lead">
+                "Every tool call the assistant proposed, what decided it and how it ended. Arguments are not kept here, only their SHA-256 digest: the same digest means the same arguments."
+            </p>
+            <p>
+                <button type="button" class="button secondary small" data-testid="activity-refresh"
+                    on:click=move |_| log.refetch()>
+                    "Refresh"
+                </button>
+            </p>
+            {table}
+        </div>
+    }
+}
+
+/// One call.
+#[component]
+fn ActivityRow(row: CallRow) -> impl IntoView {
+    let when = date_time_text(&row.at, minutes_east_at);
+    let decision = decision_text(row.decision.as_deref(), row.grant.as_deref());
+    let outcome = outcome_text(&row.outcome);
+    let duration = row.duration_ms.map(duration_text).unwrap_or_default();
+    let digest = short_digest(&row.arguments_digest);
+    view! {
+        <tr
+            data-testid="activity-row"
+            data-call-ref=row.call_ref.clone()
+            data-decision=row.decision.clone().unwrap_or_default()
+            data-outcome=row.outcome.clone()
+        >
+            <td><time datetime=row.at.clone() title=row.at.clone()>{when}</time></td>
+            <td data-testid="activity-connector">{row.connector_name.clone()}</td>
+            <td><code data-testid="activity-tool">{row.tool_name.clone()}</code></td>
+            <td>
+                // Short in the table; the whole digest on hover, and when a
+                // keyboard focuses it (CSS swaps the two).
+                <code
+                    class="digest"
+                    data-testid="activity-digest"
+                    data-digest=row.arguments_digest.clone()
+                    title=row.arguments_digest.clone()
+                    tabindex="0"
+                >
+                    <span class="digest-short">{digest}</span>
+                    <span class="digest-full">{row.arguments_digest.clone()}</span>
+                </code>
+            </td>
+            <td data-testid="activity-decision">{decision}</td>
+            <td data-testid="activity-outcome">
+                <span class="outcome" data-outcome=row.outcome.clone()>{outcome}</span>
+                {row.error.clone().map(|error| view! {
+                    <p class="activity-error">{error}</p>
+                })}
+            </td>
+            <td data-testid="activity-duration">{duration}</td>
+        </tr>
+    }
+}
