@@ -1,0 +1,358 @@
+// Journeys through Settings → Security and the activity log (DESIGN §4, §5,
+// §9):
+//
+// - Two-factor sign-in: set it up from the QR code's secret (this test is the
+//   authenticator app: RFC 6238 codes computed here), see the ten recovery
+//   codes once, sign out; signing in then asks for the code, refuses a wrong
+//   one, takes the right one (and, another time, a recovery code); a
+//   recovery code turns it off again.
+// - Activity: an approved call to the demo connector is listed with its
+//   connector, tool, arguments digest (never the arguments), decision and
+//   "OK".
+// - Sessions: signed in from two browsers, the list shows both, this one
+//   marked; "Sign out other sessions" signs the other one out.
+//
+// The step-up dialog (a code asked again before a trust-changing action)
+// cannot be reached here honestly: setting up two-factor sign-in, and
+// signing in with a code, both count as a step-up for ten minutes. The API
+// tests (backend/tests/api/mfa.rs) cover the server's side of it, the host
+// tests (frontend/src/step_up.rs) the retry rule.
+//
+// Needs, like approvals.spec.ts, the server started with a secret key
+// (COUNTERSIGN_SECRET_KEY) and the demo MCP server as an available connector.
+import { createHash, createHmac } from 'node:crypto';
+import path from 'node:path';
+import { expect, test, type Browser, type Page, type TestInfo } from '@playwright/test';
+
+const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
+const DEMO_NAME = 'Countersign demo';
+const REPLY_TIMEOUT = 30_000;
+const SEARCH = { query: 'lease' };
+
+test.setTimeout(120_000);
+
+function uniqueEmail(label: string): string {
+  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+}
+
+// A CSP violation or an uncaught error in any watched page fails the test.
+let problems: string[] = [];
+
+function watch(page: Page) {
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
+      problems.push(`console: ${message.text()}`);
+    }
+  });
+}
+
+test.beforeEach(({ context }) => {
+  problems = [];
+  context.pages().forEach(watch);
+  context.on('page', watch);
+});
+
+test.afterEach(() => {
+  expect(problems, 'CSP violations or page errors').toEqual([]);
+});
+
+/** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
+async function snap(page: Page, name: string) {
+  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
+}
+
+// ---- The authenticator app (RFC 6238: HMAC-SHA1, 30 s steps, 6 digits).
+
+function base32Decode(text: string): Buffer {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let buffer = 0;
+  let bits = 0;
+  const out: number[] = [];
+  for (const c of text.replace(/[\s=]/g, '').toUpperCase()) {
+    const value = alphabet.indexOf(c);
+    if (value < 0) throw new Error(`not base32: ${c}`);
+    buffer = ((buffer << 5) | value) & 0xffff;
+    bits += 5;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push((buffer >> bits) & 0xff);
+    }
+  }
+  return Buffer.from(out);
+}
+
+function codeAt(secret: Buffer, step: number): string {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const digest = createHmac('sha1', secret).update(counter).digest();
+  const offset = digest[19] & 0x0f;
+  const binary = (digest.readUInt32BE(offset) & 0x7fffffff) % 1_000_000;
+  return binary.toString().padStart(6, '0');
+}
+
+const nowStep = () => Math.floor(Date.now() / 1000 / 30);
+
+/**
+ * Hands out codes like a phone would, each of a step the server has not
+ * seen: the server takes the current step ±1 and never the same step twice.
+ */
+class Authenticator {
+  private last = -Infinity;
+
+  constructor(private readonly secret: Buffer) {}
+
+  async next(): Promise<string> {
+    let step = Math.max(nowStep(), this.last + 1);
+    // Ahead of the server's window: wait for the clock to get there.
+    await expect
+      .poll(() => step <= nowStep() + 1, { timeout: 65_000, intervals: [1_000] })
+      .toBe(true);
+    step = Math.max(nowStep(), this.last + 1);
+    this.last = step;
+    return codeAt(this.secret, step);
+  }
+}
+
+// The RFC's own vector (SHA-1, T = 59 s → step 1): the code above is the
+// server's algorithm before anything depends on it.
+test('the test authenticator computes RFC 6238 codes', () => {
+  const secret = Buffer.from('12345678901234567890');
+  expect(codeAt(secret, 1)).toBe('287082');
+  expect(codeAt(secret, 37037036)).toBe('081804');
+  expect(base32Decode('GEZDGNBVGY3TQOJQ').toString()).toBe('1234567890');
+});
+
+// ---- Journeys.
+
+async function signUp(page: Page, label: string): Promise<string> {
+  const email = uniqueEmail(label);
+  await page.goto('/signup');
+  await page.getByTestId('signup-email').fill(email);
+  await page.getByTestId('signup-name').fill('Sam Secure');
+  await page.getByTestId('signup-password').fill(PASSPHRASE);
+  await page.getByTestId('signup-submit').click();
+  await expect(page.getByTestId('shell')).toBeVisible();
+  return email;
+}
+
+async function signOut(page: Page) {
+  await page.getByTestId('signout').click();
+  await expect(page).toHaveURL(/\/signin$/);
+  await expect(page.getByTestId('signin-submit')).toBeVisible();
+}
+
+/** Email and password; returns once the server asked for the second factor. */
+async function signInAskingForCode(page: Page, email: string) {
+  await page.getByTestId('signin-email').fill(email);
+  await page.getByTestId('signin-password').fill(PASSPHRASE);
+  await page.getByTestId('signin-submit').click();
+  const code = page.getByTestId('signin-code');
+  await expect(code).toBeVisible();
+  await expect(code).toBeFocused();
+  await expect(page.getByLabel('Two-factor code')).toBeVisible();
+  await expect(page.getByTestId('signin-error')).toHaveCount(0);
+  await expect(page).toHaveURL(/\/signin$/);
+}
+
+async function openSecurity(page: Page) {
+  await page.getByTestId('nav-settings').click();
+  await expect(page).toHaveURL(/\/settings$/);
+  const section = page.getByTestId('security-section');
+  await expect(section).toBeVisible();
+  return section;
+}
+
+test('two-factor sign-in: set up with a code, recovery codes shown once, then sign-in asks for the code', async ({
+  page,
+}) => {
+  const email = await signUp(page, 'mfa');
+  const security = await openSecurity(page);
+  const mfa = security.getByTestId('mfa');
+  await expect(mfa.getByTestId('mfa-status')).toHaveText('Off');
+
+  // Set up: the QR code (an image the CSP lets load) and the secret.
+  await mfa.getByTestId('mfa-enroll').click();
+  const qr = mfa.getByTestId('mfa-qr');
+  await expect(qr).toBeVisible();
+  await expect(qr).toHaveAttribute('src', /^data:image\/svg\+xml;base64,/);
+  await expect(qr).toHaveAttribute('alt', /QR code/);
+  await expect
+    .poll(() => qr.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0))
+    .toBe(true);
+  const secretText = (await mfa.getByTestId('mfa-secret').textContent())?.trim() ?? '';
+  expect(secretText).toMatch(/^[A-Z2-7]{16,}=*$/);
+  const phone = new Authenticator(base32Decode(secretText));
+  await snap(page, 'security-mfa-enrol');
+
+  // A wrong code turns nothing on.
+  await mfa.getByTestId('mfa-confirm-code').fill('000000');
+  await mfa.getByTestId('mfa-confirm-submit').click();
+  await expect(mfa.getByTestId('mfa-confirm-error')).toContainText('not valid');
+  await expect(mfa.getByTestId('mfa-status')).toHaveText('Off');
+
+  // The right one, with Enter.
+  await mfa.getByTestId('mfa-confirm-code').fill(await phone.next());
+  await mfa.getByTestId('mfa-confirm-code').press('Enter');
+  const codes = mfa.getByTestId('mfa-recovery-code');
+  await expect(codes).toHaveCount(10);
+  await expect(mfa.getByTestId('mfa-status')).toHaveText('On');
+  const recovery = (await codes.allTextContents()).map((c) => c.trim());
+  expect(new Set(recovery).size).toBe(10);
+  await snap(page, 'security-mfa-recovery-codes');
+  // "Done" waits for "I saved them".
+  await expect(mfa.getByTestId('mfa-codes-done')).toBeDisabled();
+  await mfa.getByTestId('mfa-codes-saved').check();
+  await mfa.getByTestId('mfa-codes-done').click();
+  // Shown once: gone now, and not back after a reload.
+  await expect(codes).toHaveCount(0);
+  await expect(mfa.getByTestId('mfa-disable-code')).toBeVisible();
+  await page.reload();
+  await expect(page.getByTestId('mfa-status')).toHaveText('On');
+  await expect(page.getByTestId('mfa-recovery-code')).toHaveCount(0);
+
+  // Sign-in now asks for the code; a wrong one is refused.
+  await signOut(page);
+  await signInAskingForCode(page, email);
+  await page.getByTestId('signin-code').fill('000000');
+  await page.getByTestId('signin-submit').click();
+  await expect(page.getByTestId('signin-error')).toContainText('not valid');
+  await expect(page).toHaveURL(/\/signin$/);
+  await page.getByTestId('signin-code').fill(await phone.next());
+  await page.getByTestId('signin-code').press('Enter');
+  await expect(page.getByTestId('shell')).toBeVisible();
+  await expect(page.getByTestId('user-email')).toHaveText(email);
+
+  // A recovery code signs in too, once.
+  await signOut(page);
+  await signInAskingForCode(page, email);
+  await page.getByTestId('signin-code').fill(recovery[0]);
+  await page.getByTestId('signin-submit').click();
+  await expect(page.getByTestId('shell')).toBeVisible();
+
+  // And another one turns two-factor sign-in off.
+  const again = await openSecurity(page);
+  await again.getByTestId('mfa-disable-code').fill(recovery[1]);
+  await again.getByTestId('mfa-disable-submit').click();
+  await expect(again.getByTestId('mfa-status')).toHaveText('Off');
+  await expect(again.getByTestId('mfa-notice')).toHaveText('Two-factor sign-in is off.');
+  await expect(again.getByTestId('mfa-enroll')).toBeVisible();
+  await signOut(page);
+  await page.getByTestId('signin-email').fill(email);
+  await page.getByTestId('signin-password').fill(PASSPHRASE);
+  await page.getByTestId('signin-submit').click();
+  await expect(page.getByTestId('shell')).toBeVisible();
+});
+
+test('the activity log lists an approved call with its digest, decision and outcome, never its arguments', async ({
+  page,
+}) => {
+  await signUp(page, 'activity');
+  await page.getByTestId('nav-activity').click();
+  await expect(page).toHaveURL(/\/activity$/);
+  await expect(page.getByTestId('activity-empty')).toBeVisible();
+
+  // Add the demo connector, keep search_notes, and approve one call.
+  await page.getByTestId('nav-settings').click();
+  const connectors = page.getByTestId('connectors-section');
+  await connectors.getByTestId('available-add').first().click();
+  const row = connectors.locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
+  await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
+  await row.getByTestId('connector-review').click();
+  await row.locator('[data-testid="tool-row"][data-tool-name="search_notes"]').getByTestId('tool-keep').check();
+  await row.getByTestId('review-save').click();
+  await expect(row.getByTestId('connector-tool-counts')).toContainText('1 kept');
+  await page.getByTestId('new-chat').click();
+  await expect(page).toHaveURL(/\/chats\/[0-9a-f-]{36}$/);
+  await page.getByTestId('composer-input').fill(`use search_notes with ${JSON.stringify(SEARCH)}`);
+  await page.getByTestId('composer-send').click();
+  const card = page.getByTestId('approval-card');
+  await expect(card).toHaveCount(1, { timeout: REPLY_TIMEOUT });
+  await card.getByTestId('approval-allow-once').click();
+  await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+    timeout: REPLY_TIMEOUT,
+  });
+
+  // The digest is SHA-256 of the arguments' canonical JSON (RFC 8785).
+  const digest = createHash('sha256').update(JSON.stringify(SEARCH)).digest('hex');
+  await page.getByTestId('nav-activity').click();
+  await expect(page).toHaveURL(/\/activity$/);
+  const call = page.getByTestId('activity-row');
+  // The outcome is written right after the call ran: refresh until it is.
+  await expect(async () => {
+    await page.getByTestId('activity-refresh').click();
+    await expect(call).toHaveCount(1, { timeout: 1_000 });
+    await expect(call).toHaveAttribute('data-outcome', 'ok', { timeout: 1_000 });
+  }).toPass({ timeout: 15_000 });
+  await expect(call).toHaveAttribute('data-decision', 'approved');
+  await expect(call.getByTestId('activity-connector')).toHaveText(DEMO_NAME);
+  await expect(call.getByTestId('activity-tool')).toHaveText('search_notes');
+  await expect(call.getByTestId('activity-decision')).toHaveText('You allowed it once');
+  await expect(call.getByTestId('activity-outcome')).toHaveText('OK');
+  await expect(call.getByTestId('activity-duration')).toHaveText(/^\d+(\.\d)? m?s$/);
+  const shown = call.getByTestId('activity-digest');
+  await expect(shown).toHaveAttribute('data-digest', digest);
+  await expect(shown).toHaveAttribute('title', digest);
+  // What is shown (innerText: the other half is display: none).
+  await expect(shown).toHaveText(digest.slice(0, 12) + '…', { useInnerText: true });
+  // Hovering shows the whole digest.
+  await shown.hover();
+  await expect(shown).toHaveText(digest, { useInnerText: true });
+  // Never the arguments.
+  await expect(page.getByTestId('activity-table')).not.toContainText('lease');
+  // Reachable from Settings too.
+  await page.getByTestId('nav-settings').click();
+  await page.getByTestId('settings-activity-link').click();
+  await expect(page).toHaveURL(/\/activity$/);
+  await expect(page.getByTestId('activity-row')).toHaveCount(1);
+  await snap(page, 'activity');
+});
+
+/** A second browser (its own cookies), watched like the first. */
+async function otherBrowser(browser: Browser, testInfo: TestInfo) {
+  const context = await browser.newContext({ baseURL: testInfo.project.use.baseURL });
+  const page = await context.newPage();
+  watch(page);
+  return { context, page };
+}
+
+test('sessions: both browsers are listed, this one marked, and "Sign out other sessions" signs the other out', async ({
+  page,
+  browser,
+}, testInfo) => {
+  const email = await signUp(page, 'sessions');
+  const other = await otherBrowser(browser, testInfo);
+  try {
+    await other.page.goto('/signin');
+    await other.page.getByTestId('signin-email').fill(email);
+    await other.page.getByTestId('signin-password').fill(PASSPHRASE);
+    await other.page.getByTestId('signin-submit').click();
+    await expect(other.page.getByTestId('shell')).toBeVisible();
+
+    const security = await openSecurity(page);
+    const sessions = security.getByTestId('session-row');
+    await expect(sessions).toHaveCount(2);
+    const current = security.locator('[data-testid="session-row"][data-current="true"]');
+    await expect(current).toHaveCount(1);
+    await expect(current.getByTestId('session-current')).toHaveText('This device');
+    await expect(security.getByTestId('session-current')).toHaveCount(1);
+    await expect(current.getByTestId('session-ip')).not.toBeEmpty();
+    await snap(page, 'security-sessions');
+
+    await security.getByTestId('sessions-revoke-others').click();
+    await expect(security.getByTestId('sessions-notice')).toHaveText('Signed out 1 other session.');
+    await expect(sessions).toHaveCount(1);
+    await expect(sessions).toHaveAttribute('data-current', 'true');
+    await expect(security.getByTestId('sessions-revoke-others')).toBeDisabled();
+
+    // The other browser's next page load finds itself signed out.
+    await other.page.goto('/settings');
+    await expect(other.page).toHaveURL(/\/signin$/);
+    await expect(other.page.getByTestId('signin-submit')).toBeVisible();
+    // This one is still signed in.
+    await page.reload();
+    await expect(page.getByTestId('shell')).toBeVisible();
+  } finally {
+    await other.context.close();
+  }
+});
