@@ -9,6 +9,8 @@
 // - Activity: an approved call to the demo connector is listed with its
 //   connector, tool, arguments digest (never the arguments), decision and
 //   "OK".
+// - A connector's credentials are replaced from Settings → Connectors
+//   ("Change credentials"), never shown back.
 // - Sessions: signed in from two browsers, the list shows both, this one
 //   marked; "Sign out other sessions" signs the other one out.
 //
@@ -306,6 +308,38 @@ test('the activity log lists an approved call with its digest, decision and outc
   await expect(page).toHaveURL(/\/activity$/);
   await expect(page.getByTestId('activity-row')).toHaveCount(1);
   await snap(page, 'activity');
+});
+
+test("a connector's credentials can be replaced, and are never shown back", async ({ page }) => {
+  await signUp(page, 'credentials');
+  await page.getByTestId('nav-settings').click();
+  const connectors = page.getByTestId('connectors-section');
+  await connectors.getByTestId('available-add').first().click();
+  const row = connectors.locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
+  await expect(row.getByTestId('connector-auth')).toHaveText('No authentication');
+
+  await row.getByTestId('connector-credentials-edit').click();
+  const form = row.getByTestId('connector-credentials-form');
+  await expect(form).toBeVisible();
+  await form.getByTestId('connector-credentials-auth').selectOption('bearer');
+  await form.getByLabel('Bearer token').fill('e2e-secret-token');
+  await form.getByTestId('connector-credentials-save').click();
+  await expect(row.getByTestId('connector-credentials-notice')).toContainText('Credentials saved');
+  await expect(form).toHaveCount(0);
+  await expect(row.getByTestId('connector-auth')).toHaveText('Bearer token set');
+  await expect(row.getByTestId('connector-credentials-edit')).toBeFocused();
+  // Write-only: the token is nowhere on the page, not even after a reload.
+  await page.reload();
+  await expect(row.getByTestId('connector-auth')).toHaveText('Bearer token set');
+  await expect(page.locator('body')).not.toContainText('e2e-secret-token');
+
+  // Back to none.
+  await row.getByTestId('connector-credentials-edit').click();
+  await expect(form.getByTestId('connector-credentials-auth')).toHaveValue('bearer');
+  await expect(form.getByLabel('Bearer token')).toHaveValue('');
+  await form.getByTestId('connector-credentials-auth').selectOption('none');
+  await form.getByTestId('connector-credentials-save').click();
+  await expect(row.getByTestId('connector-auth')).toHaveText('No authentication');
 });
 
 /** A second browser (its own cookies), watched like the first. */

@@ -6,7 +6,9 @@
 //! it on asks first, turning it off does not).
 //!
 //! Credentials are write-only (DESIGN §3): the server answers "token set"
-//! and header *names*, never values, and so does this section. Refusals
+//! and header *names*, never values, and so does this section; "Change
+//! credentials" replaces them. Turning trust on and changing credentials may
+//! ask for a two-factor code first ([`StepUp`]). Refusals
 //! (a private address, a bad URL, a taken name) are the server's words,
 //! shown inline. Nothing here judges a server or its tools.
 
@@ -148,6 +150,20 @@ fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
     let review_open = RwSignal::new(false);
     let tools_version = RwSignal::new(0_u32);
     let confirming = RwSignal::new(false);
+    let editing = RwSignal::new(false);
+    let credentials_notice = RwSignal::new(None::<String>);
+    let credentials_id = id.clone();
+    let edit_button = NodeRef::<leptos::html::Button>::new();
+    // Closing the form puts the keyboard back on its button.
+    let close_credentials = move |notice: Option<String>| {
+        credentials_notice.set(notice);
+        editing.set(false);
+        request_animation_frame(move || {
+            if let Some(button) = edit_button.get_untracked() {
+                let _ = button.focus();
+            }
+        });
+    };
 
     let check = {
         let id = id.clone();
@@ -306,12 +322,32 @@ fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                     on:click=move |_| review_open.update(|open| *open = !*open)>
                     {move || if review_open.get() { "Hide tools" } else { "Review tools" }}
                 </button>
+                <button type="button" class="button secondary small" data-testid="connector-credentials-edit"
+                    node_ref=edit_button
+                    aria-expanded=move || editing.get().to_string()
+                    on:click=move |_| {
+                        credentials_notice.set(None);
+                        editing.update(|open| *open = !*open);
+                    }>
+                    "Change credentials"
+                </button>
                 <button type="button" class="button secondary small danger-text" data-testid="connector-delete"
                     disabled=move || busy.get().is_some() || confirming.get()
                     on:click=move |_| confirming.set(true)>
                     "Delete"
                 </button>
             </div>
+            <Show when=move || editing.get()>
+                <ChangeCredentials
+                    id=credentials_id.clone()
+                    connector=connector
+                    store=store
+                    on_close=close_credentials
+                />
+            </Show>
+            {move || credentials_notice.get().map(|text| view! {
+                <p class="key-notice" role="status" data-testid="connector-credentials-notice">{text}</p>
+            })}
             <TrustToggle id=id.clone() connector=connector store=store />
             <FormError message=error testid="connector-error" />
             <Show when=move || confirming.get()>
@@ -571,7 +607,7 @@ fn AvailableOffers(store: ConnectorStore) -> impl IntoView {
     }
 }
 
-/// One custom header row of the add form.
+/// One custom header row of a credentials form.
 #[derive(Clone, Copy)]
 struct HeaderRow {
     key: u32,
@@ -579,42 +615,67 @@ struct HeaderRow {
     value: RwSignal<String>,
 }
 
-/// "Add a connector": name, URL and credentials.
-#[component]
-fn AddConnectorForm(store: ConnectorStore) -> impl IntoView {
-    let session = SessionState::expect();
-    let name = RwSignal::new(String::new());
-    let url = RwSignal::new(String::new());
-    let auth_kind = RwSignal::new("none".to_owned());
-    let token = RwSignal::new(String::new());
-    let next_key = RwSignal::new(1_u32);
-    let new_row = move || HeaderRow {
-        key: {
-            let key = next_key.get_untracked();
-            next_key.set(key + 1);
-            key
-        },
-        name: RwSignal::new(String::new()),
-        value: RwSignal::new(String::new()),
-    };
-    let headers = RwSignal::new(Vec::<HeaderRow>::new());
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
-    let notice = RwSignal::new(None::<String>);
+/// The credentials a form is being filled with: the kind, a bearer token,
+/// or custom headers.
+#[derive(Clone, Copy)]
+struct AuthDraft {
+    kind: RwSignal<String>,
+    token: RwSignal<String>,
+    headers: RwSignal<Vec<HeaderRow>>,
+    next_key: RwSignal<u32>,
+}
 
-    let submit = move |event: SubmitEvent| {
-        event.prevent_default();
-        if busy.get_untracked() {
-            return;
+impl AuthDraft {
+    fn new() -> Self {
+        Self {
+            kind: RwSignal::new("none".to_owned()),
+            token: RwSignal::new(String::new()),
+            headers: RwSignal::new(Vec::new()),
+            next_key: RwSignal::new(1),
         }
-        let auth = match auth_kind.get_untracked().as_str() {
+    }
+
+    /// Starts from what the connector has: its kind, and its header names
+    /// with empty values (the values are write-only).
+    fn from_connector(connector: Option<&Connector>) -> Self {
+        let draft = Self::new();
+        if let Some(connector) = connector {
+            draft.kind.set(connector.auth_type.clone());
+            let rows = connector
+                .header_names
+                .iter()
+                .map(|name| {
+                    let row = draft.new_row();
+                    row.name.set(name.clone());
+                    row
+                })
+                .collect();
+            draft.headers.set(rows);
+        }
+        draft
+    }
+
+    fn new_row(self) -> HeaderRow {
+        let key = self.next_key.get_untracked();
+        self.next_key.set(key + 1);
+        HeaderRow {
+            key,
+            name: RwSignal::new(String::new()),
+            value: RwSignal::new(String::new()),
+        }
+    }
+
+    /// What to send, as filled in now.
+    fn to_auth(self) -> ConnectorAuth {
+        match self.kind.get_untracked().as_str() {
             "bearer" => ConnectorAuth {
                 kind: "bearer".into(),
-                token: Some(token.get_untracked()),
+                token: Some(self.token.get_untracked()),
                 headers: None,
             },
             "headers" => {
-                let map: BTreeMap<String, String> = headers
+                let map: BTreeMap<String, String> = self
+                    .headers
                     .get_untracked()
                     .iter()
                     .filter(|row| !row.name.get_untracked().trim().is_empty())
@@ -636,11 +697,125 @@ fn AddConnectorForm(store: ConnectorStore) -> impl IntoView {
                 token: None,
                 headers: None,
             },
-        };
+        }
+    }
+
+    fn clear(self) {
+        self.token.set(String::new());
+        self.headers.set(Vec::new());
+        self.kind.set("none".into());
+    }
+}
+
+/// The credentials fields of a form. Element ids start with `id_prefix`
+/// (unique on the page); `data-testid`s with `testid_prefix`.
+#[component]
+fn AuthFields(draft: AuthDraft, id_prefix: String, testid_prefix: &'static str) -> impl IntoView {
+    let select_id = format!("{id_prefix}-auth");
+    let token_id = format!("{id_prefix}-token");
+    let note_id = format!("{id_prefix}-secret-note");
+    let token_note_id = note_id.clone();
+    let header_rows = {
+        let id_prefix = id_prefix.clone();
+        move || {
+            let id_prefix = id_prefix.clone();
+            view! {
+                <fieldset class="connector-headers">
+                    <legend>"Custom headers (at most 20)"</legend>
+                    <For each=move || draft.headers.get() key=|row| row.key let:row>
+                        {
+                            let name_id = format!("{id_prefix}-header-name-{}", row.key);
+                            let value_id = format!("{id_prefix}-header-value-{}", row.key);
+                            view! {
+                                <div class="header-row" data-testid="connector-header-row">
+                                    <label for=name_id.clone()>"Header name"</label>
+                                    <input id=name_id type="text" autocomplete="off" spellcheck="false"
+                                        data-testid="connector-header-name" bind:value=row.name />
+                                    <label for=value_id.clone()>"Value"</label>
+                                    <input id=value_id type="password" autocomplete="off"
+                                        data-testid="connector-header-value" bind:value=row.value />
+                                    <button type="button" class="button secondary small" data-testid="connector-header-remove"
+                                        aria-label=move || {
+                                            let n = row.name.get();
+                                            if n.trim().is_empty() { "Remove this header".to_owned() } else { format!("Remove header {n}") }
+                                        }
+                                        on:click=move |_| draft.headers.update(|rows| rows.retain(|r| r.key != row.key))>
+                                        "Remove"
+                                    </button>
+                                </div>
+                            }
+                        }
+                    </For>
+                    <button type="button" class="button secondary small" data-testid="connector-header-add"
+                        disabled=move || draft.headers.with(Vec::len) >= MAX_HEADERS
+                        on:click=move |_| {
+                            if draft.headers.with_untracked(Vec::len) < MAX_HEADERS {
+                                let row = draft.new_row();
+                                draft.headers.update(|rows| rows.push(row));
+                            }
+                        }>
+                        "Add header"
+                    </button>
+                </fieldset>
+            }
+        }
+    };
+
+    view! {
+        <div class="field">
+            <label for=select_id.clone()>"Authentication"</label>
+            <select id=select_id data-testid=format!("{testid_prefix}-auth")
+                prop:value=move || draft.kind.get()
+                on:change=move |ev| {
+                    let kind = event_target_value(&ev);
+                    if kind == "headers" && draft.headers.with_untracked(Vec::is_empty) {
+                        let row = draft.new_row();
+                        draft.headers.set(vec![row]);
+                    }
+                    draft.kind.set(kind);
+                }>
+                <option value="none">"None"</option>
+                <option value="bearer">"Bearer token"</option>
+                <option value="headers">"Custom headers"</option>
+            </select>
+        </div>
+        <Show when=move || draft.kind.get() == "bearer">
+            <div class="field">
+                <label for=token_id.clone()>"Bearer token"</label>
+                <input id=token_id.clone() data-testid=format!("{testid_prefix}-token") type="password"
+                    autocomplete="off" spellcheck="false" aria-describedby=token_note_id.clone()
+                    bind:value=draft.token />
+            </div>
+        </Show>
+        <Show when=move || draft.kind.get() == "headers">{header_rows.clone()}</Show>
+        <Show when=move || draft.kind.get() != "none">
+            <p id=note_id.clone() class="muted">
+                "Stored encrypted and never shown again: later you will see that a token is set, or the header names, not the values."
+            </p>
+        </Show>
+    }
+}
+
+/// "Add a connector": name, URL and credentials.
+#[component]
+fn AddConnectorForm(store: ConnectorStore) -> impl IntoView {
+    let session = SessionState::expect();
+    let name = RwSignal::new(String::new());
+    let url = RwSignal::new(String::new());
+    let auth = AuthDraft::new();
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let notice = RwSignal::new(None::<String>);
+
+    let submit = move |event: SubmitEvent| {
+        event.prevent_default();
+        if busy.get_untracked() {
+            return;
+        }
         let body = CreateConnectorRequest {
             name: name.get_untracked().trim().to_owned(),
             url: url.get_untracked().trim().to_owned(),
-            auth: Some(auth),
+            auth: Some(auth.to_auth()),
         };
         let csrf = session.csrf_token().unwrap_or_default();
         busy.set(true);
@@ -658,55 +833,11 @@ fn AddConnectorForm(store: ConnectorStore) -> impl IntoView {
                     store.upsert(created);
                     name.set(String::new());
                     url.set(String::new());
-                    token.set(String::new());
-                    headers.set(Vec::new());
-                    auth_kind.set("none".into());
+                    auth.clear();
                 }
                 Err(failure) => error.set(Some(failure.detail)),
             }
         });
-    };
-
-    let header_rows = move || {
-        view! {
-            <fieldset class="connector-headers">
-                <legend>"Custom headers (at most 20)"</legend>
-                <For each=move || headers.get() key=|row| row.key let:row>
-                    {
-                        let name_id = format!("connector-header-name-{}", row.key);
-                        let value_id = format!("connector-header-value-{}", row.key);
-                        view! {
-                            <div class="header-row" data-testid="connector-header-row">
-                                <label for=name_id.clone()>"Header name"</label>
-                                <input id=name_id type="text" autocomplete="off" spellcheck="false"
-                                    data-testid="connector-header-name" bind:value=row.name />
-                                <label for=value_id.clone()>"Value"</label>
-                                <input id=value_id type="password" autocomplete="off"
-                                    data-testid="connector-header-value" bind:value=row.value />
-                                <button type="button" class="button secondary small" data-testid="connector-header-remove"
-                                    aria-label=move || {
-                                        let n = row.name.get();
-                                        if n.trim().is_empty() { "Remove this header".to_owned() } else { format!("Remove header {n}") }
-                                    }
-                                    on:click=move |_| headers.update(|rows| rows.retain(|r| r.key != row.key))>
-                                    "Remove"
-                                </button>
-                            </div>
-                        }
-                    }
-                </For>
-                <button type="button" class="button secondary small" data-testid="connector-header-add"
-                    disabled=move || headers.with(Vec::len) >= MAX_HEADERS
-                    on:click=move |_| {
-                        if headers.with_untracked(Vec::len) < MAX_HEADERS {
-                            let row = new_row();
-                            headers.update(|rows| rows.push(row));
-                        }
-                    }>
-                    "Add header"
-                </button>
-            </fieldset>
-        }
     };
 
     view! {
@@ -723,37 +854,7 @@ fn AddConnectorForm(store: ConnectorStore) -> impl IntoView {
                     placeholder="https://example.com/mcp" autocomplete="off" spellcheck="false"
                     required bind:value=url />
             </div>
-            <div class="field">
-                <label for="connector-add-auth">"Authentication"</label>
-                <select id="connector-add-auth" data-testid="connector-add-auth"
-                    prop:value=move || auth_kind.get()
-                    on:change=move |ev| {
-                        let kind = event_target_value(&ev);
-                        if kind == "headers" && headers.with_untracked(Vec::is_empty) {
-                            let row = new_row();
-                            headers.set(vec![row]);
-                        }
-                        auth_kind.set(kind);
-                    }>
-                    <option value="none">"None"</option>
-                    <option value="bearer">"Bearer token"</option>
-                    <option value="headers">"Custom headers"</option>
-                </select>
-            </div>
-            <Show when=move || auth_kind.get() == "bearer">
-                <div class="field">
-                    <label for="connector-add-token">"Bearer token"</label>
-                    <input id="connector-add-token" data-testid="connector-add-token" type="password"
-                        autocomplete="off" spellcheck="false" aria-describedby="connector-secret-note"
-                        bind:value=token />
-                </div>
-            </Show>
-            <Show when=move || auth_kind.get() == "headers">{header_rows}</Show>
-            <Show when=move || auth_kind.get() != "none">
-                <p id="connector-secret-note" class="muted">
-                    "Stored encrypted and never shown again: later you will see that a token is set, or the header names, not the values."
-                </p>
-            </Show>
+            <AuthFields draft=auth id_prefix="connector-add".to_owned() testid_prefix="connector-add" />
             <FormError message=error testid="connector-add-error" />
             {move || notice.get().map(|text| view! {
                 <p class="key-notice" role="status" data-testid="connector-add-notice">{text}</p>
@@ -762,6 +863,77 @@ fn AddConnectorForm(store: ConnectorStore) -> impl IntoView {
                 disabled=move || busy.get()>
                 {move || if busy.get() { "Adding…" } else { "Add connector" }}
             </button>
+        </form>
+    }
+}
+
+/// "Change credentials" of one connector: replaces them entirely (the old
+/// ones are never shown). With two-factor sign-in on, this may ask for a
+/// code first ([`StepUp`]).
+#[component]
+fn ChangeCredentials(
+    id: String,
+    connector: Memo<Option<Connector>>,
+    store: ConnectorStore,
+    /// Called with a notice after saving, or `None` on Cancel.
+    #[prop(into)]
+    on_close: Callback<Option<String>>,
+) -> impl IntoView {
+    let session = SessionState::expect();
+    let step_up = StepUp::expect();
+    let auth = connector.with_untracked(|c| AuthDraft::from_connector(c.as_ref()));
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let heading_id = format!("connector-{id}-credentials-heading");
+
+    let submit = {
+        let id = id.clone();
+        move |event: SubmitEvent| {
+            event.prevent_default();
+            if busy.get_untracked() {
+                return;
+            }
+            let body = auth.to_auth();
+            let csrf = session.csrf_token().unwrap_or_default();
+            let id = id.clone();
+            busy.set(true);
+            error.set(None);
+            spawn_local(async move {
+                let result = step_up
+                    .run(|| api::set_connector_auth(&csrf, &id, &body))
+                    .await;
+                busy.try_set(false);
+                match result {
+                    Ok(updated) => {
+                        store.upsert(updated);
+                        on_close.run(Some(
+                            "Credentials saved. Test the connector to check them.".into(),
+                        ));
+                    }
+                    Err(failure) => {
+                        error.try_set(Some(failure.detail));
+                    }
+                }
+            });
+        }
+    };
+
+    view! {
+        <form class="connector-credentials" on:submit=submit aria-labelledby=heading_id.clone()
+            data-testid="connector-credentials-form">
+            <h4 id=heading_id.clone()>"Change credentials"</h4>
+            <AuthFields draft=auth id_prefix=format!("connector-{id}-credentials") testid_prefix="connector-credentials" />
+            <FormError message=error testid="connector-credentials-error" />
+            <div class="confirm-buttons">
+                <button type="submit" class="button primary small" data-testid="connector-credentials-save"
+                    disabled=move || busy.get()>
+                    {move || if busy.get() { "Saving…" } else { "Save credentials" }}
+                </button>
+                <button type="button" class="button secondary small" data-testid="connector-credentials-cancel"
+                    on:click=move |_| on_close.run(None)>
+                    "Cancel"
+                </button>
+            </div>
         </form>
     }
 }
