@@ -273,3 +273,52 @@ test('Allow for this turn: the second call of the turn runs without a card, and 
   await decline(page, next);
   expect(await demoCalls(request, 'search_notes')).toBe(before + 2);
 });
+
+test('Drift: a tool that changes after "Always allow" asks again, saying it changed, and Settings marks the rule suspended', async ({
+  page,
+  request,
+}) => {
+  const admin = (route: string, data?: unknown) =>
+    request.post(`${DEMO_ADMIN}${route}`, data === undefined ? {} : { data });
+  // The demo server is shared by the run: start from its original tools,
+  // and leave them so.
+  expect((await admin('/admin/reset')).ok(), 'POST /admin/reset').toBe(true);
+  try {
+    await signUp(page, 'drift');
+    await addDemoConnector(page, ['drifting_tool']);
+    await newChat(page);
+    const chatUrl = page.url();
+    const args = { matter: 'M-7' };
+    const before = await demoCalls(request, 'drifting_tool');
+
+    await ask(page, 'drifting_tool', args);
+    const card = await waitingCard(page, 'drifting_tool', 1);
+    await card.getByRole('button', { name: 'Always allow this tool' }).click();
+    await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+      timeout: REPLY_TIMEOUT,
+    });
+    await turnOver(page);
+    expect(await demoCalls(request, 'drifting_tool')).toBe(before + 1);
+
+    // The server rewrites the tool's description; a refresh notices.
+    expect((await admin('/admin/drift', { field: 'description' })).ok(), 'POST /admin/drift').toBe(true);
+    await page.getByTestId('nav-settings').click();
+    const row = demoRow(page);
+    await row.getByTestId('connector-refresh').click();
+    await row.getByTestId('connector-review').click();
+    const chip = row.locator('[data-testid="tool-row"][data-tool-name="drifting_tool"]').getByTestId('tool-grant');
+    await expect(chip).toHaveAttribute('data-suspended', 'true', { timeout: REPLY_TIMEOUT });
+
+    // The same call asks again, with the reason, and nothing ran by itself.
+    await page.goto(chatUrl);
+    await ask(page, 'drifting_tool', args);
+    const again = await waitingCard(page, 'drifting_tool', 2);
+    await expect(again).toContainText('This tool changed since you allowed it');
+    expect(await demoCalls(request, 'drifting_tool')).toBe(before + 1);
+    await snap(page, 'grants-drift-asks');
+    await decline(page, again);
+    expect(await demoCalls(request, 'drifting_tool')).toBe(before + 1);
+  } finally {
+    await admin('/admin/reset');
+  }
+});
