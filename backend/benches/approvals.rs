@@ -387,16 +387,18 @@ async fn main() {
     let (x1, l1, t1) = db_counters(&mut db, &server.database).await;
     let per_min = |a: i64, b: i64| (b - a) as f64 * 60.0 / window.as_secs_f64();
     println!(
-        "  database transactions       {:8.0} per minute",
+        "  database transactions       {:8.0} per minute (everything on the database)",
         per_min(x0, x1)
     );
     println!(
-        "    of which ledger reads     {:8.0} per minute (scans of mcp_pending_calls)",
-        per_min(l0, l1)
-    );
-    println!(
-        "    turn heartbeats (updates) {:8.0} per minute",
+        "    turn heartbeats (updates) {:8.0} per minute (one per waiting turn every 5 s)",
         per_min(t0, t1)
+    );
+    // An `id = any($1)` read of N waiting ids counts N index lookups.
+    let lookups = per_min(l0, l1);
+    println!(
+        "    ledger index lookups      {lookups:8.0} per minute = {:.0} reads of all {WAITING} waiting calls",
+        lookups / WAITING as f64
     );
     println!(
         "  server RSS                  {rss_before} KiB before, {rss_with} KiB with {WAITING} waiting: {:.1} KiB per pending approval",
