@@ -391,7 +391,7 @@ async fn main() {
         per_min(x0, x1)
     );
     println!(
-        "    turn heartbeats (updates) {:8.0} per minute (one per waiting turn every 5 s)",
+        "    turn heartbeat rows       {:8.0} per minute (every waiting turn every 5 s, one UPDATE per instance)",
         per_min(t0, t1)
     );
     // An `id = any($1)` read of N waiting ids counts N index lookups.

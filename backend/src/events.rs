@@ -109,6 +109,8 @@ pub struct EventHub {
     /// "Read the approval ledger again": `true` when a `NOTIFY` said a
     /// call was decided, `false` for a local nudge.
     approvals: broadcast::Sender<bool>,
+    /// Set once this instance's turn heartbeat loop runs.
+    heartbeat: std::sync::atomic::AtomicBool,
 }
 
 impl EventHub {
@@ -119,6 +121,7 @@ impl EventHub {
             running: Mutex::new(HashMap::new()),
             closing: watch::channel(false).0,
             approvals: broadcast::channel(64).0,
+            heartbeat: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -210,6 +213,18 @@ impl EventHub {
         let (tx, rx) = watch::channel(false);
         self.lock_running().insert(turn_id, tx);
         rx
+    }
+
+    /// The turns this instance runs now.
+    pub fn running_turns(&self) -> Vec<Uuid> {
+        self.lock_running().keys().copied().collect()
+    }
+
+    /// `true` exactly once per hub: whoever gets it starts the heartbeat.
+    pub fn first_turn(&self) -> bool {
+        !self
+            .heartbeat
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Forgets a finished turn.

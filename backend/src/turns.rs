@@ -321,11 +321,12 @@ pub const DECLINED_REASON: &str = "declined";
 /// The turn's task.
 pub async fn run(state: AppState, ctx: ToolContext, model: String) {
     let mut cancel = state.hub.register_turn(ctx.turn_id);
-    let heartbeat = tokio::spawn(heartbeat(state.clone(), ctx));
+    if state.hub.first_turn() {
+        tokio::spawn(heartbeat(state.clone()));
+    }
     let emitter = Emitter { state: &state, ctx };
     let mut outcome = Outcome::default();
     let (text, ending) = drive(&state, &emitter, &model, &mut cancel, &mut outcome).await;
-    heartbeat.abort();
     state.hub.unregister_turn(ctx.turn_id);
     let no_prose_reason = (outcome.not_run > 0 && outcome.ran == 0).then_some(DECLINED_REASON);
     if let Err(err) = finish(&state, &emitter, &text, ending, no_prose_reason).await {
@@ -333,29 +334,45 @@ pub async fn run(state: AppState, ctx: ToolContext, model: String) {
     }
 }
 
-/// Proves the turn is alive; turns a stored Stop into a local cancel (for a
-/// Stop that arrived before the turn registered, or whose NOTIFY was lost).
-async fn heartbeat(state: AppState, ctx: ToolContext) {
+/// Proves that every turn this instance runs is alive, in one UPDATE every
+/// `HEARTBEAT_EVERY` (not one per turn: a thousand turns waiting for
+/// approvals would otherwise cost 12,000 writes a minute), and turns a
+/// stored Stop into a local cancel (for a Stop that arrived before the turn
+/// registered, or whose NOTIFY was lost). One loop per instance, started
+/// with its first turn.
+async fn heartbeat(state: AppState) {
     let mut tick = tokio::time::interval(HEARTBEAT_EVERY);
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = state.hub.closed() => return,
+        }
+        let running = state.hub.running_turns();
+        if running.is_empty() {
+            continue;
+        }
         let result = async {
-            let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
-            let cancel: Option<bool> = sqlx::query_scalar(
-                "update turns set heartbeat_at = now() where id = $1 and status = 'running'
-                 returning cancel_requested",
+            let mut tx = db::service_tx(&state.db).await?;
+            let rows: Vec<(Uuid, bool)> = sqlx::query_as(
+                "update turns set heartbeat_at = now() where id = any($1) and status = 'running'
+                 returning id, cancel_requested",
             )
-            .bind(ctx.turn_id)
-            .fetch_optional(&mut *tx)
+            .bind(&running)
+            .fetch_all(&mut *tx)
             .await?;
             tx.commit().await?;
-            Ok::<_, sqlx::Error>(cancel)
+            Ok::<_, sqlx::Error>(rows)
         }
         .await;
         match result {
-            Ok(Some(true)) => state.hub.cancel_local(ctx.turn_id),
-            Ok(_) => {}
-            Err(err) => tracing::warn!(error = %err, turn.id = %ctx.turn_id, "heartbeat failed"),
+            Ok(rows) => {
+                for (turn_id, cancel) in rows {
+                    if cancel {
+                        state.hub.cancel_local(turn_id);
+                    }
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, turns = running.len(), "heartbeat failed"),
         }
     }
 }

@@ -928,3 +928,42 @@ async fn the_ledger_is_unreadable_and_unwritable_as_anon_and_authenticated() {
     }
     assert_eq!(ledger(&s.app, &id.to_string()).await.0, "pending");
 }
+
+#[tokio::test]
+async fn one_heartbeat_keeps_every_waiting_turn_alive_and_carries_a_stored_stop() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (turn, _) = propose(&s, &mut stream, "search_notes", json!({"query": "a"})).await;
+    let other_chat = s.app.create_chat("offline/demo").await;
+    let mut other_stream = s.app.stream(&other_chat, None).await;
+    let other_turn = s
+        .app
+        .send(&other_chat, r#"use search_notes with {"query": "b"}"#)
+        .await;
+    other_stream.until("mcp_confirmation_required").await;
+
+    // Both turns look dead; a Stop is stored for one without any NOTIFY.
+    let mut db = s.app.superuser().await;
+    sqlx::query("update turns set heartbeat_at = now() - interval '1 hour'")
+        .execute(&mut db)
+        .await
+        .expect("age");
+    sqlx::query("update turns set cancel_requested = true where id = $1::uuid")
+        .bind(&other_turn)
+        .execute(&mut db)
+        .await
+        .expect("stored stop");
+
+    let events = tokio::time::timeout(Duration::from_secs(15), other_stream.until("turn_finished"))
+        .await
+        .expect("the heartbeat carried the stored Stop");
+    assert_eq!(events.last().expect("end").1["status"], "cancelled");
+    let fresh: bool = sqlx::query_scalar(
+        "select heartbeat_at > now() - interval '10 seconds' from turns where id = $1::uuid",
+    )
+    .bind(&turn)
+    .fetch_one(&mut db)
+    .await
+    .expect("heartbeat");
+    assert!(fresh, "the waiting turn's heartbeat was refreshed");
+}
