@@ -374,14 +374,17 @@ async fn main() {
         "\n{WAITING} calls waiting: all cards up {:.1} s after the first message",
         started.elapsed().as_secs_f64()
     );
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Postgres flushes a backend's statistics up to 10 s after its last
+    // transaction: let the set-up's counts land before the window opens,
+    // and make the window long enough that the tail's lag is small.
+    tokio::time::sleep(Duration::from_secs(15)).await;
     let rss_with = rss_kib(pid);
     let mut su = reqwest::Url::parse(&superuser).expect("url");
     su.set_path(&server.database);
     let mut db = PgConnection::connect(su.as_str())
         .await
         .expect("stats connection");
-    let window = Duration::from_secs(30);
+    let window = Duration::from_secs(60);
     let (x0, l0, t0) = db_counters(&mut db, &server.database).await;
     tokio::time::sleep(window).await;
     let (x1, l1, t1) = db_counters(&mut db, &server.database).await;
