@@ -76,6 +76,12 @@ async fn start_fake() -> String {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
+    // Like a real provider's edge, the fake writes small SSE chunks without
+    // Nagle's delay.
+    use axum::serve::ListenerExt as _;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, app).await });
     format!("http://{addr}/v1")
 }
