@@ -422,21 +422,6 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
     Ok(row)
 }
 
-/// Reads one row (any status).
-pub async fn get(state: &AppState, id: Uuid) -> Result<Option<Row>, sqlx::Error> {
-    let mut tx = db::service_tx(&state.db).await?;
-    let row = sqlx::query_as(concat!(
-        "select ",
-        columns!(),
-        " from mcp_pending_calls where id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(row)
-}
-
 /// The user's live (pending, unexpired) calls, oldest first, with the
 /// seconds each has left.
 pub async fn live_for_user(

@@ -304,13 +304,26 @@ fn millis(started: Instant) -> u64 {
 /// The critical section of an approved call: claim (one winner), re-read
 /// and verify what was signed, re-check the tool is still the user's and
 /// unchanged, run, record. Never cancelled half-way: the caller spawns it.
-async fn run_approved(state: AppState, user_id: Uuid, id: Uuid) -> Result<String, String> {
+/// Returns when it was approved (from the claimed row) and the outcome.
+async fn run_approved(
+    state: AppState,
+    user_id: Uuid,
+    id: Uuid,
+) -> (Option<String>, Result<String, String>) {
     let row = match approvals::claim(&state, id).await {
         Ok(Some(row)) => row,
-        Ok(None) => return Err("This call's approval could not be claimed.".to_owned()),
+        Ok(None) => {
+            return (
+                None,
+                Err("This call's approval could not be claimed.".to_owned()),
+            );
+        }
         Err(err) => {
             tracing::error!(error = %err, "cannot claim an approved call");
-            return Err("Countersign could not record this call; it did not run.".to_owned());
+            return (
+                None,
+                Err("Countersign could not record this call; it did not run.".to_owned()),
+            );
         }
     };
     let outcome = async {
@@ -360,7 +373,7 @@ async fn run_approved(state: AppState, user_id: Uuid, id: Uuid) -> Result<String
     {
         tracing::error!(error = %err, pending.id = %id, "cannot record a call's outcome");
     }
-    outcome
+    (row.decided_at_rfc3339(), outcome)
 }
 
 impl ToolBox for ConnectorTools {
@@ -491,14 +504,12 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         Waited::Approved => {
             let started = Instant::now();
             let task = tokio::spawn(run_approved(state.clone(), user_id, row.id));
-            let outcome = task.await.unwrap_or_else(|_| {
-                Err("The call ended abnormally; its outcome is unknown.".into())
+            let (approved_at, outcome) = task.await.unwrap_or_else(|_| {
+                (
+                    None,
+                    Err("The call ended abnormally; its outcome is unknown.".into()),
+                )
             });
-            let approved_at = approvals::get(state, row.id)
-                .await
-                .ok()
-                .flatten()
-                .and_then(|r| r.decided_at_rfc3339());
             let origin = Origin {
                 kind: "approved",
                 approved_at,

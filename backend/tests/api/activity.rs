@@ -2,7 +2,7 @@
 //! ended, hash-chained; `countersign audit verify` finds tampering; a call
 //! that cannot be written down does not run.
 
-use crate::approvals::{Setup, decide, ledger, propose, setup};
+use crate::approvals::{Setup, decide, event_of, ledger, propose, setup, trust};
 use countersign::audit::{self, Verified};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -14,19 +14,6 @@ async fn activity(s: &Setup) -> Vec<Value> {
         .as_array()
         .cloned()
         .expect("activity")
-}
-
-async fn trust(s: &Setup) {
-    let res = s
-        .app
-        .client
-        .patch(s.app.url(&format!("/api/connectors/{}", s.connector)))
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({"trust_annotations": true}))
-        .send()
-        .await
-        .expect("patch");
-    assert_eq!(res.status(), StatusCode::OK);
 }
 
 #[tokio::test]
@@ -204,12 +191,7 @@ async fn a_call_that_cannot_be_written_to_the_log_does_not_run() {
         StatusCode::OK
     );
     let events = stream.until("turn_finished").await;
-    let ran = events
-        .iter()
-        .find(|(_, e)| e["type"] == "mcp_tool_call")
-        .expect("mcp_tool_call")
-        .1
-        .clone();
+    let ran = event_of(&events, "mcp_tool_call");
     assert_eq!(ran["status"], "error");
     assert!(
         ran["error"]

@@ -136,6 +136,30 @@ pub(crate) async fn ledger(app: &TestApp, id: &str) -> (String, Option<String>) 
     (row.get("status"), row.get("error"))
 }
 
+/// The first event of `kind` among `events` (panics when there is none).
+pub(crate) fn event_of(events: &[(i64, Value)], kind: &str) -> Value {
+    events
+        .iter()
+        .find(|(_, e)| e["type"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} event"))
+        .1
+        .clone()
+}
+
+/// Switches "Trust this server's safety annotations" on.
+pub(crate) async fn trust(s: &Setup) {
+    let res = s
+        .app
+        .client
+        .patch(s.app.url(&format!("/api/connectors/{}", s.connector)))
+        .header("x-csrf-token", s.app.csrf_token())
+        .json(&json!({"trust_annotations": true}))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(res.status(), StatusCode::OK);
+}
+
 fn sha256_hex(s: &str) -> String {
     approvals::sha256_hex(s)
 }
@@ -191,12 +215,7 @@ async fn allow_once_runs_the_exact_call_once_and_the_chat_and_ledger_agree() {
         .expect("resolved");
     assert_eq!(resolved.1["id"], card["id"]);
     assert_eq!(resolved.1["decision"], "approved");
-    let ran = events
-        .iter()
-        .find(|(_, e)| e["type"] == "mcp_tool_call")
-        .expect("mcp_tool_call")
-        .1
-        .clone();
+    let ran = event_of(&events, "mcp_tool_call");
     assert_eq!(ran["id"], card["id"]);
     assert_eq!(ran["status"], "ok", "{ran}");
     assert_eq!(ran["connector_name"], "Demo");
@@ -412,8 +431,16 @@ async fn an_unanswered_call_expires_and_a_late_decision_gets_410() {
         res.json::<Value>().await.expect("JSON"),
         json!({"detail": "This tool call approval has expired."})
     );
-    // Past the TTL too: still 410 for the owner, 404 for anyone else.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Past the TTL too (moved there, rather than waited for): still 410.
+    let mut db = s.app.superuser().await;
+    sqlx::query(
+        "update mcp_pending_calls set created_at = now() - interval '1 hour',
+                expires_at = now() - interval '1 minute' where id = $1::uuid",
+    )
+    .bind(card["id"].as_str().expect("id"))
+    .execute(&mut db)
+    .await
+    .expect("past the TTL");
     assert_eq!(
         decide(&s.app, &card, "deny").await.status(),
         StatusCode::GONE
@@ -557,12 +584,7 @@ async fn an_approved_call_that_fails_is_recorded_failed_and_spent() {
         StatusCode::OK
     );
     let events = stream.until("turn_finished").await;
-    let ran = events
-        .iter()
-        .find(|(_, e)| e["type"] == "mcp_tool_call")
-        .expect("mcp_tool_call")
-        .1
-        .clone();
+    let ran = event_of(&events, "mcp_tool_call");
     assert_eq!(ran["status"], "error");
     assert!(
         ran["error"].as_str().is_some_and(|e| !e.is_empty()),

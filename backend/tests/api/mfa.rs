@@ -227,7 +227,8 @@ async fn the_four_trust_changing_actions_need_a_recent_step_up() {
         "/api/mcp-pending-calls/{}",
         card["id"].as_str().expect("id")
     );
-    for (method, path, body, what) in [
+    // The four trust-changing actions.
+    let actions = [
         (
             reqwest::Method::PATCH,
             connector_path.as_str(),
@@ -252,7 +253,8 @@ async fn the_four_trust_changing_actions_need_a_recent_step_up() {
             always.clone(),
             "always-rule",
         ),
-    ] {
+    ];
+    for (method, path, body, what) in actions.clone() {
         let res = send(&app, method, path, Some(body)).await;
         assert_eq!(res.status(), StatusCode::FORBIDDEN, "{what}");
         assert_eq!(
@@ -299,32 +301,7 @@ async fn the_four_trust_changing_actions_need_a_recent_step_up() {
     )
     .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
-    for (method, path, body, what) in [
-        (
-            reqwest::Method::PATCH,
-            connector_path.as_str(),
-            trust_on(),
-            "trust on",
-        ),
-        (
-            reqwest::Method::PATCH,
-            connector_path.as_str(),
-            credentials(),
-            "credentials",
-        ),
-        (
-            reqwest::Method::PUT,
-            "/api/settings/provider-keys/anthropic",
-            key(),
-            "provider key",
-        ),
-        (
-            reqwest::Method::POST,
-            decide_path.as_str(),
-            always.clone(),
-            "always-rule",
-        ),
-    ] {
+    for (method, path, body, what) in actions {
         let res = send(&app, method, path, Some(body)).await;
         assert!(res.status().is_success(), "{what}: {}", res.status());
     }
