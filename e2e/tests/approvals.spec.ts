@@ -21,100 +21,26 @@
 // journey also needs the server started with a short approval wait
 // (COUNTERSIGN_APPROVAL_WAIT_SECS, below COUNTERSIGN_APPROVAL_TTL_SECS) and
 // that wait told to this process as COUNTERSIGN_E2E_APPROVAL_WAIT_SECS.
-import path from 'node:path';
-import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
+import { expect, test, type Locator, type Page } from '@playwright/test';
+import {
+  DEMO_NAME,
+  REPLY_TIMEOUT,
+  guardPages,
+  snap,
+  demoCalls,
+  signUp,
+  addDemoConnector,
+  newChat,
+  ask,
+  turnOver,
+} from './support';
 
-const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
-const DEMO_ADMIN = process.env.COUNTERSIGN_E2E_DEMO_ADMIN;
 const APPROVAL_WAIT_SECS = Number(process.env.COUNTERSIGN_E2E_APPROVAL_WAIT_SECS ?? '');
-const DEMO_NAME = 'Countersign demo';
-// The offline demo's reply, a summary of the tool result, with room for a
-// slow machine (the server streams one word every 150 ms).
-const REPLY_TIMEOUT = 30_000;
 const SEARCH = { query: 'lease' };
 
 test.setTimeout(120_000);
 
-function uniqueEmail(label: string): string {
-  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
-}
-
-// A CSP violation or an uncaught error in any page of the test fails it.
-let problems: string[] = [];
-
-test.beforeEach(({ context }) => {
-  problems = [];
-  const watch = (page: Page) => {
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
-        problems.push(`console: ${message.text()}`);
-      }
-    });
-  };
-  context.pages().forEach(watch);
-  context.on('page', watch);
-});
-
-test.afterEach(() => {
-  expect(problems, 'CSP violations or page errors').toEqual([]);
-});
-
-/** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
-async function snap(page: Page, name: string) {
-  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
-}
-
-/** How many times the demo server executed `tool` (its own call log). */
-async function demoCalls(request: APIRequestContext, tool: string): Promise<number> {
-  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
-  const response = await request.get(`${DEMO_ADMIN}/admin/calls`);
-  expect(response.ok(), 'GET /admin/calls').toBe(true);
-  const log = (await response.json()) as { by_tool: Record<string, number> };
-  return log.by_tool[tool] ?? 0;
-}
-
-async function signUp(page: Page, label: string) {
-  await page.goto('/signup');
-  await page.getByTestId('signup-email').fill(uniqueEmail(label));
-  await page.getByTestId('signup-name').fill('Ada Approver');
-  await page.getByTestId('signup-password').fill(PASSPHRASE);
-  await page.getByTestId('signup-submit').click();
-  await expect(page.getByTestId('shell')).toBeVisible();
-}
-
-/** Settings → Connectors: adds the demo server in one click and keeps `keep`. Returns its row. */
-async function addDemoConnector(page: Page, keep: string[]): Promise<Locator> {
-  await page.getByTestId('nav-settings').click();
-  await expect(page).toHaveURL(/\/settings$/);
-  const section = page.getByTestId('connectors-section');
-  await section.getByTestId('available-add').first().click();
-  const row = section.locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
-  await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
-  await row.getByTestId('connector-review').click();
-  for (const name of keep) {
-    await row.locator(`[data-testid="tool-row"][data-tool-name="${name}"]`).getByTestId('tool-keep').check();
-  }
-  await row.getByTestId('review-save').click();
-  // The saved review, as the server counts it (the notice after saving can
-  // be replaced by the refreshed row before it is seen).
-  await expect(row.getByTestId('connector-tool-counts')).toContainText(`${keep.length} kept`);
-  return row;
-}
-
-/** Clicks "New chat" (offline demo model) and waits for the empty chat. */
-async function newChat(page: Page) {
-  await page.getByTestId('new-chat').click();
-  await expect(page).toHaveURL(/\/chats\/[0-9a-f-]{36}$/);
-  await expect(page.getByTestId('composer-input')).toBeVisible();
-  await expect(page.getByTestId('offline-badge')).toBeVisible();
-}
-
-/** Asks the offline demo model to call `tool` with `args` (its `use TOOL with {json}`). */
-async function ask(page: Page, tool: string, args: object) {
-  await page.getByTestId('composer-input').fill(`use ${tool} with ${JSON.stringify(args)}`);
-  await page.getByTestId('composer-send').click();
-}
+guardPages();
 
 /** The one approval card on the page, once it waits for a decision. */
 async function pendingCard(page: Page, tool: string): Promise<Locator> {
@@ -127,19 +53,11 @@ async function pendingCard(page: Page, tool: string): Promise<Locator> {
   return card;
 }
 
-/** Waits until the turn is over (Stop gone, the answer no longer streaming). */
-async function turnOver(page: Page) {
-  await expect(page.getByTestId('stop-turn')).toHaveCount(0, { timeout: REPLY_TIMEOUT });
-  await expect(page.getByTestId('message-assistant').last()).not.toHaveAttribute('data-streaming', {
-    timeout: REPLY_TIMEOUT,
-  });
-}
-
 test('Allow once runs the call once and the card shows the result, also after a reload', async ({
   page,
   request,
 }) => {
-  await signUp(page, 'allow');
+  await signUp(page, 'allow', 'Ada Approver');
   await addDemoConnector(page, ['search_notes']);
   await newChat(page);
   const before = await demoCalls(request, 'search_notes');
@@ -195,7 +113,7 @@ test('Decline shows "Declined" and the server is never called; long arguments fo
   page,
   request,
 }) => {
-  await signUp(page, 'decline');
+  await signUp(page, 'decline', 'Ada Approver');
   await addDemoConnector(page, ['add_note']);
   await newChat(page);
   const before = await demoCalls(request, 'add_note');
@@ -236,7 +154,7 @@ test('a reload while the card waits brings the same card back, and Allow once st
   page,
   request,
 }) => {
-  await signUp(page, 'reload');
+  await signUp(page, 'reload', 'Ada Approver');
   await addDemoConnector(page, ['search_notes']);
   await newChat(page);
   const before = await demoCalls(request, 'search_notes');
@@ -263,7 +181,7 @@ test('a reload while the card waits brings the same card back, and Allow once st
 });
 
 test('deciding in one tab updates the card in the other', async ({ page, context, request }) => {
-  await signUp(page, 'tabs');
+  await signUp(page, 'tabs', 'Ada Approver');
   await addDemoConnector(page, ['search_notes']);
   await newChat(page);
   const before = await demoCalls(request, 'search_notes');
@@ -309,7 +227,7 @@ test('when the countdown reaches zero the buttons stop, before the server says a
   request,
 }) => {
   await page.clock.install();
-  await signUp(page, 'countdown');
+  await signUp(page, 'countdown', 'Ada Approver');
   await addDemoConnector(page, ['search_notes']);
   await newChat(page);
   const before = await demoCalls(request, 'search_notes');
@@ -344,7 +262,7 @@ test('a call nobody decides expires: "Expired without a decision", and nothing r
     'COUNTERSIGN_E2E_APPROVAL_WAIT_SECS must be the server\'s (short) COUNTERSIGN_APPROVAL_WAIT_SECS',
   ).toBeGreaterThan(0);
   test.setTimeout(120_000 + APPROVAL_WAIT_SECS * 1000);
-  await signUp(page, 'expiry');
+  await signUp(page, 'expiry', 'Ada Approver');
   await addDemoConnector(page, ['search_notes']);
   await newChat(page);
   const before = await demoCalls(request, 'search_notes');
@@ -369,7 +287,7 @@ test('trusting a server\'s annotations asks first; then its read-only tool runs 
   page,
   request,
 }) => {
-  await signUp(page, 'trust');
+  await signUp(page, 'trust', 'Ada Approver');
   const row = await addDemoConnector(page, ['search_notes', 'add_note']);
   const toggle = row.getByRole('switch', { name: "Trust this server's safety annotations" });
   await expect(toggle).toHaveAttribute('aria-checked', 'false');

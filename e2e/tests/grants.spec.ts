@@ -13,108 +13,28 @@
 // Needs, like approvals.spec.ts, the server started with the demo MCP server
 // as an available connector, and COUNTERSIGN_E2E_DEMO_ADMIN pointing at that
 // demo server (its call log proves what ran).
-import path from 'node:path';
-import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
+import { expect, test, type Locator, type Page } from '@playwright/test';
+import {
+  DEMO_ADMIN,
+  DEMO_NAME,
+  REPLY_TIMEOUT,
+  guardPages,
+  snap,
+  demoCalls,
+  signUp,
+  demoRow,
+  addDemoConnector,
+  newChat,
+  say,
+  ask,
+  turnOver,
+} from './support';
 
-const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
-const DEMO_ADMIN = process.env.COUNTERSIGN_E2E_DEMO_ADMIN;
-const DEMO_NAME = 'Countersign demo';
-// The offline demo's reply, a summary of the tool result, with room for a
-// slow machine (the server streams one word every 150 ms).
-const REPLY_TIMEOUT = 30_000;
 const NOTE = { title: 'Grant test', body: 'Written under a rule.' };
 
 test.setTimeout(120_000);
 
-function uniqueEmail(label: string): string {
-  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
-}
-
-// A CSP violation or an uncaught error in any page of the test fails it.
-let problems: string[] = [];
-
-test.beforeEach(({ context }) => {
-  problems = [];
-  const watch = (page: Page) => {
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
-        problems.push(`console: ${message.text()}`);
-      }
-    });
-  };
-  context.pages().forEach(watch);
-  context.on('page', watch);
-});
-
-test.afterEach(() => {
-  expect(problems, 'CSP violations or page errors').toEqual([]);
-});
-
-/** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
-async function snap(page: Page, name: string) {
-  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
-}
-
-/** How many times the demo server executed `tool` (its own call log). */
-async function demoCalls(request: APIRequestContext, tool: string): Promise<number> {
-  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
-  const response = await request.get(`${DEMO_ADMIN}/admin/calls`);
-  expect(response.ok(), 'GET /admin/calls').toBe(true);
-  const log = (await response.json()) as { by_tool: Record<string, number> };
-  return log.by_tool[tool] ?? 0;
-}
-
-async function signUp(page: Page, label: string) {
-  await page.goto('/signup');
-  await page.getByTestId('signup-email').fill(uniqueEmail(label));
-  await page.getByTestId('signup-name').fill('Grace Grantor');
-  await page.getByTestId('signup-password').fill(PASSPHRASE);
-  await page.getByTestId('signup-submit').click();
-  await expect(page.getByTestId('shell')).toBeVisible();
-}
-
-/** The demo connector's row in Settings → Connectors (Settings must be open). */
-function demoRow(page: Page): Locator {
-  return page
-    .getByTestId('connectors-section')
-    .locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
-}
-
-/** Settings → Connectors: adds the demo server in one click and keeps `keep`. Returns its row. */
-async function addDemoConnector(page: Page, keep: string[]): Promise<Locator> {
-  await page.getByTestId('nav-settings').click();
-  await expect(page).toHaveURL(/\/settings$/);
-  await page.getByTestId('connectors-section').getByTestId('available-add').first().click();
-  const row = demoRow(page);
-  await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
-  await row.getByTestId('connector-review').click();
-  for (const name of keep) {
-    await row.locator(`[data-testid="tool-row"][data-tool-name="${name}"]`).getByTestId('tool-keep').check();
-  }
-  await row.getByTestId('review-save').click();
-  await expect(row.getByTestId('connector-tool-counts')).toContainText(`${keep.length} kept`);
-  return row;
-}
-
-/** Clicks "New chat" (offline demo model) and waits for the empty chat. */
-async function newChat(page: Page) {
-  await page.getByTestId('new-chat').click();
-  await expect(page).toHaveURL(/\/chats\/[0-9a-f-]{36}$/);
-  await expect(page.getByTestId('composer-input')).toBeVisible();
-  await expect(page.getByTestId('offline-badge')).toBeVisible();
-}
-
-/** Sends `text` to the offline demo model. */
-async function say(page: Page, text: string) {
-  await page.getByTestId('composer-input').fill(text);
-  await page.getByTestId('composer-send').click();
-}
-
-/** Asks the offline demo model to call `tool` with `args` (its `use TOOL with {json}`). */
-async function ask(page: Page, tool: string, args: object) {
-  await say(page, `use ${tool} with ${JSON.stringify(args)}`);
-}
+guardPages();
 
 /** The `count`-th approval card on the page (1-based), once it waits for a decision. */
 async function waitingCard(page: Page, tool: string, count: number): Promise<Locator> {
@@ -125,14 +45,6 @@ async function waitingCard(page: Page, tool: string, count: number): Promise<Loc
   await expect(card).toHaveAttribute('data-state', 'pending');
   await expect(card.getByTestId('approval-allow-once')).toBeEnabled();
   return card;
-}
-
-/** Waits until the turn is over (Stop gone, the answer no longer streaming). */
-async function turnOver(page: Page) {
-  await expect(page.getByTestId('stop-turn')).toHaveCount(0, { timeout: REPLY_TIMEOUT });
-  await expect(page.getByTestId('message-assistant').last()).not.toHaveAttribute('data-streaming', {
-    timeout: REPLY_TIMEOUT,
-  });
 }
 
 /** Declines a waiting card and waits for the turn to end. */
@@ -146,7 +58,7 @@ test('Always allow: the next identical call runs without a card under the rule; 
   page,
   request,
 }) => {
-  await signUp(page, 'always');
+  await signUp(page, 'always', 'Grace Grantor');
   const row = await addDemoConnector(page, ['add_note']);
   await expect(row.getByTestId('connector-grant-count')).toHaveText('No always-allowed tools');
   await newChat(page);
@@ -239,7 +151,7 @@ test('Allow for this turn: the second call of the turn runs without a card, and 
   page,
   request,
 }) => {
-  await signUp(page, 'turn');
+  await signUp(page, 'turn', 'Grace Grantor');
   await addDemoConnector(page, ['search_notes']);
   await newChat(page);
   const before = await demoCalls(request, 'search_notes');
@@ -284,7 +196,7 @@ test('Drift: a tool that changes after "Always allow" asks again, saying it chan
   // and leave them so.
   expect((await admin('/admin/reset')).ok(), 'POST /admin/reset').toBe(true);
   try {
-    await signUp(page, 'drift');
+    await signUp(page, 'drift', 'Grace Grantor');
     await addDemoConnector(page, ['drifting_tool']);
     await newChat(page);
     const chatUrl = page.url();

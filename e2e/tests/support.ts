@@ -1,0 +1,113 @@
+// What the approval, grant and drift journeys share: the demo connector,
+// the offline model, the demo server's own call log, and the guard that
+// fails a test on any CSP violation or page error. Not a spec: Playwright
+// runs only `*.spec.ts`.
+import path from 'node:path';
+import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
+
+export const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
+export const DEMO_ADMIN = process.env.COUNTERSIGN_E2E_DEMO_ADMIN;
+export const DEMO_NAME = 'Countersign demo';
+// The offline demo's reply, a summary of the tool result, with room for a
+// slow machine (the server streams one word every 150 ms).
+export const REPLY_TIMEOUT = 30_000;
+
+export function uniqueEmail(label: string): string {
+  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+}
+
+/** A CSP violation or an uncaught error in any page of a test fails it. */
+export function guardPages() {
+  let problems: string[] = [];
+  test.beforeEach(({ context }) => {
+    problems = [];
+    const watch = (page: Page) => {
+      page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+      page.on('console', (message) => {
+        if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
+          problems.push(`console: ${message.text()}`);
+        }
+      });
+    };
+    context.pages().forEach(watch);
+    context.on('page', watch);
+  });
+  test.afterEach(() => {
+    expect(problems, 'CSP violations or page errors').toEqual([]);
+  });
+}
+
+/** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
+export async function snap(page: Page, name: string) {
+  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
+}
+
+/** How many times the demo server executed `tool` (its own call log). */
+export async function demoCalls(request: APIRequestContext, tool: string): Promise<number> {
+  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
+  const response = await request.get(`${DEMO_ADMIN}/admin/calls`);
+  expect(response.ok(), 'GET /admin/calls').toBe(true);
+  const log = (await response.json()) as { by_tool: Record<string, number> };
+  return log.by_tool[tool] ?? 0;
+}
+
+export async function signUp(page: Page, label: string, name: string) {
+  await page.goto('/signup');
+  await page.getByTestId('signup-email').fill(uniqueEmail(label));
+  await page.getByTestId('signup-name').fill(name);
+  await page.getByTestId('signup-password').fill(PASSPHRASE);
+  await page.getByTestId('signup-submit').click();
+  await expect(page.getByTestId('shell')).toBeVisible();
+}
+
+/** The demo connector's row in Settings → Connectors (Settings must be open). */
+export function demoRow(page: Page): Locator {
+  return page
+    .getByTestId('connectors-section')
+    .locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
+}
+
+/** Settings → Connectors: adds the demo server in one click and keeps `keep`. Returns its row. */
+export async function addDemoConnector(page: Page, keep: string[]): Promise<Locator> {
+  await page.getByTestId('nav-settings').click();
+  await expect(page).toHaveURL(/\/settings$/);
+  await page.getByTestId('connectors-section').getByTestId('available-add').first().click();
+  const row = demoRow(page);
+  await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
+  await row.getByTestId('connector-review').click();
+  for (const name of keep) {
+    await row.locator(`[data-testid="tool-row"][data-tool-name="${name}"]`).getByTestId('tool-keep').check();
+  }
+  await row.getByTestId('review-save').click();
+  // The saved review, as the server counts it (the notice after saving can
+  // be replaced by the refreshed row before it is seen).
+  await expect(row.getByTestId('connector-tool-counts')).toContainText(`${keep.length} kept`);
+  return row;
+}
+
+/** Clicks "New chat" (offline demo model) and waits for the empty chat. */
+export async function newChat(page: Page) {
+  await page.getByTestId('new-chat').click();
+  await expect(page).toHaveURL(/\/chats\/[0-9a-f-]{36}$/);
+  await expect(page.getByTestId('composer-input')).toBeVisible();
+  await expect(page.getByTestId('offline-badge')).toBeVisible();
+}
+
+/** Sends `text` to the offline demo model. */
+export async function say(page: Page, text: string) {
+  await page.getByTestId('composer-input').fill(text);
+  await page.getByTestId('composer-send').click();
+}
+
+/** Asks the offline demo model to call `tool` with `args` (its `use TOOL with {json}`). */
+export async function ask(page: Page, tool: string, args: object) {
+  await say(page, `use ${tool} with ${JSON.stringify(args)}`);
+}
+
+/** Waits until the turn is over (Stop gone, the answer no longer streaming). */
+export async function turnOver(page: Page) {
+  await expect(page.getByTestId('stop-turn')).toHaveCount(0, { timeout: REPLY_TIMEOUT });
+  await expect(page.getByTestId('message-assistant').last()).not.toHaveAttribute('data-streaming', {
+    timeout: REPLY_TIMEOUT,
+  });
+}
