@@ -256,9 +256,12 @@ CREATE TABLE public.mcp_pending_calls (
     decided_at timestamp with time zone,
     claimed_at timestamp with time zone,
     executed_at timestamp with time zone,
+    destination_url text NOT NULL,
+    offered_grants text[] NOT NULL,
     CONSTRAINT mcp_pending_calls_digest_shape CHECK ((arguments_digest ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT mcp_pending_calls_expiry CHECK ((expires_at > created_at)),
     CONSTRAINT mcp_pending_calls_grant CHECK (((grant_kind IS NULL) OR (grant_kind = ANY (ARRAY['once'::text, 'turn'::text, 'always'::text])))),
+    CONSTRAINT mcp_pending_calls_offered_grants CHECK (((offered_grants <@ ARRAY['once'::text, 'turn'::text, 'always'::text]) AND ('once'::text = ANY (offered_grants)))),
     CONSTRAINT mcp_pending_calls_status CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'executing'::text, 'executed'::text, 'failed'::text, 'denied'::text, 'expired'::text])))
 );
 

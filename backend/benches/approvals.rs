@@ -154,17 +154,17 @@ impl User {
             .json()
             .await
             .expect("json");
-        let names: Vec<Value> = tools
+        let seen: Vec<Value> = tools
             .as_array()
             .expect("tools")
             .iter()
-            .map(|t| t["name"].clone())
+            .map(|t| json!({"name": t["name"], "descriptor_digest": t["descriptor_digest"]}))
             .collect();
         let res = user
             .client
             .put(format!("{}/api/connectors/{id}/tools/review", user.base))
             .header("x-csrf-token", &user.csrf)
-            .json(&json!({"keep": names, "decline": []}))
+            .json(&json!({"keep": seen, "decline": []}))
             .send()
             .await
             .expect("review");

@@ -9,8 +9,8 @@
 //!
 //! A row binds the exact call: the arguments' RFC 8785 canonical JSON and
 //! its SHA-256 are stored, and an HMAC (key `COUNTERSIGN_APPROVAL_KEY`,
-//! named by a key id) covers id, user, chat, turn, connector, tool,
-//! arguments digest and expiry. A decision carries only approve/deny and
+//! named by a key id) covers id, user, chat, turn, connector, destination
+//! (the connector URL at proposal), tool, arguments digest and expiry. A decision carries only approve/deny and
 //! the digest the card showed; it can never change what runs. The turn
 //! claims an approved row, re-reads and re-verifies it, runs it and records
 //! the outcome; a failure still spends the approval.
@@ -53,6 +53,52 @@ pub fn sha256_hex(canonical: &str) -> String {
 pub fn canonical(value: &Value) -> String {
     #[expect(clippy::expect_used, reason = "a serde_json::Value has string keys")]
     serde_json_canonicalizer::to_string(value).expect("JCS of a serde_json::Value")
+}
+
+/// Beyond ±2^53 not every integer is a double, and JCS writes IEEE 754
+/// doubles: 2^53 + 1 would go out as 2^53.
+const MAX_EXACT_INTEGER: u64 = 1 << 53;
+
+/// The first number in `value` that RFC 8785 canonical JSON would not
+/// carry exactly, as (JSON path, the number as shown): integers beyond
+/// ±2^53, which JCS writes as the nearest double, and −0, which it
+/// writes as 0. Such arguments are refused before any card (DESIGN §6.1):
+/// what is shown, signed and sent must be the same value. Other numbers
+/// are doubles already (serde_json parses them so) and round-trip.
+pub fn inexact_number(value: &Value) -> Option<(String, String)> {
+    fn walk(value: &Value, path: &mut String) -> Option<(String, String)> {
+        match value {
+            Value::Number(n) => {
+                let exact = if let Some(i) = n.as_i64() {
+                    i.unsigned_abs() <= MAX_EXACT_INTEGER
+                } else if let Some(u) = n.as_u64() {
+                    u <= MAX_EXACT_INTEGER
+                } else {
+                    n.as_f64().is_some_and(|f| f != 0.0 || f.is_sign_positive())
+                };
+                (!exact).then(|| (path.clone(), n.to_string()))
+            }
+            Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                let found = walk(item, path);
+                path.truncate(len);
+                found
+            }),
+            Value::Object(map) => map.iter().find_map(|(key, item)| {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                let found = walk(item, path);
+                path.truncate(len);
+                found
+            }),
+            _ => None,
+        }
+    }
+    walk(value, &mut String::new())
 }
 
 /// One HMAC key and its id (the first 8 hex digits of its SHA-256).
@@ -110,6 +156,8 @@ pub struct Binding<'a> {
     pub turn_id: Uuid,
     /// Connector.
     pub connector_id: Uuid,
+    /// The connector URL the call was proposed for (and may only run on).
+    pub destination_url: &'a str,
     /// Tool name on its server.
     pub tool_name: &'a str,
     /// SHA-256 of the canonical arguments.
@@ -127,11 +175,12 @@ impl Binding<'_> {
             self.chat_id.to_string(),
             self.turn_id.to_string(),
             self.connector_id.to_string(),
+            self.destination_url.to_owned(),
             self.tool_name.to_owned(),
             self.arguments_digest.to_owned(),
             self.expires_at_micros.to_string(),
         ];
-        let mut message = b"countersign/approval/v1".to_vec();
+        let mut message = b"countersign/approval/v2".to_vec();
         for field in fields {
             message.extend_from_slice(&(field.len() as u64).to_be_bytes());
             message.extend_from_slice(field.as_bytes());
@@ -227,8 +276,12 @@ pub struct Row {
     pub descriptor_digest: String,
     /// Host the call goes to.
     pub destination: String,
+    /// The connector URL at proposal: the only one it may run against.
+    pub destination_url: String,
     /// Why it asks.
     pub reason: String,
+    /// The grants its card offers.
+    pub offered_grants: Vec<String>,
     /// Where it stands.
     pub status: String,
     /// `once`, `turn` or `always`, once approved.
@@ -253,6 +306,7 @@ impl Row {
             chat_id: self.chat_id,
             turn_id: self.turn_id,
             connector_id: self.connector_id,
+            destination_url: &self.destination_url,
             tool_name: &self.tool_name,
             arguments_digest: &self.arguments_digest,
             expires_at_micros: self.expires_at.unix_timestamp_nanos() / 1000,
@@ -302,6 +356,7 @@ impl Row {
             destination: self.destination.clone(),
             reason: self.reason.clone(),
             expires_at: self.expires_at_rfc3339(),
+            offered_grants: self.offered_grants.clone(),
         }
     }
 
@@ -322,6 +377,7 @@ impl Row {
             reason: self.reason.clone(),
             expires_at: self.expires_at_rfc3339(),
             expires_in_secs,
+            offered_grants: self.offered_grants.clone(),
         }
     }
 }
@@ -331,8 +387,8 @@ macro_rules! columns {
     () => {
         "id, user_id, chat_id, turn_id, call_id, connector_id, connector_name, \
      tool_name, model_tool_name, arguments, arguments_canonical, arguments_digest, \
-         descriptor_digest, destination, reason, status, grant_kind, hmac_key_id, hmac, error, \
-         expires_at, decided_at"
+         descriptor_digest, destination, destination_url, reason, offered_grants, status, \
+         grant_kind, hmac_key_id, hmac, error, expires_at, decided_at"
     };
 }
 
@@ -355,10 +411,13 @@ pub struct Proposal<'a> {
     pub arguments: &'a Value,
     /// The tool's current descriptor digest.
     pub descriptor_digest: &'a str,
-    /// Host the call goes to.
-    pub destination: &'a str,
+    /// The connector URL it may run against (the card shows its host).
+    pub destination_url: &'a str,
     /// Why it asks.
     pub reason: &'a str,
+    /// Whether "for this turn" and "always" may be offered (not for a tool
+    /// that changed since it was reviewed).
+    pub grants_allowed: bool,
 }
 
 /// Writes a `pending` row, expiring `COUNTERSIGN_APPROVAL_TTL_SECS` from
@@ -384,6 +443,7 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
         chat_id: p.ctx.chat_id,
         turn_id: p.ctx.turn_id,
         connector_id: p.connector_id,
+        destination_url: p.destination_url,
         tool_name: p.tool_name,
         arguments_digest: &arguments_digest,
         expires_at_micros: expires_at.unix_timestamp_nanos() / 1000,
@@ -391,9 +451,10 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
     let row: Row = sqlx::query_as(concat!(
         "insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
              connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
-             arguments_digest, descriptor_digest, destination, reason, hmac_key_id, hmac,
-             expires_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+             arguments_digest, descriptor_digest, destination, destination_url, reason,
+             offered_grants, hmac_key_id, hmac, expires_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                 $18, $19, $20)
          returning ",
         columns!(),
         ""
@@ -411,8 +472,14 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
     .bind(&arguments_canonical)
     .bind(&arguments_digest)
     .bind(p.descriptor_digest)
-    .bind(p.destination)
+    .bind(destination(p.destination_url))
+    .bind(p.destination_url)
     .bind(p.reason)
+    .bind(if p.grants_allowed {
+        countersign_api::approvals::every_grant()
+    } else {
+        vec!["once".to_owned()]
+    })
     .bind(&hmac_key_id)
     .bind(&hmac)
     .bind(expires_at)
@@ -471,6 +538,10 @@ pub enum DecideError {
     /// The digest is not the one of the stored arguments.
     #[error("The arguments changed since this card was shown; nothing was decided. Reload.")]
     DigestMismatch,
+    /// The card does not offer this grant (the tool changed since it was
+    /// reviewed: only "Allow once").
+    #[error("grant_not_offered")]
+    GrantNotOffered,
     /// Database failure.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
@@ -496,7 +567,7 @@ pub async fn decide(
     let decided = sqlx::query(
         "update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now()
           where id = $1 and user_id = $2 and status = 'pending' and expires_at > now()
-            and arguments_digest = $3",
+            and arguments_digest = $3 and ($5::text is null or $5 = any (offered_grants))",
     )
     .bind(id)
     .bind(user_id)
@@ -514,20 +585,23 @@ pub async fn decide(
         tx.commit().await?;
         return Ok(status);
     }
-    let why: Option<(String, bool, bool)> = sqlx::query_as(
-        "select status, expires_at <= now(), arguments_digest = $3
+    let why: Option<(String, bool, bool, bool)> = sqlx::query_as(
+        "select status, expires_at <= now(), arguments_digest = $3,
+                $4::text is null or $4 = any (offered_grants)
            from mcp_pending_calls where id = $1 and user_id = $2",
     )
     .bind(id)
     .bind(user_id)
     .bind(arguments_digest)
+    .bind(grant)
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
     Err(match why {
-        Some((s, _, _)) if s == "expired" => DecideError::Expired,
-        Some((s, true, _)) if s == "pending" => DecideError::Expired,
-        Some((s, false, false)) if s == "pending" => DecideError::DigestMismatch,
+        Some((s, _, _, _)) if s == "expired" => DecideError::Expired,
+        Some((s, true, _, _)) if s == "pending" => DecideError::Expired,
+        Some((s, false, false, _)) if s == "pending" => DecideError::DigestMismatch,
+        Some((s, false, true, false)) if s == "pending" => DecideError::GrantNotOffered,
         _ => DecideError::NotFound,
     })
 }
@@ -720,28 +794,75 @@ pub async fn record(state: &AppState, id: Uuid, error: Option<&str>) -> Result<(
     Ok(())
 }
 
-/// Whether an earlier call of this turn to this connector + tool was
-/// approved "for the rest of this turn" and ran.
+/// Whether an earlier call of this turn to this connector + tool, **with
+/// this descriptor digest**, was approved "for the rest of this turn" and
+/// ran. A tool that changed (and was kept again) mid-turn asks again.
 pub async fn turn_grant(
     state: &AppState,
     ctx: ToolContext,
     connector_id: Uuid,
     tool_name: &str,
+    descriptor_digest: &str,
 ) -> Result<bool, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
     let granted = sqlx::query_scalar(
         "select exists (select 1 from mcp_pending_calls
                          where turn_id = $1 and user_id = $2 and connector_id = $3
-                           and tool_name = $4 and grant_kind = 'turn' and status = 'executed')",
+                           and tool_name = $4 and grant_kind = 'turn' and status = 'executed'
+                           and descriptor_digest = $5)",
     )
     .bind(ctx.turn_id)
     .bind(ctx.user_id)
     .bind(connector_id)
     .bind(tool_name)
+    .bind(descriptor_digest)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
     Ok(granted)
+}
+
+/// Ends every pending call for `connector_id` as denied (its URL changed:
+/// what the cards show is no longer where the calls would go), and wakes
+/// the turns that wait for them. Returns how many. Rows already approved
+/// but not claimed fail at the claim, whose destination check no longer
+/// holds.
+pub async fn deny_for_connector(
+    tx: &mut db::Tx,
+    user_id: Uuid,
+    connector_id: Uuid,
+) -> Result<u64, sqlx::Error> {
+    let ids: Vec<Uuid> = sqlx::query_scalar(
+        "update mcp_pending_calls set status = 'denied', decided_at = now()
+          where user_id = $1 and connector_id = $2 and status = 'pending'
+          returning id",
+    )
+    .bind(user_id)
+    .bind(connector_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    for id in &ids {
+        sqlx::query("select pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(id.to_string())
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(ids.len() as u64)
+}
+
+/// `host[:port]` of a connector URL: the card's destination.
+pub fn destination(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| {
+            let host = u.host_str()?.to_owned();
+            Some(match u.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host,
+            })
+        })
+        .unwrap_or_default()
 }
 
 /// Deletes terminal rows (and their arguments) older than the retention,
@@ -977,6 +1098,7 @@ mod tests {
             chat_id: Uuid::from_u128(3),
             turn_id: Uuid::from_u128(4),
             connector_id: Uuid::from_u128(5),
+            destination_url: "https://mcp.example/mcp",
             tool_name: tool,
             arguments_digest: digest,
             expires_at_micros: 1_700_000_000_000_000,
@@ -997,12 +1119,49 @@ mod tests {
         let mut other_user = b;
         other_user.user_id = Uuid::from_u128(9);
         assert!(!keys.verify(&key_id, &other_user, &tag));
+        let mut elsewhere = b;
+        elsewhere.destination_url = "https://mcp.example.evil/mcp";
+        assert!(!keys.verify(&key_id, &elsewhere, &tag), "another URL");
         assert!(!keys.verify("00000000", &b, &tag), "unknown key id");
         assert!(!keys.verify(&key_id, &b, "zz"), "not hex");
         let other = ApprovalKeys::from_bytes(&[8; 32]).expect("key");
         assert!(!other.verify(&key_id, &b, &tag));
         // Field boundaries are part of the message.
         assert_ne!(binding("ab", "c").message(), binding("a", "bc").message());
+    }
+
+    #[test]
+    fn numbers_jcs_cannot_carry_exactly_are_found_with_their_path() {
+        let parse = |s: &str| serde_json::from_str::<Value>(s).expect("json");
+        for (json, expected) in [
+            (r#"{"n": 9007199254740991}"#, None),
+            (r#"{"n": -9007199254740991}"#, None),
+            (r#"{"n": 1.5, "m": 1e300, "z": 0.0}"#, None),
+            (r#"{"n": 9007199254740992}"#, None),
+            (
+                r#"{"n": 9007199254740993}"#,
+                Some(("n", "9007199254740993")),
+            ),
+            (
+                r#"{"n": -9007199254740993}"#,
+                Some(("n", "-9007199254740993")),
+            ),
+            (
+                r#"{"a": {"b": [1, 18446744073709551615]}}"#,
+                Some(("a.b[1]", "18446744073709551615")),
+            ),
+            (r#"{"z": -0.0}"#, Some(("z", "-0.0"))),
+        ] {
+            let found = inexact_number(&parse(json));
+            assert_eq!(
+                found,
+                expected.map(|(p, n)| (p.to_owned(), n.to_owned())),
+                "{json}"
+            );
+        }
+        // The reason: JCS would send another value than the one shown.
+        assert_eq!(canonical(&parse("9007199254740993")), "9007199254740992");
+        assert_eq!(canonical(&parse("-0.0")), "0");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::{
     db::{self, Tx},
     secrets::{Sealed, SecretBox},
 };
+use countersign_api::ReviewedTool;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -54,6 +55,10 @@ pub enum ConnectorError {
     /// Review names a tool the connector does not have.
     #[error("This connector has no tool named \"{0}\". Refresh it and review again.")]
     UnknownTool(String),
+    /// Review names a tool with a digest that is no longer its descriptor's:
+    /// the server changed it after the user looked.
+    #[error("\"{0}\" changed since you looked at it; nothing was saved. Review it again.")]
+    StaleReview(String),
     /// The SSRF guard refused the URL; the message says why.
     #[error("{0}")]
     Refused(String),
@@ -356,6 +361,49 @@ fn aad(user_id: Uuid, connector_id: Uuid) -> Vec<u8> {
     format!("connector_auth/{user_id}/{connector_id}").into_bytes()
 }
 
+/// Points connector `id` at `url`, as a new trust decision (DESIGN §5):
+/// its credentials, always-rules, trust switch and tool reviews are
+/// cleared and its waiting calls end as denied. One service transaction
+/// (with an explicit owner check on every statement), so the sealed
+/// credentials are never readable together with the new URL: a
+/// concurrent connect sees either the old URL or no credentials. The
+/// caller has run the SSRF guard on `url` and the step-up.
+pub async fn repoint(
+    pool: &sqlx::PgPool,
+    user_id: Uuid,
+    id: Uuid,
+    url: &reqwest::Url,
+) -> Result<(), ConnectorError> {
+    let mut tx = db::service_tx(pool).await?;
+    let updated = sqlx::query(
+        "update connectors
+            set url = $3, trust_annotations = false, auth_type = 'none', header_names = '{}',
+                status = 'untested', last_error = null, protocol_version = null,
+                last_checked_at = null, updated_at = now()
+          where id = $1 and user_id = $2",
+    )
+    .bind(id)
+    .bind(user_id)
+    .bind(url.as_str())
+    .execute(&mut *tx)
+    .await?;
+    if updated.rows_affected() == 0 {
+        return Err(ConnectorError::NotFound);
+    }
+    for table in ["connector_secrets", "tool_grants", "connector_tools"] {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "delete from {table} where connector_id = $1 and user_id = $2"
+        )))
+        .bind(id)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    crate::approvals::deny_for_connector(&mut tx, user_id, id).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// Stores (or clears) a connector's credentials, encrypted, in `tx` (a
 /// service transaction).
 pub async fn store_auth(
@@ -578,12 +626,23 @@ pub async fn review(
     pool: &sqlx::PgPool,
     user_id: Uuid,
     connector_id: Uuid,
-    keep: &[String],
-    decline: &[String],
+    keep: &[ReviewedTool],
+    decline: &[ReviewedTool],
 ) -> Result<(), ConnectorError> {
-    if let Some(both) = keep.iter().find(|k| decline.contains(k)) {
+    if let Some(both) = keep
+        .iter()
+        .find(|k| decline.iter().any(|d| d.name() == k.name()))
+    {
         return Err(ConnectorError::Invalid(format!(
-            "\"{both}\" cannot be both kept and declined."
+            "\"{}\" cannot be both kept and declined.",
+            both.name()
+        )));
+    }
+    // Keeping widens trust: it must name what the user saw.
+    if let Some(bare) = keep.iter().find(|k| k.digest().is_none()) {
+        return Err(ConnectorError::Invalid(format!(
+            "Name \"{}\" with the descriptor_digest you reviewed.",
+            bare.name()
         )));
     }
     let mut tx = db::user_tx(pool, user_id).await?;
@@ -594,22 +653,38 @@ pub async fn review(
     if !exists {
         return Err(ConnectorError::NotFound);
     }
-    for (names, state) in [(keep, "kept"), (decline, "declined")] {
-        for name in names {
+    // One transaction: a stale or unknown tool anywhere rolls back all.
+    for (tools, state) in [(keep, "kept"), (decline, "declined")] {
+        for tool in tools {
             let updated = sqlx::query(
                 "update connector_tools
                     set review_state = $3,
                         reviewed_descriptor = case when $3 = 'kept' then descriptor else null end,
                         reviewed_digest = case when $3 = 'kept' then descriptor_digest else null end
-                  where connector_id = $1 and name = $2",
+                  where connector_id = $1 and name = $2
+                    and ($4::text is null or descriptor_digest = $4)",
             )
             .bind(connector_id)
-            .bind(name)
+            .bind(tool.name())
             .bind(state)
+            .bind(tool.digest())
             .execute(&mut *tx)
             .await?;
             if updated.rows_affected() == 0 {
-                return Err(ConnectorError::UnknownTool(name.clone()));
+                let exists: bool = sqlx::query_scalar(
+                    "select exists (select 1 from connector_tools
+                                     where connector_id = $1 and name = $2)",
+                )
+                .bind(connector_id)
+                .bind(tool.name())
+                .fetch_one(&mut *tx)
+                .await?;
+                let name = tool.name().to_owned();
+                return Err(if exists {
+                    ConnectorError::StaleReview(name)
+                } else {
+                    ConnectorError::UnknownTool(name)
+                });
             }
         }
     }

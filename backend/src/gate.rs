@@ -2,7 +2,13 @@
 //! may run without asking. A pure function of stored facts, checked at call
 //! time, never a cached verdict.
 //!
-//! A call runs without asking only if:
+//! A tool the server changed since the user reviewed it always asks
+//! ("This tool changed since you reviewed it"): no grant covers it and its
+//! new, unreviewed annotations are never read (the caller passes the
+//! reviewed ones). Keeping it again in Settings makes the new descriptor
+//! the reviewed one.
+//!
+//! Otherwise a call runs without asking only if:
 //! 1. a turn grant covers this connector + tool in this turn, or
 //! 2. an always-allow grant exists for this user, connector, tool **and the
 //!    tool's current descriptor digest**, or
@@ -34,7 +40,10 @@ pub enum AlwaysGrant {
 /// What the gate looks at, all read from storage at call time.
 #[derive(Debug, Clone, Copy)]
 pub struct Facts<'a> {
-    /// The tool's annotations exactly as the server sent them.
+    /// The server's descriptor is not the one the user reviewed.
+    pub changed_since_review: bool,
+    /// The annotations of the descriptor the user reviewed, exactly as the
+    /// server sent them then.
     pub annotations: Option<&'a Value>,
     /// "Trust this server's safety annotations" for the connector.
     pub trust_annotations: bool,
@@ -71,6 +80,8 @@ impl RunBecause {
 /// Why a call asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AskBecause {
+    /// The server changed the tool since the user reviewed it.
+    ChangedSinceReviewed,
     /// The always-allow rule was for an older descriptor.
     ChangedSinceAllowed,
     /// The connector's annotations are not trusted (the default).
@@ -85,6 +96,7 @@ impl AskBecause {
     /// The reason shown on the card.
     pub fn text(self) -> &'static str {
         match self {
+            Self::ChangedSinceReviewed => "This tool changed since you reviewed it",
             Self::ChangedSinceAllowed => "This tool changed since you allowed it",
             Self::NotTrusted => "every tool call asks for your approval",
             Self::NotDeclaredSafe => {
@@ -120,6 +132,9 @@ pub fn declared_safe(annotations: Option<&Value>) -> bool {
 
 /// The gate.
 pub fn decide(facts: &Facts<'_>) -> Decision {
+    if facts.changed_since_review {
+        return Decision::Ask(AskBecause::ChangedSinceReviewed);
+    }
     if facts.turn_grant {
         return Decision::Run(RunBecause::TurnGrant);
     }
@@ -162,6 +177,7 @@ mod tests {
 
     fn facts(annotations: Option<&Value>, trust: bool, cached: Option<bool>) -> Facts<'_> {
         Facts {
+            changed_since_review: false,
             annotations,
             trust_annotations: trust,
             requires_confirmation: cached,
@@ -296,6 +312,37 @@ mod tests {
             decide(&trusted),
             Decision::Ask(AskBecause::ChangedSinceAllowed),
             "a stale rule asks even when annotations would pass"
+        );
+    }
+
+    #[test]
+    fn a_tool_changed_since_review_asks_whatever_grant_trust_or_annotations_say() {
+        let safe = json!({"readOnlyHint": true, "openWorldHint": false});
+        let mut cases = 0;
+        for turn_grant in [false, true] {
+            for always_grant in [AlwaysGrant::None, AlwaysGrant::Current, AlwaysGrant::Stale] {
+                for trust in [false, true] {
+                    for cached in [None, Some(false), Some(true)] {
+                        let f = Facts {
+                            changed_since_review: true,
+                            turn_grant,
+                            always_grant,
+                            ..facts(Some(&safe), trust, cached)
+                        };
+                        assert_eq!(
+                            decide(&f),
+                            Decision::Ask(AskBecause::ChangedSinceReviewed),
+                            "{f:?}"
+                        );
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 36);
+        assert_eq!(
+            AskBecause::ChangedSinceReviewed.text(),
+            "This tool changed since you reviewed it"
         );
     }
 }

@@ -9,7 +9,7 @@
 //! such ("The server says: …") and odd values are shown as sent, never
 //! coerced — `"true"` is a string, not a yes.
 
-use countersign_api::{ConnectorTool, ReviewToolsRequest};
+use countersign_api::{ConnectorTool, ReviewToolsRequest, ReviewedTool};
 use serde_json::Value;
 
 /// The MCP safety hints, with the words for `true` and `false`.
@@ -128,16 +128,22 @@ pub fn starts_kept(review_state: &str) -> bool {
 }
 
 /// The review "Keep these tools" sends: every listed tool (not the removed
-/// ones) either kept or declined. `checked` pairs tool names with the box.
+/// ones) either kept or declined, each named with the descriptor digest
+/// the user was shown (a tool the server changed since is then a 409).
+/// `checked` is (name, digest shown, box).
 pub fn review_request<'a>(
-    checked: impl IntoIterator<Item = (&'a str, bool)>,
+    checked: impl IntoIterator<Item = (&'a str, &'a str, bool)>,
 ) -> ReviewToolsRequest {
     let mut request = ReviewToolsRequest::default();
-    for (name, keep) in checked {
+    for (name, digest, keep) in checked {
+        let tool = ReviewedTool::Seen {
+            name: name.to_owned(),
+            descriptor_digest: digest.to_owned(),
+        };
         if keep {
-            request.keep.push(name.to_owned());
+            request.keep.push(tool);
         } else {
-            request.decline.push(name.to_owned());
+            request.decline.push(tool);
         }
     }
     request
@@ -282,9 +288,24 @@ mod tests {
 
     #[test]
     fn the_review_keeps_checked_tools_and_declines_the_rest() {
-        let request = review_request([("a", true), ("b", false), ("c", true)]);
-        assert_eq!(request.keep, vec!["a", "c"]);
-        assert_eq!(request.decline, vec!["b"]);
+        let request = review_request([("a", "da", true), ("b", "db", false), ("c", "dc", true)]);
+        let names = |tools: &[ReviewedTool]| {
+            tools
+                .iter()
+                .map(|t| (t.name().to_owned(), t.digest().map(str::to_owned)))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(&request.keep),
+            vec![
+                ("a".into(), Some("da".into())),
+                ("c".into(), Some("dc".into()))
+            ]
+        );
+        assert_eq!(
+            names(&request.decline),
+            vec![("b".into(), Some("db".into()))]
+        );
         assert!(starts_kept("kept") && starts_kept("changed"));
         assert!(!starts_kept("new") && !starts_kept("declined"));
     }

@@ -181,6 +181,9 @@ pub struct Approval {
     pub reason: String,
     /// RFC 3339; after it the call cannot be approved.
     pub expires_at: String,
+    /// The grants the card offers (`once` always; not `turn` or `always`
+    /// for a tool that changed since it was reviewed).
+    pub offered_grants: Vec<String>,
     /// Where the decision stands.
     pub state: ApprovalState,
     /// Why this page's last decision did not go through (it can try again).
@@ -606,9 +609,11 @@ impl Transcript {
                 destination,
                 reason,
                 expires_at,
+                offered_grants,
                 ..
             } => {
                 let evidence = Approval {
+                    offered_grants,
                     id: id.clone(),
                     connector_id,
                     connector_name,
@@ -1143,6 +1148,7 @@ mod tests {
             destination: "127.0.0.1:3100".into(),
             reason: "This tool asks before it runs.".into(),
             expires_at: "2026-05-01T12:02:00Z".into(),
+            offered_grants: countersign_api::approvals::every_grant(),
         }
     }
 

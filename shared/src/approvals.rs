@@ -55,6 +55,15 @@ pub struct PendingCall {
     pub expires_at: String,
     /// Seconds left when this was read (by the server's clock).
     pub expires_in_secs: f64,
+    /// The grants the card may offer (see `mcp_confirmation_required`).
+    #[serde(default = "every_grant")]
+    pub offered_grants: Vec<String>,
+}
+
+/// `once`, `turn` and `always`: what a card offers unless the tool changed
+/// since it was reviewed.
+pub fn every_grant() -> Vec<String> {
+    ["once", "turn", "always"].map(str::to_owned).to_vec()
 }
 
 /// An always-allow rule (`GET /api/grants`).

@@ -124,13 +124,51 @@ pub struct ConnectorTool {
     pub grant_suspended: bool,
 }
 
-/// `PUT /api/connectors/{id}/tools/review`.
+/// `PUT /api/connectors/{id}/tools/review`. Each tool is named with the
+/// descriptor digest the user saw; a digest the server's list no longer
+/// has is a 409 and nothing changes.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ReviewToolsRequest {
-    /// Tool names (as on the server) to offer to the model.
+    /// Tools (names as on the server) to offer to the model; each must
+    /// carry its `descriptor_digest`.
     #[serde(default)]
-    pub keep: Vec<String>,
-    /// Tool names never to offer, and never to badge as new again.
+    pub keep: Vec<ReviewedTool>,
+    /// Tools never to offer, and never to badge as new again. A bare name
+    /// is accepted here: declining widens nothing.
     #[serde(default)]
-    pub decline: Vec<String>,
+    pub decline: Vec<ReviewedTool>,
+}
+
+/// A tool named in a review.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ReviewedTool {
+    /// `{"name", "descriptor_digest"}`: the tool as the user saw it.
+    Seen {
+        /// Its name on the server.
+        name: String,
+        /// The `descriptor_digest` shown with it.
+        descriptor_digest: String,
+    },
+    /// A bare name, as older clients send it (declines only).
+    Name(String),
+}
+
+impl ReviewedTool {
+    /// The tool's name on the server.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Seen { name, .. } | Self::Name(name) => name,
+        }
+    }
+
+    /// The digest the user saw, if named.
+    pub fn digest(&self) -> Option<&str> {
+        match self {
+            Self::Seen {
+                descriptor_digest, ..
+            } => Some(descriptor_digest),
+            Self::Name(_) => None,
+        }
+    }
 }

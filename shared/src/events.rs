@@ -77,6 +77,11 @@ pub enum ChatEvent {
         reason: String,
         /// RFC 3339, by the database's clock.
         expires_at: String,
+        /// The grants the card may offer (`once` always; `turn` and
+        /// `always` unless the tool changed since it was reviewed). An
+        /// older server that sends none offered all three.
+        #[serde(default = "crate::approvals::every_grant")]
+        offered_grants: Vec<String>,
     },
     /// The user decided, or the call expired.
     McpConfirmationResolved {

@@ -3,7 +3,8 @@
 //! (DESIGN §6). The decision is one conditional UPDATE in
 //! [`crate::approvals::decide`]; this module only maps its answers:
 //! 200, 404 (unknown, another user's, already decided), 410 (expired),
-//! 409 (digest mismatch, nothing decided), 422 (malformed).
+//! 409 (digest mismatch, nothing decided), 403 `grant_not_offered` (a
+//! grant the card does not offer), 422 (malformed).
 
 use super::{
     error::ApiError,
@@ -26,6 +27,9 @@ impl From<DecideError> for ApiError {
             DecideError::NotFound => Self::NotFound(message),
             DecideError::Expired => Self::Gone(message),
             DecideError::DigestMismatch => Self::Conflict(message),
+            // 403 `{"detail":"grant_not_offered"}`: the card offered only
+            // "Allow once" (the tool changed since it was reviewed).
+            DecideError::GrantNotOffered => Self::Forbidden(message),
             DecideError::Database(e) => e.into(),
         }
     }

@@ -130,6 +130,10 @@ pub async fn create_connector(
     let name = connectors::parse_name(&req.name)?;
     let url = connectors::parse_url(&req.url)?;
     let auth = Auth::parse(req.auth.as_ref())?;
+    // Credentials are a trust decision: a recent step-up (DESIGN §4).
+    if auth != Auth::None {
+        super::mfa::require_step_up(&state, &user).await?;
+    }
     // Refused here, with the reason, and again on every connection.
     refresh::check_url(&state, req.url.trim()).await?;
     let id = connectors::create(
@@ -157,7 +161,11 @@ pub async fn get_connector(
     Ok(axum::Json(load(&state, user.user_id, id).await?))
 }
 
-/// `PATCH /api/connectors/{id}`: name, URL, credentials.
+/// `PATCH /api/connectors/{id}`: name, URL, credentials, trust. A new URL
+/// is a new trust decision (DESIGN §5): step-up, the SSRF guard now, and
+/// credentials, grants, trust and every review cleared, waiting calls
+/// denied ([`connectors::repoint`]), before anything else in the request
+/// (new credentials, a name) is applied.
 pub async fn update_connector(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -175,21 +183,27 @@ pub async fn update_connector(
         .as_ref()
         .map(|a| Auth::parse(Some(a)))
         .transpose()?;
-    load(&state, user.user_id, id).await?;
-    // Turning trust on and changing credentials need a recent step-up.
-    if req.trust_annotations == Some(true) || auth.is_some() {
+    let current = load(&state, user.user_id, id).await?;
+    let new_url = url.filter(|u| u.as_str() != current.url);
+    // Turning trust on, changing credentials and re-pointing the connector
+    // need a recent step-up.
+    if req.trust_annotations == Some(true) || auth.is_some() || new_url.is_some() {
         super::mfa::require_step_up(&state, &user).await?;
+    }
+    if let Some(new_url) = &new_url {
+        // Refused here, with the reason, and again on every connection.
+        refresh::check_url(&state, new_url.as_str()).await?;
+        connectors::repoint(&state.db, user.user_id, id, new_url).await?;
+        tracing::info!(user.id = %user.user_id, connector.id = %id, "connector re-pointed");
     }
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
     let updated = sqlx::query(
-        "update connectors set name = coalesce($2, name), url = coalesce($3, url),
-                trust_annotations = coalesce($4, trust_annotations),
-                updated_at = now(), status = case when $3 is null then status else 'untested' end
+        "update connectors set name = coalesce($2, name),
+                trust_annotations = coalesce($3, trust_annotations), updated_at = now()
           where id = $1",
     )
     .bind(id)
     .bind(&name)
-    .bind(url.as_ref().map(reqwest::Url::as_str))
     .bind(req.trust_annotations)
     .execute(&mut *tx)
     .await;

@@ -117,7 +117,7 @@ impl From<crate::connectors::ConnectorError> for ApiError {
         match err {
             E::Invalid(_) | E::UnknownTool(_) | E::Refused(_) => Self::Unprocessable(message),
             E::Unreachable(_) => Self::BadGateway(message),
-            E::NameTaken(_) => Self::Conflict(message),
+            E::NameTaken(_) | E::StaleReview(_) => Self::Conflict(message),
             E::NotFound => Self::NotFound(message),
             E::NoSecretKey => Self::Unavailable(message),
             E::Database(e) => Self::Internal(e.into()),

@@ -1,8 +1,9 @@
 //! The user's kept MCP tools as the model's tool box (DESIGN §5, §6).
 //!
 //! Listing: every kept (or kept-then-changed) tool of the user's
-//! connectors, under its stable model name; a tool the gate would ask for
-//! carries the approval note in its description.
+//! connectors, under its stable model name, **as the user reviewed it**
+//! (a changed tool's new description and schema are not offered); a tool
+//! the gate would ask for carries the approval note in its description.
 //!
 //! Calling: the model may name anything, so each call re-reads the tool
 //! as the user's own (RLS and an explicit owner check), kept and not
@@ -45,15 +46,33 @@ struct Kept {
     trust_annotations: bool,
     tool_name: String,
     model_name: String,
-    descriptor: Value,
+    /// The digest of what the server lists now.
     descriptor_digest: String,
+    /// What the user kept.
+    reviewed_descriptor: Option<Value>,
+    reviewed_digest: Option<String>,
     requires_confirmation: Option<bool>,
 }
 
 impl Kept {
+    /// The server's descriptor is not the one the user kept (`changed`, or
+    /// no reviewed copy at all: closed, never open).
+    fn changed_since_review(&self) -> bool {
+        self.reviewed_digest.as_deref() != Some(self.descriptor_digest.as_str())
+            || self.reviewed_descriptor.is_none()
+    }
+
+    /// The descriptor the user reviewed: the only one the model is offered
+    /// and the gate reads.
+    fn reviewed(&self) -> &Value {
+        static NONE: Value = Value::Null;
+        self.reviewed_descriptor.as_ref().unwrap_or(&NONE)
+    }
+
     fn decision(&self, turn_grant: bool, always_grant: AlwaysGrant) -> Decision {
         gate::decide(&Facts {
-            annotations: self.descriptor.get("annotations"),
+            changed_since_review: self.changed_since_review(),
+            annotations: self.reviewed().get("annotations"),
             trust_annotations: self.trust_annotations,
             requires_confirmation: self.requires_confirmation,
             turn_grant,
@@ -62,7 +81,8 @@ impl Kept {
     }
 
     fn spec(&self) -> ToolSpec {
-        let text = |key: &str| self.descriptor.get(key).and_then(Value::as_str);
+        let reviewed = self.reviewed();
+        let text = |key: &str| reviewed.get(key).and_then(Value::as_str);
         let mut description = text("description")
             .or_else(|| text("title"))
             .unwrap_or(&self.tool_name)
@@ -70,7 +90,7 @@ impl Kept {
         if matches!(self.decision(false, AlwaysGrant::None), Decision::Ask(_)) {
             description = format!("{}\n\n{APPROVAL_NOTE}", description.trim_end());
         }
-        let input_schema = match self.descriptor.get("inputSchema") {
+        let input_schema = match reviewed.get("inputSchema") {
             Some(schema @ Value::Object(_)) => schema.clone(),
             _ => json!({"type": "object"}),
         };
@@ -85,8 +105,9 @@ impl Kept {
 macro_rules! kept {
     () => {
         "select c.id as connector_id, c.name as connector_name, c.url,
-            c.trust_annotations, t.name as tool_name, t.model_name, t.descriptor,
-            t.descriptor_digest, t.requires_confirmation
+            c.trust_annotations, t.name as tool_name, t.model_name,
+            t.descriptor_digest, t.reviewed_descriptor, t.reviewed_digest,
+            t.requires_confirmation
        from connector_tools t join connectors c on c.id = t.connector_id
       where t.user_id = $1 and c.user_id = $1
         and t.review_state in ('kept', 'changed') and not t.removed"
@@ -187,20 +208,6 @@ async fn refresh_stale(state: &AppState, user_id: Uuid) {
             tracing::warn!(connector.id = %id, error = %err, "refresh of an old tool list failed");
         }
     }
-}
-
-/// `host[:port]` of a connector URL: the card's destination.
-fn destination(url: &str) -> String {
-    reqwest::Url::parse(url)
-        .ok()
-        .and_then(|u| {
-            let host = u.host_str()?.to_owned();
-            Some(match u.port() {
-                Some(port) => format!("{host}:{port}"),
-                None => host,
-            })
-        })
-        .unwrap_or_default()
 }
 
 /// Runs one call on the connector: `Ok(text)` or `Err(why)` (the tool's
@@ -343,6 +350,13 @@ async fn run_approved(
                 "The tool changed while the call waited; it did not run. Ask again.".into(),
             );
         }
+        // The URL on the card (signed with the row) is the only one it runs
+        // against: a connector re-pointed since goes nowhere.
+        if tool.url != row.destination_url {
+            return Err(
+                "The connector's address changed while the call waited; it did not run.".into(),
+            );
+        }
         // The signed bytes are what runs.
         let arguments = match serde_json::from_str(&row.arguments_canonical) {
             Ok(Value::Object(map)) => map,
@@ -415,6 +429,30 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     let Value::Object(arguments) = &call.arguments else {
         return Ok(ToolOutcome::error("The arguments must be a JSON object."));
     };
+    // Shown = signed = sent: a number JCS would change is refused before
+    // any card or call, and the model is told how to pass it.
+    if let Some((path, number)) = approvals::inexact_number(&call.arguments) {
+        let outcome = Err(format!(
+            "The argument `{path}` is the number {number}, which cannot be carried exactly \
+             (integers must lie within ±9007199254740992, and -0 is not allowed). Pass it as \
+             a string instead."
+        ));
+        // Nothing let it run: no origin.
+        let origin = Origin {
+            kind: None,
+            approved_at: None,
+        };
+        return Ok(report(
+            run,
+            &tool,
+            &call.id,
+            &call.id,
+            outcome,
+            Instant::now(),
+            origin,
+        )
+        .await);
+    }
     let turn_id = run.ctx.turn_id.to_string();
     let activity = |call_ref: String| Activity {
         user_id,
@@ -427,8 +465,14 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         arguments_digest: approvals::sha256_hex(&approvals::canonical(&call.arguments)),
     };
     // The facts, read now: grants from the ledger and the user's rules.
-    let turn_grant =
-        approvals::turn_grant(state, run.ctx, tool.connector_id, &tool.tool_name).await?;
+    let turn_grant = approvals::turn_grant(
+        state,
+        run.ctx,
+        tool.connector_id,
+        &tool.tool_name,
+        &tool.descriptor_digest,
+    )
+    .await?;
     let always = always_grant(state, user_id, &tool).await?;
     let reason = match tool.decision(turn_grant, always) {
         Decision::Run(because) => {
@@ -447,7 +491,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
                 Err(_) => Err(UNAUDITED.to_owned()),
             };
             let origin = Origin {
-                kind: because.origin(),
+                kind: Some(because.origin()),
                 approved_at: None,
             };
             return Ok(report(run, &tool, &call.id, &call.id, outcome, started, origin).await);
@@ -466,8 +510,9 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
             model_tool_name: &tool.model_name,
             arguments: &call.arguments,
             descriptor_digest: &tool.descriptor_digest,
-            destination: &destination(&tool.url),
+            destination_url: &tool.url,
             reason,
+            grants_allowed: !tool.changed_since_review(),
         },
     )
     .await?;
@@ -511,7 +556,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
                 )
             });
             let origin = Origin {
-                kind: "approved",
+                kind: Some("approved"),
                 approved_at,
             };
             report(
@@ -532,7 +577,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
 
 /// What let a call run, for its origin chip.
 struct Origin {
-    kind: &'static str,
+    kind: Option<&'static str>,
     approved_at: Option<String>,
 }
 
@@ -557,7 +602,7 @@ async fn report(
             status: if outcome.is_ok() { "ok" } else { "error" }.into(),
             error: outcome.as_ref().err().cloned(),
             duration_ms,
-            origin: Some(origin.kind.to_owned()),
+            origin: origin.kind.map(str::to_owned),
             approved_at: origin.approved_at,
         })
         .await;
@@ -575,6 +620,7 @@ mod tests {
 
     #[test]
     fn destinations_are_the_connectors_host_and_explicit_port() {
+        use approvals::destination;
         assert_eq!(
             destination("https://mcp.example.com/mcp"),
             "mcp.example.com"
@@ -584,6 +630,8 @@ mod tests {
     }
 
     fn kept(annotations: Value, trust: bool) -> Kept {
+        let descriptor =
+            json!({"name": "search", "description": "Search.", "annotations": annotations});
         Kept {
             connector_id: Uuid::nil(),
             connector_name: "Docs".into(),
@@ -591,8 +639,9 @@ mod tests {
             trust_annotations: trust,
             tool_name: "search".into(),
             model_name: "docs__search".into(),
-            descriptor: json!({"name": "search", "description": "Search.", "annotations": annotations}),
+            reviewed_descriptor: Some(descriptor),
             descriptor_digest: "0".repeat(64),
+            reviewed_digest: Some("0".repeat(64)),
             requires_confirmation: None,
         }
     }
@@ -607,7 +656,30 @@ mod tests {
             asks.description
         );
         assert_eq!(asks.input_schema, json!({"type": "object"}));
-        let trusted = kept(safe, true).spec();
+        let trusted = kept(safe.clone(), true).spec();
         assert_eq!(trusted.description, "Search.");
+    }
+
+    #[test]
+    fn a_changed_tool_is_offered_as_reviewed_and_asks() {
+        let mut tool = kept(json!({"destructiveHint": true}), true);
+        // The server now lists something else (say, claiming safety).
+        tool.descriptor_digest = "1".repeat(64);
+        let spec = tool.spec();
+        assert!(
+            spec.description.starts_with("Search."),
+            "{}",
+            spec.description
+        );
+        assert!(spec.description.ends_with(APPROVAL_NOTE));
+        assert_eq!(spec.input_schema, json!({"type": "object"}));
+        assert_eq!(
+            tool.decision(true, AlwaysGrant::Current),
+            Decision::Ask(gate::AskBecause::ChangedSinceReviewed)
+        );
+        // No reviewed copy at all: asks, never runs.
+        tool.reviewed_descriptor = None;
+        tool.reviewed_digest = None;
+        assert!(tool.changed_since_review());
     }
 }

@@ -74,23 +74,32 @@ pub(crate) async fn add_demo_connector(app: &TestApp, demo: &DemoServer) -> Stri
         .post(&format!("/api/connectors/{id}/refresh"), &json!({}))
         .await;
     assert_eq!(res.status(), StatusCode::OK, "refresh");
-    let tools = app.get_json(&format!("/api/connectors/{id}/tools")).await;
-    let names: Vec<Value> = tools
-        .as_array()
-        .expect("tools")
-        .iter()
-        .map(|t| t["name"].clone())
-        .collect();
+    let seen = seen(app, &id, None).await;
     let res = app
         .client
         .put(app.url(&format!("/api/connectors/{id}/tools/review")))
         .header("x-csrf-token", app.csrf_token())
-        .json(&json!({"keep": names, "decline": []}))
+        .json(&json!({"keep": seen, "decline": []}))
         .send()
         .await
         .expect("review");
     assert!(res.status().is_success(), "review: {}", res.status());
     id
+}
+
+/// The connector's tools (or only those named) as a review names them:
+/// `{"name", "descriptor_digest"}`, as the user sees them now.
+pub(crate) async fn seen(app: &TestApp, connector: &str, only: Option<&[&str]>) -> Vec<Value> {
+    let tools = app
+        .get_json(&format!("/api/connectors/{connector}/tools"))
+        .await;
+    tools
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter(|t| only.is_none_or(|names| names.iter().any(|n| t["name"] == *n)))
+        .map(|t| json!({"name": t["name"], "descriptor_digest": t["descriptor_digest"]}))
+        .collect()
 }
 
 /// Asks the offline model to call `tool` with `arguments`; returns the
@@ -550,11 +559,13 @@ async fn a_stale_row_with_trust_on_still_asks_and_declared_safe_tools_run_withou
     assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
     stream.until("turn_finished").await;
 
-    // A stale row: requires_confirmation = false, annotations {}.
+    // A stale row: requires_confirmation = false, annotations {} (in the
+    // reviewed descriptor, which is what the gate reads).
     let mut db = s.app.superuser().await;
     sqlx::query(
         "update connector_tools set requires_confirmation = false,
-                descriptor = jsonb_set(descriptor, '{annotations}', '{}'::jsonb)
+                descriptor = jsonb_set(descriptor, '{annotations}', '{}'::jsonb),
+                reviewed_descriptor = jsonb_set(reviewed_descriptor, '{annotations}', '{}'::jsonb)
           where name = 'search_notes'",
     )
     .execute(&mut db)
@@ -801,10 +812,10 @@ async fn raw_row(
     sqlx::query(
         "insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
              connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
-             arguments_digest, descriptor_digest, destination, reason, status, hmac_key_id, hmac,
-             created_at, expires_at)
+             arguments_digest, descriptor_digest, destination, destination_url, reason,
+             offered_grants, status, hmac_key_id, hmac, created_at, expires_at)
          values ($1, $2, $3, $4, 'c1', $5, 'Demo', 'search_notes', 'demo__search_notes', '{}',
-                 '{}', $6, $6, '127.0.0.1', 'test', $7, 'k', 'h',
+                 '{}', $6, $6, '127.0.0.1', 'http://127.0.0.1/mcp', 'test', '{once}', $7, 'k', 'h',
                  now() - make_interval(secs => $8), now() - make_interval(secs => $8) + interval '2 minutes')",
     )
     .bind(id)
@@ -821,7 +832,7 @@ async fn raw_row(
     id
 }
 
-async fn state_of(app: &TestApp) -> AppState {
+pub(crate) async fn state_of(app: &TestApp) -> AppState {
     AppState::new(app.pool.clone(), app.config.clone())
         .await
         .expect("state")

@@ -273,7 +273,9 @@ async fn review_keeps_and_declines_and_refresh_marks_new_and_changed() {
         &app,
         reqwest::Method::PUT,
         &format!("/api/connectors/{id}/tools/review"),
-        Some(json!({"keep": ["search"], "decline": ["delete"]})),
+        Some(
+            json!({"keep": crate::approvals::seen(&app, &id, Some(&["search"])).await, "decline": ["delete"]}),
+        ),
     )
     .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
@@ -327,7 +329,7 @@ async fn review_keeps_and_declines_and_refresh_marks_new_and_changed() {
         &app,
         reqwest::Method::PUT,
         &format!("/api/connectors/{id}/tools/review"),
-        Some(json!({"keep": ["ghost"]})),
+        Some(json!({"keep": [{"name": "ghost", "descriptor_digest": "0".repeat(64)}]})),
     )
     .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
@@ -480,7 +482,10 @@ async fn test_and_refresh_against_the_demo_server_store_tools_and_mark_new_and_c
         &app,
         reqwest::Method::PUT,
         &format!("/api/connectors/{id}/tools/review"),
-        Some(json!({"keep": ["search_notes", "drifting_tool"], "decline": ["delete_note"]})),
+        Some(json!({
+            "keep": crate::approvals::seen(&app, &id, Some(&["search_notes", "drifting_tool"])).await,
+            "decline": ["delete_note"]
+        })),
     )
     .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);

@@ -51,6 +51,25 @@ async fn refresh(s: &Setup) {
     assert_eq!(res.status(), StatusCode::OK, "refresh");
 }
 
+async fn keep_again(s: &Setup, name: &str) {
+    let res = s
+        .app
+        .client
+        .put(
+            s.app
+                .url(&format!("/api/connectors/{}/tools/review", s.connector)),
+        )
+        .header("x-csrf-token", s.app.csrf_token())
+        .json(&json!({
+            "keep": crate::approvals::seen(&s.app, &s.connector, Some(&[name])).await,
+            "decline": []
+        }))
+        .send()
+        .await
+        .expect("review");
+    assert_eq!(res.status(), StatusCode::NO_CONTENT, "keep {name} again");
+}
+
 async fn grants(s: &Setup) -> Vec<Value> {
     s.app
         .get_json("/api/grants")
@@ -206,6 +225,22 @@ async fn a_changed_tool_suspends_its_rule_for_each_field_and_allowing_again_pins
         assert!(s.demo.state().drift(field), "{field:?} drifts");
         refresh(&s).await;
         assert_eq!(grants(&s).await[0]["suspended"], true, "{field:?}");
+        // Until the user keeps the change, the tool runs only as reviewed.
+        let (_, card) = propose(&s, &mut stream, "drifting_tool", args.clone()).await;
+        assert_eq!(
+            card["reason"], "This tool changed since you reviewed it",
+            "{field:?}"
+        );
+        let res = decide_with(
+            &s.app,
+            &card,
+            json!({"decision": "deny", "arguments_digest": card["arguments_digest"]}),
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::OK);
+        stream.until("turn_finished").await;
+        keep_again(&s, "drifting_tool").await;
+        // Kept again: the rule is still for the old descriptor.
         let (_, card) = propose(&s, &mut stream, "drifting_tool", args.clone()).await;
         assert_eq!(
             card["reason"], "This tool changed since you allowed it",
@@ -280,7 +315,10 @@ async fn a_deleted_connector_or_a_removed_tool_takes_its_rules_along() {
                 .url(&format!("/api/connectors/{}/tools/review", s.connector)),
         )
         .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({"keep": ["late_arrival"], "decline": []}))
+        .json(&json!({
+            "keep": crate::approvals::seen(&s.app, &s.connector, Some(&["late_arrival"])).await,
+            "decline": []
+        }))
         .send()
         .await
         .expect("review");
@@ -336,9 +374,10 @@ async fn an_old_tool_list_is_refreshed_before_a_turn_so_a_silent_change_still_su
     assert!(ran_with(&events, "always_grant"));
 
     // The server changes the tool and says nothing; nobody presses Refresh.
+    // (The refresh marks it changed since review, which outranks the rule.)
     assert!(s.demo.state().drift(DriftField::Annotations));
     let (_, card) = propose(&s, &mut stream, "drifting_tool", json!({"matter": "M-2"})).await;
-    assert_eq!(card["reason"], "This tool changed since you allowed it");
+    assert_eq!(card["reason"], "This tool changed since you reviewed it");
     assert_eq!(
         s.demo.calls().count("drifting_tool"),
         2,

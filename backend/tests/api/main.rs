@@ -11,6 +11,7 @@ mod auth;
 mod chats;
 mod connectors;
 mod grants;
+mod hardening;
 mod health;
 mod helpers;
 mod mfa;

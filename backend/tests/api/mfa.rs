@@ -24,7 +24,7 @@ fn base32_decode(text: &str) -> Vec<u8> {
 }
 
 /// The authenticator app: hands out each code once, newest step first.
-struct Authenticator {
+pub(crate) struct Authenticator {
     secret: Vec<u8>,
     last: i64,
 }
@@ -67,7 +67,7 @@ async fn send(
 }
 
 /// A user with MFA on; returns their authenticator and recovery codes.
-async fn enrolled(app: &TestApp) -> (Authenticator, Vec<String>) {
+pub(crate) async fn enrolled(app: &TestApp) -> (Authenticator, Vec<String>) {
     let res = app.post("/api/auth/mfa/enroll", &json!({})).await;
     assert_eq!(res.status(), StatusCode::OK);
     let enrolment: Value = res.json().await.expect("JSON");

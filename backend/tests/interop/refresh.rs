@@ -97,12 +97,28 @@ async fn refresh_review_refresh(server: &Server, expected_tools: usize, keep: &s
         "nothing is reviewed yet: {states:?}"
     );
 
+    // Keeping names the digest the user saw.
+    let mut tx = countersign::db::user_tx(&state.db, user_id)
+        .await
+        .expect("tx");
+    let digest: String = sqlx::query_scalar(
+        "select descriptor_digest from connector_tools where connector_id = $1 and name = $2",
+    )
+    .bind(id)
+    .bind(keep)
+    .fetch_one(&mut *tx)
+    .await
+    .expect("digest");
+    tx.commit().await.expect("commit");
     connectors::review(
         &state.db,
         user_id,
         id,
-        &[keep.to_owned()],
-        &[decline.to_owned()],
+        &[countersign_api::ReviewedTool::Seen {
+            name: keep.to_owned(),
+            descriptor_digest: digest,
+        }],
+        &[countersign_api::ReviewedTool::Name(decline.to_owned())],
     )
     .await
     .expect("review");

@@ -96,7 +96,8 @@ pub fn ApprovalCard(
 
     // ---- Deciding.
     let status_line = NodeRef::<P>::new();
-    let decide = move |decision: Decision| {
+    // A `Callback` (Copy), so the buttons inside `<Show>` can share it.
+    let decide = Callback::new(move |decision: Decision| {
         let Some(card) = approval.get_untracked() else {
             return;
         };
@@ -140,10 +141,18 @@ pub fn ApprovalCard(
             };
             transcript.try_update(|t| t.decision_answered(&card.id, answer));
         });
-    };
+    });
 
     let field = move |f: fn(&crate::transcript::Approval) -> String| {
         move || approval.with(|a| a.as_deref().map(f).unwrap_or_default())
+    };
+    let offers = move |grant: &'static str| {
+        move || {
+            approval.with(|a| {
+                a.as_ref()
+                    .is_some_and(|a| a.offered_grants.iter().any(|g| g == grant))
+            })
+        }
     };
     let connector = field(|a| a.connector_name.clone());
     let tool = field(|a| a.tool_name.clone());
@@ -194,6 +203,9 @@ pub fn ApprovalCard(
     let turn_id = format!("approval-{approval_id}-turn-what");
     let always_id = format!("approval-{approval_id}-always-what");
     let decline_id = format!("approval-{approval_id}-decline-what");
+    // Read by the buttons inside `<Show>`, which may render more than once.
+    let turn_ref = StoredValue::new(turn_id.clone());
+    let always_ref = StoredValue::new(always_id.clone());
 
     view! {
         <section
@@ -268,37 +280,43 @@ pub fn ApprovalCard(
                         data-testid="approval-allow-once"
                         aria-describedby=allow_id.clone()
                         disabled=move || !buttons_enabled()
-                        on:click=move |_| decide(Decision::Approve(Grant::Once))
+                        on:click=move |_| decide.run(Decision::Approve(Grant::Once))
                     >
                         "Allow once"
                     </button>
-                    <button
-                        type="button"
-                        class="button secondary"
-                        data-testid="approval-allow-turn"
-                        aria-describedby=turn_id.clone()
-                        disabled=move || !buttons_enabled()
-                        on:click=move |_| decide(Decision::Approve(Grant::Turn))
-                    >
-                        "Allow for this turn"
-                    </button>
-                    <button
-                        type="button"
-                        class="button secondary"
-                        data-testid="approval-allow-always"
-                        aria-describedby=always_id.clone()
-                        disabled=move || !buttons_enabled()
-                        on:click=move |_| decide(Decision::Approve(Grant::Always))
-                    >
-                        "Always allow this tool"
-                    </button>
+                    // Not offered for a tool that changed since it was
+                    // reviewed: only this one call can be allowed.
+                    <Show when=offers("turn")>
+                        <button
+                            type="button"
+                            class="button secondary"
+                            data-testid="approval-allow-turn"
+                            aria-describedby=move || turn_ref.get_value()
+                            disabled=move || !buttons_enabled()
+                            on:click=move |_| decide.run(Decision::Approve(Grant::Turn))
+                        >
+                            "Allow for this turn"
+                        </button>
+                    </Show>
+                    <Show when=offers("always")>
+                        <button
+                            type="button"
+                            class="button secondary"
+                            data-testid="approval-allow-always"
+                            aria-describedby=move || always_ref.get_value()
+                            disabled=move || !buttons_enabled()
+                            on:click=move |_| decide.run(Decision::Approve(Grant::Always))
+                        >
+                            "Always allow this tool"
+                        </button>
+                    </Show>
                     <button
                         type="button"
                         class="button secondary"
                         data-testid="approval-decline"
                         aria-describedby=decline_id.clone()
                         disabled=move || !buttons_enabled()
-                        on:click=move |_| decide(Decision::Deny)
+                        on:click=move |_| decide.run(Decision::Deny)
                     >
                         "Decline"
                     </button>

@@ -103,12 +103,13 @@ fn ReviewForm(
     notice: RwSignal<Option<String>>,
 ) -> impl IntoView {
     let session = SessionState::expect();
-    let boxes: Vec<(String, RwSignal<bool>)> = tools
+    let boxes: Vec<(String, String, RwSignal<bool>)> = tools
         .iter()
         .filter(|tool| !tool.removed)
         .map(|tool| {
             (
                 tool.name.clone(),
+                tool.descriptor_digest.clone(),
                 RwSignal::new(starts_kept(&tool.review_state)),
             )
         })
@@ -121,13 +122,12 @@ fn ReviewForm(
         if busy.get_untracked() {
             return;
         }
-        let body = boxes.with_value(|boxes| {
-            review_request(
-                boxes
-                    .iter()
-                    .map(|(name, keep)| (name.as_str(), keep.get_untracked())),
-            )
-        });
+        let body =
+            boxes.with_value(|boxes| {
+                review_request(boxes.iter().map(|(name, digest, keep)| {
+                    (name.as_str(), digest.as_str(), keep.get_untracked())
+                }))
+            });
         let token = session.csrf_token().unwrap_or_default();
         let connector_id = connector_id.clone();
         busy.set(true);
@@ -154,8 +154,8 @@ fn ReviewForm(
             let keep = boxes.with_value(|boxes| {
                 boxes
                     .iter()
-                    .find(|(name, _)| *name == tool.name)
-                    .map(|(_, keep)| *keep)
+                    .find(|(name, _, _)| *name == tool.name)
+                    .map(|(_, _, keep)| *keep)
             });
             view! { <ToolRow tool=tool keep=keep on_revoked=on_revoked /> }
         })
