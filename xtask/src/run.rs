@@ -85,6 +85,33 @@ fn secret<'a>(secrets: &'a BTreeMap<String, String>, key: &str) -> anyhow::Resul
         .with_context(|| format!("{key} missing from .data/secrets.env"))
 }
 
+/// What `cargo xtask run` adds to the server's settings for the demo MCP
+/// server at `demo_bind`, given the caller's own (`user`): a setting the
+/// user made is never overridden, and the private-connector allow list is
+/// merged with the demo server's address, never replaced (an operator's
+/// own private server stays reachable).
+fn demo_settings(
+    user: impl Fn(&str) -> Option<String>,
+    demo_bind: &str,
+) -> Vec<(&'static str, String)> {
+    let own = user("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS")
+        .map(|v| v.trim().trim_end_matches(',').to_owned())
+        .filter(|v| !v.is_empty());
+    let allow = match own {
+        Some(own) if own.split(',').any(|entry| entry.trim() == demo_bind) => own,
+        Some(own) => format!("{own},{demo_bind}"),
+        None => demo_bind.to_owned(),
+    };
+    let mut settings = vec![("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS", allow)];
+    if user("COUNTERSIGN_DEMO_CONNECTOR_URL").is_none() {
+        settings.push((
+            "COUNTERSIGN_DEMO_CONNECTOR_URL",
+            format!("http://{demo_bind}/mcp"),
+        ));
+    }
+    settings
+}
+
 /// Installs what is missing, builds, starts Postgres (unless `DATABASE_URL`
 /// is set) and the server, and waits for Ctrl-C.
 pub fn run() -> anyhow::Result<()> {
@@ -105,10 +132,13 @@ pub fn run() -> anyhow::Result<()> {
     let secrets = load_or_create_secrets(&data.join("secrets.env"))?;
 
     let mut server = cmd(server_bin());
-    server.arg("serve").env(
-        "COUNTERSIGN_STATIC_DIR",
-        crate::root().join("frontend/dist"),
-    );
+    server.arg("serve");
+    if std::env::var_os("COUNTERSIGN_STATIC_DIR").is_none() {
+        server.env(
+            "COUNTERSIGN_STATIC_DIR",
+            crate::root().join("frontend/dist"),
+        );
+    }
     for key in ["COUNTERSIGN_SECRET_KEY", "COUNTERSIGN_APPROVAL_KEY"] {
         if std::env::var_os(key).is_none() {
             server.env(key, secret(&secrets, key)?);
@@ -170,12 +200,7 @@ pub fn run() -> anyhow::Result<()> {
     let mut demo = spawn(
         cmd(server_bin().with_file_name("countersign-demo-mcp")).args(["--bind", &demo_bind]),
     )?;
-    server
-        .env("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS", &demo_bind)
-        .env(
-            "COUNTERSIGN_DEMO_CONNECTOR_URL",
-            format!("http://{demo_bind}/mcp"),
-        );
+    server.envs(demo_settings(|key| std::env::var(key).ok(), &demo_bind));
     let mut child = match spawn(&mut server) {
         Ok(child) => child,
         Err(err) => {
@@ -213,4 +238,56 @@ pub fn run() -> anyhow::Result<()> {
     }
     terminate(&mut demo);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demo_settings;
+
+    fn with(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |key| pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn the_demo_server_joins_a_users_allow_list_and_overrides_nothing() {
+        let demo = "127.0.0.1:3100";
+        assert_eq!(
+            demo_settings(with(&[]), demo),
+            vec![
+                ("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS", demo.to_owned()),
+                (
+                    "COUNTERSIGN_DEMO_CONNECTOR_URL",
+                    "http://127.0.0.1:3100/mcp".to_owned()
+                ),
+            ]
+        );
+        let own = with(&[
+            (
+                "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",
+                "10.1.2.3:8080,mcp.internal",
+            ),
+            ("COUNTERSIGN_DEMO_CONNECTOR_URL", "http://mcp.internal/mcp"),
+        ]);
+        assert_eq!(
+            demo_settings(own, demo),
+            vec![(
+                "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",
+                "10.1.2.3:8080,mcp.internal,127.0.0.1:3100".to_owned()
+            )],
+            "merged, and the user's demo URL kept"
+        );
+        let already = with(&[(
+            "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",
+            "127.0.0.1:3100, ::1",
+        )]);
+        assert_eq!(
+            demo_settings(already, demo)[0].1,
+            "127.0.0.1:3100, ::1",
+            "not added twice"
+        );
+    }
 }
