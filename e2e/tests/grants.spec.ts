@@ -221,11 +221,36 @@ test('Drift: a tool that changes after "Always allow" asks again, saying it chan
     const chip = row.locator('[data-testid="tool-row"][data-tool-name="drifting_tool"]').getByTestId('tool-grant');
     await expect(chip).toHaveAttribute('data-suspended', 'true', { timeout: REPLY_TIMEOUT });
 
-    // The same call asks again, with the reason, and nothing ran by itself.
+    // Until the user keeps the change, the tool runs only as reviewed: the
+    // card says so and offers no grant, only this one call.
     await page.goto(chatUrl);
     await ask(page, 'drifting_tool', args);
-    const again = await waitingCard(page, 'drifting_tool', 2);
+    const changed = await waitingCard(page, 'drifting_tool', 2);
+    await expect(changed).toContainText('This tool changed since you reviewed it');
+    await expect(changed.getByTestId('approval-allow-once')).toBeVisible();
+    await expect(changed.getByTestId('approval-allow-turn')).toHaveCount(0);
+    await expect(changed.getByTestId('approval-allow-always')).toHaveCount(0);
+    expect(await demoCalls(request, 'drifting_tool')).toBe(before + 1);
+    await snap(page, 'grants-changed-since-review');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await snap(page, 'grants-changed-since-review-390');
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await decline(page, changed);
+    await turnOver(page);
+
+    // Kept again in Settings (it is still checked): the rule, pinned to the
+    // old descriptor, is suspended, so the call asks with that reason.
+    await page.getByTestId('nav-settings').click();
+    await row.getByTestId('connector-review').click();
+    await row.getByTestId('review-save').click();
+    await expect(row.getByTestId('connector-tool-counts')).not.toContainText('changed', {
+      timeout: REPLY_TIMEOUT,
+    });
+    await page.goto(chatUrl);
+    await ask(page, 'drifting_tool', args);
+    const again = await waitingCard(page, 'drifting_tool', 3);
     await expect(again).toContainText('This tool changed since you allowed it');
+    await expect(again.getByTestId('approval-allow-always')).toBeVisible();
     expect(await demoCalls(request, 'drifting_tool')).toBe(before + 1);
     await snap(page, 'grants-drift-asks');
     await decline(page, again);
