@@ -13,6 +13,7 @@ mod connectors;
 mod grants;
 mod health;
 mod helpers;
+mod host;
 mod mfa;
 mod rls;
 mod turns;
