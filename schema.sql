@@ -388,6 +388,35 @@ ALTER TABLE ONLY public.sessions FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.sessions OWNER TO countersign_owner;
 
 --
+-- Name: signup_attempts; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.signup_attempts (
+    id bigint NOT NULL,
+    ip inet NOT NULL,
+    attempted_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+ALTER TABLE ONLY public.signup_attempts FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.signup_attempts OWNER TO countersign_owner;
+
+--
+-- Name: signup_attempts_id_seq; Type: SEQUENCE; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.signup_attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.signup_attempts_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
 -- Name: tool_grants; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -573,6 +602,14 @@ ALTER TABLE ONLY public.sessions
 
 
 --
+-- Name: signup_attempts signup_attempts_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.signup_attempts
+    ADD CONSTRAINT signup_attempts_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: tool_grants tool_grants_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -706,6 +743,13 @@ CREATE UNIQUE INDEX sessions_token_hash_key ON public.sessions USING btree (toke
 --
 
 CREATE INDEX sessions_user_id_idx ON public.sessions USING btree (user_id);
+
+
+--
+-- Name: signup_attempts_ip_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX signup_attempts_ip_idx ON public.signup_attempts USING btree (ip, attempted_at);
 
 
 --
@@ -1191,6 +1235,19 @@ CREATE POLICY sessions_service ON public.sessions TO service_role USING (true) W
 
 
 --
+-- Name: signup_attempts; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.signup_attempts ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: signup_attempts signup_attempts_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY signup_attempts_service ON public.signup_attempts TO service_role USING (true) WITH CHECK (true);
+
+
+--
 -- Name: tool_grants; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
 --
 
@@ -1377,6 +1434,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.sessions TO service_role;
 
 
 --
+-- Name: TABLE signup_attempts; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE public.signup_attempts TO service_role;
+
+
+--
 -- Name: TABLE tool_grants; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -1469,6 +1533,10 @@ REVOKE ALL ON TABLE provider_keys FROM authenticated;
 REVOKE ALL ON TABLE sessions FROM anon;
 REVOKE ALL ON TABLE sessions FROM authenticated;
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- signup_attempts: row level security enabled and forced
+REVOKE ALL ON TABLE signup_attempts FROM anon;
+REVOKE ALL ON TABLE signup_attempts FROM authenticated;
+-- service_role may: SELECT, INSERT, DELETE
 -- tool_grants: row level security enabled and forced
 REVOKE ALL ON TABLE tool_grants FROM anon;
 -- authenticated may: SELECT, DELETE

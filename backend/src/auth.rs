@@ -44,6 +44,18 @@ pub enum AuthError {
     /// A wrong, expired or reused two-factor code.
     #[error("That code is not valid. Use the current code from your authenticator app.")]
     WrongCode,
+    /// The current password, asked again for an account action, is wrong.
+    #[error("Wrong password.")]
+    WrongPassword,
+    /// An account action was asked for without the current password.
+    #[error("Enter your current password.")]
+    PasswordRequired,
+    /// Too many sign-ups from this address within the window.
+    #[error("Too many sign-ups from your network. Try again in {retry_after_secs} seconds.")]
+    SignupThrottled {
+        /// Seconds until a new attempt can succeed.
+        retry_after_secs: u64,
+    },
     /// Too many recent failures for this account or address.
     #[error("Too many failed sign-ins. Try again in {retry_after_secs} seconds.")]
     Throttled {
@@ -152,7 +164,7 @@ pub struct NewAccount<'a> {
 pub async fn sign_up(
     pool: &PgPool,
     hasher: &PasswordHasher,
-    allow_signup: bool,
+    (allow_signup, limits): (bool, &throttle::Limits),
     account: NewAccount<'_>,
     client: &session::ClientInfo,
     session_absolute: std::time::Duration,
@@ -163,6 +175,12 @@ pub async fn sign_up(
         display_name,
     } = account;
     check_password_policy(password, &[email.as_str(), display_name])?;
+    // Counted before the hash: the hash is what a flood of sign-ups costs.
+    if let Some(ip) = client.ip {
+        let mut tx = db::service_tx(pool).await?;
+        throttle::reserve_signup(&mut tx, limits, ip).await?;
+        tx.commit().await?;
+    }
     let hash = hasher.hash(password).await?;
 
     let mut tx = db::service_tx(pool).await?;
@@ -252,7 +270,8 @@ pub async fn sign_in(
         .unwrap_or_else(|_| email_input.trim().to_lowercase());
 
     let mut tx = db::service_tx(pool).await?;
-    throttle::check(&mut tx, limits, &email_key, client.ip).await?;
+    // Counted as a failure before it is verified (see `throttle`).
+    let reservation = throttle::reserve(&mut tx, limits, &email_key, client.ip).await?;
     let row: Option<(Uuid, String, bool)> =
         sqlx::query_as("select id, password_hash, is_admin from users where email = $1")
             .bind(&email_key)
@@ -270,10 +289,12 @@ pub async fn sign_in(
     };
     let mut tx = db::service_tx(pool).await?;
     let Some((user_id, _, is_admin)) = row.filter(|_| verified) else {
-        throttle::record_failure(&mut tx, &email_key, client.ip).await?;
+        // The reservation stays: it is this failure.
+        throttle::forget_old(&mut tx).await?;
         tx.commit().await?;
         return Err(AuthError::WrongCredentials);
     };
+    throttle::release(&mut tx, reservation).await?;
     tx.commit().await?;
     if mfa::enabled(pool, user_id).await? {
         let code = mfa_code
@@ -312,6 +333,73 @@ pub async fn sign_in(
         },
         session,
     ))
+}
+
+/// Checks the signed-in user's current password, asked again before an
+/// account action (changing the password, enrolling MFA). Throttled and
+/// counted like a sign-in on the same account and address.
+#[tracing::instrument(skip_all, fields(user.id = %user.user_id))]
+pub async fn verify_current_password(
+    pool: &PgPool,
+    hasher: &PasswordHasher,
+    limits: &throttle::Limits,
+    user: &SessionUser,
+    password: Option<&str>,
+    client: &session::ClientInfo,
+) -> Result<(), AuthError> {
+    let password = password
+        .filter(|p| !p.is_empty())
+        .ok_or(AuthError::PasswordRequired)?;
+    let mut tx = db::service_tx(pool).await?;
+    let reservation = throttle::reserve(&mut tx, limits, &user.email, client.ip).await?;
+    let hash: String = sqlx::query_scalar("select password_hash from users where id = $1")
+        .bind(user.user_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    if !hasher.verify(password, &hash).await? {
+        return Err(AuthError::WrongPassword);
+    }
+    let mut tx = db::service_tx(pool).await?;
+    throttle::release(&mut tx, reservation).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Changes the signed-in user's password after checking the current one;
+/// the new one must pass the sign-up policy. Every other session of the
+/// user is signed out (this one stays). Returns how many were.
+#[tracing::instrument(skip_all, fields(user.id = %user.user_id))]
+pub async fn change_password(
+    pool: &PgPool,
+    hasher: &PasswordHasher,
+    limits: &throttle::Limits,
+    user: &SessionUser,
+    (current, new): (&str, &str),
+    client: &session::ClientInfo,
+) -> Result<u64, AuthError> {
+    let display_name = profile(pool, user).await?.display_name;
+    check_password_policy(new, &[user.email.as_str(), display_name.as_str()])?;
+    verify_current_password(pool, hasher, limits, user, Some(current), client).await?;
+    let hash = hasher.hash(new).await?;
+    let mut tx = db::service_tx(pool).await?;
+    sqlx::query("update users set password_hash = $2 where id = $1")
+        .bind(user.user_id)
+        .bind(&hash)
+        .execute(&mut *tx)
+        .await?;
+    let revoked = sqlx::query(
+        "update sessions set revoked_at = now()
+          where user_id = $1 and id <> $2 and revoked_at is null",
+    )
+    .bind(user.user_id)
+    .bind(user.session_id)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    tx.commit().await?;
+    tracing::info!(revoked, "password changed; other sessions signed out");
+    Ok(revoked)
 }
 
 /// Reads the signed-in user's profile as that user (`authenticated`):

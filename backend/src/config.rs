@@ -4,7 +4,15 @@
 //! keep them.
 
 use clap::{ArgAction, Args};
-use std::{fmt, net::SocketAddr, path::PathBuf, str::FromStr, time::Duration};
+use sqlx::types::ipnet::IpNet;
+use std::{
+    fmt,
+    net::{IpAddr, SocketAddr},
+    path::PathBuf,
+    str::FromStr,
+    sync::Arc,
+    time::Duration,
+};
 
 /// A string that must never reach a log: database URLs with passwords, keys.
 /// `Debug` prints `[redacted]`.
@@ -33,6 +41,45 @@ impl FromStr for Secret {
     type Err = std::convert::Infallible;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Ok(Self(s.to_owned()))
+    }
+}
+
+/// `COUNTERSIGN_TRUSTED_PROXIES`: the networks of the reverse proxies in
+/// front of the server. Only a TCP peer inside one of them may name the
+/// client in `X-Forwarded-For`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies(Arc<[IpNet]>);
+
+impl TrustedProxies {
+    /// Whether `ip` is one of the trusted proxies.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        self.0.iter().any(|net| net.contains(&ip))
+    }
+
+    /// True when no proxy is trusted (the default).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl FromStr for TrustedProxies {
+    type Err = String;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        value
+            .split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                IpNet::from_str(entry)
+                    .map(|net| net.trunc())
+                    .or_else(|_| IpAddr::from_str(entry).map(IpNet::from))
+                    .map_err(|_| {
+                        format!("{entry:?} is not a CIDR range like 10.0.0.0/8 or an IP address")
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|nets| Self(nets.into()))
     }
 }
 
@@ -98,6 +145,21 @@ pub struct Config {
     /// The throttling window (seconds).
     #[arg(long, env = "COUNTERSIGN_LOGIN_WINDOW_SECS", default_value_t = 15 * 60)]
     pub login_window_secs: u64,
+
+    /// Sign-up attempts from one IP address within the throttling window
+    /// before sign-up is refused with 429 (each one costs a password hash).
+    #[arg(long, env = "COUNTERSIGN_SIGNUP_MAX_PER_IP", default_value_t = 10)]
+    pub signup_max_per_ip: i64,
+
+    /// Reverse proxies whose `X-Forwarded-For` is believed, comma-separated
+    /// CIDRs or addresses (empty by default: the TCP peer is the client).
+    #[arg(long, env = "COUNTERSIGN_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: TrustedProxies,
+
+    /// Every account must enrol two-factor sign-in before any trust-widening
+    /// action (those answer 403 `mfa_enrolment_required` until it does).
+    #[arg(long, env = "COUNTERSIGN_REQUIRE_MFA", default_value_t = false, action = ArgAction::Set)]
+    pub require_mfa: bool,
 
     /// Key that encrypts secrets at rest (users' provider keys, later
     /// connector credentials): 32 bytes as 64 hex characters. Without it,
@@ -223,6 +285,9 @@ impl Config {
             login_max_failures_per_account: 5,
             login_max_failures_per_ip: 20,
             login_window_secs: 15 * 60,
+            signup_max_per_ip: 10,
+            trusted_proxies: TrustedProxies::default(),
+            require_mfa: false,
             secret_key: None,
             anthropic_api_key: None,
             anthropic_base_url: "https://api.anthropic.com".to_owned(),
@@ -269,6 +334,15 @@ impl Config {
         ))
     }
 
+    /// Host (lower-case; IPv6 in brackets) and port of
+    /// [`Config::public_url`], the port defaulting to the scheme's.
+    pub fn public_authority(&self) -> Option<(String, u16)> {
+        let origin = self.public_origin()?;
+        let (scheme, authority) = origin.split_once("://")?;
+        let default_port = if scheme == "https" { 443 } else { 80 };
+        split_authority(authority, default_port)
+    }
+
     /// The OpenAI-compatible base URL, defaulting to OpenAI's own.
     pub fn openai_base(&self) -> &str {
         self.openai_base_url
@@ -281,4 +355,29 @@ impl Config {
         self.public_origin()
             .is_some_and(|o| o.starts_with("https://"))
     }
+}
+
+/// Splits `host[:port]` (`[v6][:port]`), lower-casing the host; `None` when
+/// the port is not a number or the shape is wrong.
+pub fn split_authority(authority: &str, default_port: u16) -> Option<(String, u16)> {
+    let authority = authority.to_ascii_lowercase();
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']')?;
+        let port = match after {
+            "" => None,
+            other => Some(other.strip_prefix(':')?),
+        };
+        (format!("[{inside}]"), port)
+    } else {
+        match authority.split_once(':') {
+            Some((host, port)) => (host.to_owned(), Some(port)),
+            None => (authority.clone(), None),
+        }
+    };
+    let port = match port {
+        None => default_port,
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p.parse().ok()?,
+        Some(_) => return None,
+    };
+    ((!host.is_empty() && !host.contains(':')) || host.starts_with('[')).then_some((host, port))
 }

@@ -35,6 +35,7 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/login", post(auth::login))
         .route("/auth/logout", post(auth::logout))
         .route("/auth/me", get(auth::me))
+        .route("/auth/password", post(auth::change_password))
         .route("/auth/mfa/enroll", post(mfa::enroll))
         .route("/auth/mfa/confirm", post(mfa::confirm))
         .route("/auth/mfa/step-up", post(mfa::step_up))
@@ -106,8 +107,33 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .fallback_service(web_app)
-        .layer(middleware::from_fn(security::security_headers))
-        .layer(TraceLayer::new_for_http())
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            security::host_check,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            security::security_headers,
+        ))
+        .layer(TraceLayer::new_for_http().make_span_with({
+            // The span names the client as throttling sees it (the trusted
+            // proxy's X-Forwarded-For, else the peer).
+            let trusted = state.config.trusted_proxies.clone();
+            move |request: &axum::extract::Request| {
+                let client = extract::client_ip(
+                    extract::peer_ip(request.extensions()),
+                    request.headers(),
+                    &trusted,
+                );
+                tracing::debug_span!(
+                    "request",
+                    method = %request.method(),
+                    uri = %request.uri(),
+                    version = ?request.version(),
+                    client.ip = client.map(tracing::field::display),
+                )
+            }
+        }))
         .with_state(state)
 }
 

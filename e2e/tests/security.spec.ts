@@ -1,7 +1,8 @@
 // Journeys through Settings → Security and the activity log (DESIGN §4, §5,
 // §9):
 //
-// - Two-factor sign-in: set it up from the QR code's secret (this test is the
+// - Two-factor sign-in: set it up (after typing the current password; a
+//   wrong one is refused) from the QR code's secret (this test is the
 //   authenticator app: RFC 6238 codes computed here), see the ten recovery
 //   codes once, sign out; signing in then asks for the code, refuses a wrong
 //   one, takes the right one (and, another time, a recovery code); a
@@ -13,6 +14,8 @@
 //   ("Change credentials"), never shown back.
 // - Sessions: signed in from two browsers, the list shows both, this one
 //   marked; "Sign out other sessions" signs the other one out.
+// - Password: "Change password" (current, new, confirmation) signs the other
+//   browser out and keeps this one; then only the new password signs in.
 //
 // The step-up dialog (a code asked again before a trust-changing action)
 // cannot be reached here honestly: setting up two-factor sign-in, and
@@ -173,6 +176,12 @@ test('two-factor sign-in: set up with a code, recovery codes shown once, then si
   const mfa = security.getByTestId('mfa');
   await expect(mfa.getByTestId('mfa-status')).toHaveText('Off');
 
+  // Set up asks for the current password first; a wrong one starts nothing.
+  await mfa.getByTestId('mfa-enroll-password').fill('not my password at all');
+  await mfa.getByTestId('mfa-enroll').click();
+  await expect(mfa.getByTestId('mfa-error')).toHaveText('Wrong password.');
+  await expect(mfa.getByTestId('mfa-qr')).toHaveCount(0);
+  await mfa.getByLabel('To set it up, enter your current password').fill(PASSPHRASE);
   // Set up: the QR code (an image the CSP lets load) and the secret.
   await mfa.getByTestId('mfa-enroll').click();
   const qr = mfa.getByTestId('mfa-qr');
@@ -386,6 +395,63 @@ test('sessions: both browsers are listed, this one marked, and "Sign out other s
     // This one is still signed in.
     await page.reload();
     await expect(page.getByTestId('shell')).toBeVisible();
+  } finally {
+    await other.context.close();
+  }
+});
+
+test('changing the password signs the other browser out, keeps this one, and only the new password signs in', async ({
+  page,
+  browser,
+}, testInfo) => {
+  const email = await signUp(page, 'password');
+  const other = await otherBrowser(browser, testInfo);
+  const NEW_PASSPHRASE = 'amber Falcon meadow 12 cipher Lagoon';
+  try {
+    await other.page.goto('/signin');
+    await other.page.getByTestId('signin-email').fill(email);
+    await other.page.getByTestId('signin-password').fill(PASSPHRASE);
+    await other.page.getByTestId('signin-submit').click();
+    await expect(other.page.getByTestId('shell')).toBeVisible();
+
+    const security = await openSecurity(page);
+    const form = security.getByTestId('password');
+    // A mismatched confirmation never reaches the server.
+    await form.getByLabel('Current password').fill(PASSPHRASE);
+    await form.getByLabel('New password', { exact: true }).fill(NEW_PASSPHRASE);
+    await form.getByLabel('Confirm new password').fill(`${NEW_PASSPHRASE}!`);
+    await form.getByTestId('password-submit').click();
+    await expect(form.getByTestId('password-error')).toContainText('do not match');
+    // A wrong current password is the server's answer.
+    await form.getByTestId('password-current').fill('not my password at all');
+    await form.getByTestId('password-confirm').fill(NEW_PASSPHRASE);
+    await form.getByTestId('password-submit').click();
+    await expect(form.getByTestId('password-error')).toHaveText('Wrong password.');
+    // The right one.
+    await form.getByTestId('password-current').fill(PASSPHRASE);
+    await form.getByTestId('password-submit').click();
+    await expect(form.getByTestId('password-notice')).toHaveText(
+      'Password changed. Other sessions were signed out.',
+    );
+    await expect(form.getByTestId('password-error')).toHaveCount(0);
+    await snap(page, 'security-password-changed');
+
+    // The other browser is signed out; this one is not.
+    await other.page.goto('/settings');
+    await expect(other.page).toHaveURL(/\/signin$/);
+    await page.reload();
+    await expect(page.getByTestId('shell')).toBeVisible();
+
+    // Sign out; the old password no longer works, the new one does.
+    await signOut(page);
+    await page.getByTestId('signin-email').fill(email);
+    await page.getByTestId('signin-password').fill(PASSPHRASE);
+    await page.getByTestId('signin-submit').click();
+    await expect(page.getByTestId('signin-error')).toContainText('Wrong email or password');
+    await page.getByTestId('signin-password').fill(NEW_PASSPHRASE);
+    await page.getByTestId('signin-submit').click();
+    await expect(page.getByTestId('shell')).toBeVisible();
+    await expect(page.getByTestId('user-email')).toHaveText(email);
   } finally {
     await other.context.close();
   }

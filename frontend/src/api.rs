@@ -11,12 +11,12 @@
 use std::fmt;
 
 use countersign_api::{
-    ActivityEntry, CSRF_HEADER, ChatDetail, ChatSummary, Connector, ConnectorAuth, ConnectorTool,
-    CreateChatRequest, CreateConnectorRequest, DecideRequest, DecideResponse, ErrorBody,
-    LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolment, ModelsResponse,
-    PendingCall, ProviderKeyStatus, ReviewToolsRequest, SendMessageRequest, SessionInfo,
-    SessionResponse, SetProviderKeyRequest, SignupRequest, TurnAccepted, UpdateChatRequest,
-    UpdateConnectorRequest,
+    ActivityEntry, CSRF_HEADER, ChangePasswordRequest, ChatDetail, ChatSummary, Connector,
+    ConnectorAuth, ConnectorTool, CreateChatRequest, CreateConnectorRequest, DecideRequest,
+    DecideResponse, ErrorBody, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed,
+    MfaEnrolRequest, MfaEnrolment, ModelsResponse, PendingCall, ProviderKeyStatus,
+    ReviewToolsRequest, SendMessageRequest, SessionInfo, SessionResponse, SetProviderKeyRequest,
+    SignupRequest, TurnAccepted, UpdateChatRequest, UpdateConnectorRequest,
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::Deserialize;
@@ -69,6 +69,24 @@ impl ApiError {
 /// The machine code of an answer that needs a two-factor code first.
 pub const MFA_REQUIRED: &str = "mfa_required";
 
+/// The machine code of a trust-widening action refused because the server
+/// requires two-factor sign-in (`COUNTERSIGN_REQUIRE_MFA`) and the account
+/// has not set it up.
+pub const MFA_ENROLMENT_REQUIRED: &str = "mfa_enrolment_required";
+
+/// What the person reads instead of [`MFA_ENROLMENT_REQUIRED`].
+pub const MFA_ENROLMENT_REQUIRED_TEXT: &str = "This server requires two-factor sign-in before you can do this. Set it up under Settings → Security, then try again.";
+
+/// The server's detail as the person should read it: machine codes that
+/// reach a form as they are become sentences; everything else is verbatim.
+pub fn readable_detail(detail: String) -> String {
+    if detail == MFA_ENROLMENT_REQUIRED {
+        MFA_ENROLMENT_REQUIRED_TEXT.to_owned()
+    } else {
+        detail
+    }
+}
+
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.detail)
@@ -101,13 +119,33 @@ pub async fn logout(csrf_token: &str) -> Result<(), ApiError> {
     expect_success(response).await
 }
 
-/// `POST /api/auth/mfa/enroll`: a new TOTP secret, its `otpauth://` URI and
-/// the URI as a QR code (SVG). Nothing is on until [`mfa_confirm`]; 409
-/// while MFA is on, 503 when the server has no key to seal secrets with.
-pub async fn mfa_enroll(csrf_token: &str) -> Result<MfaEnrolment, ApiError> {
-    let request =
-        with_csrf(Request::post("/api/auth/mfa/enroll"), csrf_token).json(&serde_json::json!({}));
+/// `POST /api/auth/mfa/enroll` `{password}`: a new TOTP secret, its
+/// `otpauth://` URI and the URI as a QR code (SVG). Nothing is on until
+/// [`mfa_confirm`]; 401 with a wrong current password (a message, not a
+/// lost session), 409 while MFA is on, 503 when the server has no key to
+/// seal secrets with.
+pub async fn mfa_enroll(csrf_token: &str, password: &str) -> Result<MfaEnrolment, ApiError> {
+    let body = MfaEnrolRequest {
+        password: Some(password.to_owned()),
+    };
+    let request = with_csrf(Request::post("/api/auth/mfa/enroll"), csrf_token).json(&body);
     read_json(send(request).await?).await
+}
+
+/// `POST /api/auth/password` (204): changes the password; the server signs
+/// out every other session. A wrong current password is a 401 with a
+/// message (not a lost session); a weak new one a 422 saying why.
+pub async fn change_password(
+    csrf_token: &str,
+    current_password: &str,
+    new_password: &str,
+) -> Result<(), ApiError> {
+    let body = ChangePasswordRequest {
+        current_password: current_password.to_owned(),
+        new_password: new_password.to_owned(),
+    };
+    let request = with_csrf(Request::post("/api/auth/password"), csrf_token).json(&body);
+    expect_success(send(request).await?).await
 }
 
 /// `POST /api/auth/mfa/confirm`: turns MFA on with a first code; answers
@@ -486,7 +524,7 @@ async fn expect_success(response: Response) -> Result<(), ApiError> {
 async fn error_from(response: Response) -> ApiError {
     let status = response.status();
     let detail = match response.json::<ErrorBody>().await {
-        Ok(body) if !body.detail.trim().is_empty() => body.detail,
+        Ok(body) if !body.detail.trim().is_empty() => readable_detail(body.detail),
         _ => fallback_detail(status),
     };
     ApiError {
@@ -502,5 +540,21 @@ fn fallback_detail(status: u16) -> String {
         429 => "Too many attempts. Wait a moment and try again.".into(),
         500.. => format!("The server had a problem (HTTP {status}). Try again in a moment."),
         _ => format!("The request failed (HTTP {status})."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_enrolment_code_reads_as_a_sentence_and_other_details_are_verbatim() {
+        assert!(readable_detail(MFA_ENROLMENT_REQUIRED.into()).contains("Settings → Security"));
+        assert_eq!(
+            readable_detail(MFA_REQUIRED.into()),
+            MFA_REQUIRED,
+            "the step-up still sees its code"
+        );
+        assert_eq!(readable_detail("Wrong password.".into()), "Wrong password.");
     }
 }

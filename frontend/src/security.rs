@@ -1,8 +1,9 @@
 //! Settings → Security in words, as plain Rust tested on the host: the QR
 //! code of an MFA enrolment as an image URL, a session's browser in a few
-//! words, and what "Sign out other sessions" did.
+//! words, what "Sign out other sessions" did, and whether the change-password
+//! form is complete.
 //!
-//! Nothing here judges a code or a session: the server does.
+//! Nothing here judges a code, a password or a session: the server does.
 
 /// The server's QR code (an SVG document) as a `data:image/svg+xml;base64,…`
 /// URL for an `<img>`: the Content-Security-Policy allows `data:` images,
@@ -82,9 +83,57 @@ pub fn revoked_text(revoked: u64) -> String {
     }
 }
 
+/// What "Change password" shows after the server said yes.
+pub const PASSWORD_CHANGED: &str = "Password changed. Other sessions were signed out.";
+
+/// Why the change-password form cannot be sent yet, if it cannot: a typo
+/// in the repeated password is caught here; whether the new password is
+/// good enough is the server's call.
+pub fn password_form_problem(current: &str, new: &str, confirm: &str) -> Option<&'static str> {
+    if current.is_empty() {
+        Some("Enter your current password.")
+    } else if new.is_empty() {
+        Some("Enter a new password.")
+    } else if new != confirm {
+        Some("The new password and its confirmation do not match.")
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_password_form_catches_a_missing_field_or_a_mismatched_confirmation() {
+        for (current, new, confirm, want, why) in [
+            (
+                "",
+                "a",
+                "a",
+                Some("Enter your current password."),
+                "no current password",
+            ),
+            (
+                "old",
+                "",
+                "",
+                Some("Enter a new password."),
+                "no new password",
+            ),
+            (
+                "old",
+                "new one",
+                "new onf",
+                Some("The new password and its confirmation do not match."),
+                "a typo",
+            ),
+            ("old", "short", "short", None, "the policy is the server's"),
+        ] {
+            assert_eq!(password_form_problem(current, new, confirm), want, "{why}");
+        }
+    }
 
     #[test]
     fn base64_matches_the_rfc_4648_test_vectors() {

@@ -34,7 +34,25 @@ pub struct MfaCodeRequest {
     pub code: String,
 }
 
-/// `POST /api/auth/mfa/enroll`: what the authenticator app needs.
+/// `POST /api/auth/mfa/enroll`: enrolling asks for the current password.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MfaEnrolRequest {
+    /// The account's current password; without it the server answers 400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+}
+
+/// `POST /api/auth/password`: change the password. Every other session of
+/// the account is signed out; answers 204.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChangePasswordRequest {
+    /// The password in use now (401 `Wrong password.` otherwise).
+    pub current_password: String,
+    /// The new one, under the sign-up policy (422 with the reason).
+    pub new_password: String,
+}
+
+/// `POST /api/auth/mfa/enroll` answer: what the authenticator app needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MfaEnrolment {
     /// The secret, base32.

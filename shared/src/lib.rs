@@ -14,8 +14,8 @@ pub mod events;
 
 pub use approvals::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
 pub use auth::{
-    LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolment, SessionInfo,
-    SessionResponse, SignupRequest, User,
+    ChangePasswordRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest,
+    MfaEnrolment, SessionInfo, SessionResponse, SignupRequest, User,
 };
 pub use chat::*;
 pub use connectors::*;

@@ -11,7 +11,8 @@
 //!   minutes the session may turn trust on, create an always-rule, change
 //!   connector credentials or a provider key. Accounts without MFA have no
 //!   second factor to step up with and are not asked.
-//! - Wrong codes are throttled per account like sign-ins.
+//! - Wrong codes are throttled per account like sign-ins, under the
+//!   account's throttle lock, so simultaneous guesses queue and count.
 
 use super::{AuthError, throttle};
 use crate::{
@@ -218,7 +219,9 @@ async fn check_code(
     stage: Stage,
 ) -> Result<bool, MfaError> {
     let (confirmed, recovery) = (stage == Stage::Enabled, stage == Stage::Enabled);
-    throttle::check(tx, limits, email, None).await?;
+    // The account's throttle lock is held until `tx` ends, across the
+    // check, the verification and the recorded failure (see `throttle`).
+    throttle::lock_and_check(tx, limits, email, None).await?;
     let row: Option<StoredSecret> = sqlx::query_as(
         "select key_id, nonce, ciphertext, last_step, extract(epoch from now())::int8 as now
            from mfa_totp
@@ -370,17 +373,29 @@ pub async fn mark_step_up(pool: &PgPool, session_id: Uuid) -> Result<(), sqlx::E
     tx.commit().await
 }
 
-/// Whether a sensitive action may go ahead for this session: the account
-/// has no MFA, or the session stepped up within the last 10 minutes.
-pub async fn step_up_ok(
+/// Where a session stands for a trust-widening action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepUp {
+    /// The account has no MFA: there is no second factor to step up with
+    /// (unless the deployment requires enrolment first).
+    NotEnrolled,
+    /// The session stepped up within the last [`STEP_UP_SECS`].
+    Fresh,
+    /// The account has MFA and this session has not stepped up recently.
+    Needed,
+}
+
+/// Whether a sensitive action may go ahead for this session, and if not,
+/// why.
+pub async fn step_up_status(
     pool: &PgPool,
     user_id: Uuid,
     session_id: Uuid,
-) -> Result<bool, sqlx::Error> {
+) -> Result<StepUp, sqlx::Error> {
     let mut tx = db::service_tx(pool).await?;
-    let ok: bool = sqlx::query_scalar(
-        "select not exists (select 1 from mfa_totp where user_id = $1 and confirmed_at is not null)
-             or exists (select 1 from sessions where id = $2 and user_id = $1
+    let (enrolled, fresh): (bool, bool) = sqlx::query_as(
+        "select exists (select 1 from mfa_totp where user_id = $1 and confirmed_at is not null),
+                exists (select 1 from sessions where id = $2 and user_id = $1
                           and mfa_verified_at > now() - make_interval(secs => $3))",
     )
     .bind(user_id)
@@ -389,7 +404,11 @@ pub async fn step_up_ok(
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(ok)
+    Ok(match (enrolled, fresh) {
+        (false, _) => StepUp::NotEnrolled,
+        (true, true) => StepUp::Fresh,
+        (true, false) => StepUp::Needed,
+    })
 }
 
 /// Turns MFA off (after a valid code) and forgets the recovery codes.

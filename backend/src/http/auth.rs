@@ -1,4 +1,4 @@
-//! `/api/auth/*`: sign-up, sign-in, sign-out, who am I.
+//! `/api/auth/*`: sign-up, sign-in, sign-out, who am I, password change.
 
 use super::{
     error::ApiError,
@@ -14,11 +14,14 @@ use axum::{
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use countersign_api::{LoginRequest, MeResponse, SessionResponse, SignupRequest};
+use countersign_api::{
+    ChangePasswordRequest, LoginRequest, MeResponse, SessionResponse, SignupRequest,
+};
 use std::sync::LazyLock;
 
 /// One hasher (and its concurrency limit) for the whole process.
-static HASHER: LazyLock<auth::PasswordHasher> = LazyLock::new(auth::PasswordHasher::default);
+pub(crate) static HASHER: LazyLock<auth::PasswordHasher> =
+    LazyLock::new(auth::PasswordHasher::default);
 
 fn session_response(
     status: StatusCode,
@@ -54,7 +57,10 @@ pub async fn signup(
     let (user, session) = auth::sign_up(
         &state.db,
         &HASHER,
-        state.config.allow_signup,
+        (
+            state.config.allow_signup,
+            &Limits::from(state.config.as_ref()),
+        ),
         auth::NewAccount {
             email: &email,
             password: &req.password,
@@ -133,4 +139,26 @@ pub async fn me(
         csrf_token: user.csrf_token,
         mfa_enabled: auth::mfa::enabled(&state.db, user.user_id).await?,
     }))
+}
+
+/// `POST /api/auth/password` `{current_password, new_password}` → 204: the
+/// password is changed and every other session of the user signed out
+/// (this one stays). 401 `Wrong password.` (throttled like sign-in), 422
+/// when the new one breaks the sign-up policy.
+pub async fn change_password(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Client(client): Client,
+    Json(req): Json<ChangePasswordRequest>,
+) -> Result<StatusCode, ApiError> {
+    auth::change_password(
+        &state.db,
+        &HASHER,
+        &Limits::from(state.config.as_ref()),
+        &user,
+        (&req.current_password, &req.new_password),
+        &client,
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
 }

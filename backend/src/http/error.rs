@@ -70,10 +70,13 @@ impl From<AuthError> for ApiError {
             | AuthError::WeakPassword(_) => Self::Unprocessable(message),
             AuthError::EmailTaken => Self::Conflict(message),
             AuthError::SignupClosed => Self::Forbidden(message),
-            AuthError::WrongCredentials | AuthError::MfaRequired | AuthError::WrongCode => {
-                Self::Unauthorized(message)
-            }
-            AuthError::Throttled { retry_after_secs } => Self::TooManyRequests {
+            AuthError::WrongCredentials
+            | AuthError::MfaRequired
+            | AuthError::WrongCode
+            | AuthError::WrongPassword => Self::Unauthorized(message),
+            AuthError::PasswordRequired => Self::BadRequest(message),
+            AuthError::Throttled { retry_after_secs }
+            | AuthError::SignupThrottled { retry_after_secs } => Self::TooManyRequests {
                 message,
                 retry_after_secs,
             },

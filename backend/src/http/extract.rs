@@ -4,12 +4,13 @@ use super::{error::ApiError, security::SESSION_COOKIE};
 use crate::{
     AppState,
     auth::{SessionUser, session},
+    config::TrustedProxies,
 };
 use axum::{
     extract::{ConnectInfo, FromRequestParts},
-    http::{HeaderMap, header, request::Parts},
+    http::{Extensions, HeaderMap, header, request::Parts},
 };
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// The signed-in user. Rejects with 401 when the session cookie is missing,
 /// unknown, revoked or expired. On non-GET requests the Origin/CSRF
@@ -56,18 +57,24 @@ pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(|(_, v)| v.to_owned())
 }
 
-/// The peer address and user agent, for sessions and throttling.
+/// The client's address and user agent, for sessions, throttling and logs.
+/// The address is the TCP peer's, unless that peer is a trusted proxy
+/// (`COUNTERSIGN_TRUSTED_PROXIES`): see [`client_ip`].
 #[derive(Debug, Clone)]
 pub struct Client(pub session::ClientInfo);
 
-impl<S: Send + Sync> FromRequestParts<S> for Client {
+impl FromRequestParts<AppState> for Client {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let ip = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip().to_canonical());
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let ip = client_ip(
+            peer_ip(&parts.extensions),
+            &parts.headers,
+            &state.config.trusted_proxies,
+        );
         let user_agent = parts
             .headers
             .get(header::USER_AGENT)
@@ -75,6 +82,60 @@ impl<S: Send + Sync> FromRequestParts<S> for Client {
             .map(str::to_owned);
         Ok(Self(session::ClientInfo { ip, user_agent }))
     }
+}
+
+/// The TCP peer's address, if the server was started with connect info.
+pub fn peer_ip(extensions: &Extensions) -> Option<IpAddr> {
+    extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip().to_canonical())
+}
+
+/// Who the client is. The TCP peer, unless the peer is a trusted proxy:
+/// then `X-Forwarded-For` is read from the right (each proxy appends the
+/// address it was reached from), skipping trusted proxies, and the first
+/// address that is not one is the client. Everything left of it was
+/// written by the client itself and could say anything. A malformed entry
+/// ends the walk at the last trusted hop; when every entry is a trusted
+/// proxy, the left-most is the best we know.
+pub fn client_ip(
+    peer: Option<IpAddr>,
+    headers: &HeaderMap,
+    trusted: &TrustedProxies,
+) -> Option<IpAddr> {
+    let peer = peer?;
+    if !trusted.contains(peer) {
+        return Some(peer);
+    }
+    let hops: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|hop| !hop.is_empty())
+        .collect();
+    let mut client = peer;
+    for hop in hops.iter().rev() {
+        let Some(ip) = parse_hop(hop) else {
+            break;
+        };
+        client = ip;
+        if !trusted.contains(ip) {
+            break;
+        }
+    }
+    Some(client)
+}
+
+/// One `X-Forwarded-For` entry: an address, `[v6]`, or either with a port.
+fn parse_hop(hop: &str) -> Option<IpAddr> {
+    if let Ok(ip) = hop.parse::<IpAddr>() {
+        return Some(ip.to_canonical());
+    }
+    hop.parse::<SocketAddr>()
+        .ok()
+        .map(|addr| addr.ip().to_canonical())
 }
 
 /// `axum::Json`, but a malformed body answers `{"detail": …}` like every
@@ -123,5 +184,84 @@ pub struct Query<T>(pub T);
 impl From<axum::extract::rejection::QueryRejection> for ApiError {
     fn from(rejection: axum::extract::rejection::QueryRejection) -> Self {
         Self::BadRequest(format!("Bad query string: {}", rejection.body_text()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_is_the_right_most_address_that_is_not_a_trusted_proxy() {
+        let trusted: TrustedProxies = "10.0.0.0/8, 192.0.2.1".parse().expect("CIDRs");
+        let ip = |s: &str| s.parse::<IpAddr>().expect("IP");
+        let cases: &[(&str, Option<&str>, &str, &str)] = &[
+            (
+                "203.0.113.9",
+                Some("198.51.100.1"),
+                "203.0.113.9",
+                "an untrusted peer is the client",
+            ),
+            ("10.0.0.5", None, "10.0.0.5", "a proxy without the header"),
+            (
+                "10.0.0.5",
+                Some("198.51.100.1"),
+                "198.51.100.1",
+                "one proxy",
+            ),
+            (
+                "10.0.0.5",
+                Some("6.6.6.6, 198.51.100.1"),
+                "198.51.100.1",
+                "what the client prepended is ignored",
+            ),
+            (
+                "10.0.0.5",
+                Some("198.51.100.1, 192.0.2.1"),
+                "198.51.100.1",
+                "two proxies",
+            ),
+            (
+                "10.0.0.5",
+                Some("10.1.1.1, 192.0.2.1"),
+                "10.1.1.1",
+                "only proxies: the left-most",
+            ),
+            (
+                "10.0.0.5",
+                Some("garbage, 198.51.100.1"),
+                "198.51.100.1",
+                "garbage left of the client",
+            ),
+            (
+                "10.0.0.5",
+                Some("198.51.100.1, garbage"),
+                "10.0.0.5",
+                "garbage from a proxy: stop at the peer",
+            ),
+            (
+                "10.0.0.5",
+                Some("[2001:db8::1]:4711"),
+                "2001:db8::1",
+                "IPv6 with a port",
+            ),
+            (
+                "::ffff:10.0.0.5",
+                Some("198.51.100.1"),
+                "198.51.100.1",
+                "an IPv4-mapped peer",
+            ),
+        ];
+        for (peer, xff, expected, why) in cases {
+            let mut headers = HeaderMap::new();
+            if let Some(xff) = xff {
+                headers.insert("x-forwarded-for", xff.parse().expect("header"));
+            }
+            assert_eq!(
+                client_ip(Some(ip(peer).to_canonical()), &headers, &trusted),
+                Some(ip(expected)),
+                "{why}"
+            );
+        }
     }
 }

@@ -3,20 +3,21 @@
 //! step-up guard the trust-changing handlers call.
 
 use super::{
+    auth::HASHER,
     error::ApiError,
-    extract::{CurrentUser, Json},
+    extract::{Client, CurrentUser, Json},
 };
 use crate::{
     AppState,
     auth::{
-        SessionUser,
+        self, SessionUser,
         mfa::{self, MfaError},
         throttle::Limits,
     },
     db,
 };
 use axum::{extract::State, http::StatusCode};
-use countersign_api::{MfaCodeRequest, MfaConfirmed, MfaEnrolment, SessionInfo};
+use countersign_api::{MfaCodeRequest, MfaConfirmed, MfaEnrolRequest, MfaEnrolment, SessionInfo};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use uuid::Uuid;
 
@@ -32,24 +33,48 @@ impl From<MfaError> for ApiError {
     }
 }
 
-/// 403 `{"detail":"mfa_required"}` unless the account has no MFA or this
-/// session stepped up in the last 10 minutes. Called by the handlers that
-/// turn trust on, create an always-rule, change connector credentials or
-/// change a provider key.
+/// The detail of the 403 a trust-widening action answers when the session
+/// must step up first.
+pub const MFA_REQUIRED: &str = "mfa_required";
+
+/// The detail of the 403 a trust-widening action answers under
+/// `COUNTERSIGN_REQUIRE_MFA=true` when the account has not enrolled MFA.
+pub const MFA_ENROLMENT_REQUIRED: &str = "mfa_enrolment_required";
+
+/// The guard of every trust-widening action (turning trust on, an
+/// always-rule, connector credentials or URL, provider keys): 403
+/// `{"detail":"mfa_required"}` when the account has MFA and this session
+/// has not stepped up in the last 10 minutes; 403
+/// `{"detail":"mfa_enrolment_required"}` when the deployment requires MFA
+/// (`COUNTERSIGN_REQUIRE_MFA`) and the account has none. Handlers call only
+/// this, so every guarded action gets both rules.
 pub async fn require_step_up(state: &AppState, user: &SessionUser) -> Result<(), ApiError> {
-    if mfa::step_up_ok(&state.db, user.user_id, user.session_id).await? {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden("mfa_required".into()))
+    match mfa::step_up_status(&state.db, user.user_id, user.session_id).await? {
+        mfa::StepUp::Fresh => Ok(()),
+        mfa::StepUp::NotEnrolled if !state.config.require_mfa => Ok(()),
+        mfa::StepUp::NotEnrolled => Err(ApiError::Forbidden(MFA_ENROLMENT_REQUIRED.into())),
+        mfa::StepUp::Needed => Err(ApiError::Forbidden(MFA_REQUIRED.into())),
     }
 }
 
-/// `POST /api/auth/mfa/enroll`: a new secret (replacing an unconfirmed
-/// one); 409 while MFA is on.
+/// `POST /api/auth/mfa/enroll` `{password}`: a new secret (replacing an
+/// unconfirmed one); 400 without the current password, 401 with a wrong
+/// one (throttled like sign-in); 409 while MFA is on.
 pub async fn enroll(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
+    Client(client): Client,
+    Json(req): Json<MfaEnrolRequest>,
 ) -> Result<axum::Json<MfaEnrolment>, ApiError> {
+    auth::verify_current_password(
+        &state.db,
+        &HASHER,
+        &Limits::from(state.config.as_ref()),
+        &user,
+        req.password.as_deref(),
+        &client,
+    )
+    .await?;
     let enrolment =
         mfa::enrol(&state.db, state.secrets.as_ref(), user.user_id, &user.email).await?;
     let qr_svg = qrcode::QrCode::new(enrolment.uri.as_bytes())

@@ -1,8 +1,9 @@
-//! Browser-facing defences: security headers on every response, and the
+//! Browser-facing defences: the `Host` check (DNS rebinding), security
+//! headers on every response (HSTS behind an https public URL), and the
 //! Origin + CSRF checks on every state-changing `/api` request.
 
 use super::{error::ApiError, extract::session_from_headers};
-use crate::AppState;
+use crate::{AppState, config::split_authority};
 use axum::{
     extract::{Request, State},
     http::{HeaderMap, HeaderValue, Method, header},
@@ -21,9 +22,59 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
      style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; \
      object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// Adds the security headers to every response, and `Cache-Control:
-/// no-store` to API answers (they carry personal data and CSRF tokens).
-pub async fn security_headers(request: Request, next: Next) -> Response {
+/// `Strict-Transport-Security` when the public URL is https: a year, and
+/// the subdomains too (a plain-http sibling could set cookies for us).
+pub const HSTS: &str = "max-age=31536000; includeSubDomains";
+
+/// With `COUNTERSIGN_PUBLIC_URL` set, refuses (403) a request whose `Host`
+/// (or HTTP/2 `:authority`) is not that URL's host and port. A page on
+/// `evil.example` whose name is re-pointed at this server (DNS rebinding)
+/// sends `Host: evil.example`, and its requests are same-origin to the
+/// browser, so neither the Origin check nor SameSite would stop them.
+///
+/// `/healthz` and `/readyz` are exempt: load balancers and orchestrators
+/// probe by address, and they reveal nothing. `/metrics` and everything
+/// else are checked (a rebound page runs on the victim's own loopback).
+/// A proxy in front must pass the original `Host` through.
+pub async fn host_check(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some((host, port)) = state.config.public_authority() else {
+        return next.run(request).await;
+    };
+    if matches!(request.uri().path(), "/healthz" | "/readyz") {
+        return next.run(request).await;
+    }
+    let expected = Some((host, port));
+    let header_host = request
+        .headers()
+        .get(header::HOST)
+        .map(|h| h.to_str().ok().and_then(|h| split_authority(h, port)));
+    let uri_host = request
+        .uri()
+        .authority()
+        .map(|a| split_authority(a.as_str(), port));
+    let matches = match (header_host, uri_host) {
+        (None, None) => false,
+        (h, u) => h.is_none_or(|h| h == expected) && u.is_none_or(|u| u == expected),
+    };
+    if matches {
+        next.run(request).await
+    } else {
+        ApiError::Forbidden(
+            "This server answers only to the host name of its public URL (COUNTERSIGN_PUBLIC_URL)."
+                .to_owned(),
+        )
+        .into_response()
+    }
+}
+
+/// Adds the security headers to every response (HSTS when the public URL
+/// is https), and `Cache-Control: no-store` to API answers (they carry
+/// personal data and CSRF tokens).
+pub async fn security_headers(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let is_api = request.uri().path().starts_with("/api/");
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
@@ -43,6 +94,12 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
     }
     if is_api {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    if state.config.public_url_is_https() {
+        headers.insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static(HSTS),
+        );
     }
     response
 }

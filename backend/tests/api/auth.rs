@@ -58,8 +58,17 @@ async fn the_session_cookie_is_secure_behind_https() {
     assert!(cookie.ends_with("; Secure"), "{cookie}");
 
     let app = spawn_app_with(|c| c.public_url = Some("https://cs.example.org".into())).await;
-    let (_, cookie, _) = app.signup(&email(), GOOD_PASSWORD).await;
-    assert!(cookie.expect("cookie").ends_with("; Secure"));
+    let res = app
+        .client
+        .post(app.url("/api/auth/signup"))
+        .header(header::HOST, "cs.example.org")
+        .json(&json!({ "email": email(), "password": GOOD_PASSWORD }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let cookie = res.headers()[header::SET_COOKIE].to_str().expect("ascii");
+    assert!(cookie.ends_with("; Secure"), "{cookie}");
 }
 
 #[tokio::test]
@@ -445,4 +454,197 @@ async fn idle_and_absolute_expiry_end_a_session() {
         StatusCode::OK,
         "control: the same cookie works"
     );
+}
+
+/// Sends `n` requests at once (each from a fresh client, as from many
+/// tabs) and returns their statuses.
+async fn all_at_once(
+    app: &TestApp,
+    n: usize,
+    path: &str,
+    body: impl Fn(usize) -> Value,
+) -> Vec<StatusCode> {
+    let requests = (0..n).map(|i| {
+        let request = new_client().post(app.url(path)).json(&body(i));
+        async move { request.send().await.expect("request").status() }
+    });
+    futures_util::future::join_all(requests).await
+}
+
+fn not_429(statuses: &[StatusCode]) -> usize {
+    statuses
+        .iter()
+        .filter(|s| **s != StatusCode::TOO_MANY_REQUESTS)
+        .count()
+}
+
+#[tokio::test]
+async fn twenty_concurrent_wrong_passwords_for_one_account_get_at_most_five_answers_other_than_429()
+{
+    let app = spawn_app().await;
+    let (_, email) = app.signed_up_user().await;
+
+    let statuses = all_at_once(
+        &app,
+        20,
+        "/api/auth/login",
+        |_| json!({ "email": email, "password": "wrong wrong wrong wrong" }),
+    )
+    .await;
+
+    assert!(not_429(&statuses) <= 5, "{statuses:?}");
+    assert!(
+        statuses
+            .iter()
+            .all(|s| matches!(*s, StatusCode::UNAUTHORIZED | StatusCode::TOO_MANY_REQUESTS)),
+        "{statuses:?}"
+    );
+    let (status, _, _) = app.login(&email, GOOD_PASSWORD).await;
+    assert_eq!(
+        status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "the account is still throttled"
+    );
+}
+
+#[tokio::test]
+async fn twenty_concurrent_wrong_passwords_from_one_address_get_at_most_the_per_ip_limit() {
+    let app = spawn_app_with(|c| {
+        c.login_max_failures_per_ip = 5;
+        c.login_max_failures_per_account = 100;
+    })
+    .await;
+
+    let statuses = all_at_once(
+        &app,
+        20,
+        "/api/auth/login",
+        |i| json!({ "email": format!("guess-{i}@example.org"), "password": "wrong wrong wrong" }),
+    )
+    .await;
+
+    assert!(not_429(&statuses) <= 5, "{statuses:?}");
+}
+
+#[tokio::test]
+async fn twenty_concurrent_sign_ups_from_one_address_get_at_most_the_per_ip_limit() {
+    let app = spawn_app_with(|c| c.signup_max_per_ip = 3).await;
+
+    let statuses = all_at_once(
+        &app,
+        20,
+        "/api/auth/signup",
+        |i| json!({ "email": format!("new-{i}@example.org"), "password": GOOD_PASSWORD }),
+    )
+    .await;
+
+    assert!(not_429(&statuses) <= 3, "{statuses:?}");
+    let created = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::CREATED)
+        .count();
+    assert!(created >= 1, "the limit still lets some in: {statuses:?}");
+    let mut su = app.superuser().await;
+    let users: i64 = sqlx::query_scalar("select count(*) from users")
+        .fetch_one(&mut su)
+        .await
+        .expect("count");
+    assert_eq!(users, created as i64);
+}
+
+#[tokio::test]
+async fn changing_the_password_signs_out_the_other_sessions_and_keeps_this_one() {
+    let app = spawn_app().await;
+    let (_, email) = app.signed_up_user().await;
+    let other = app.at(&app.base);
+    let (status, _, _) = other.login(&email, GOOD_PASSWORD).await;
+    assert_eq!(status, StatusCode::OK);
+    let new_password = "amber falcon meadow cipher";
+
+    let res = app
+        .post(
+            "/api/auth/password",
+            &json!({ "current_password": GOOD_PASSWORD, "new_password": new_password }),
+        )
+        .await;
+
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(app.get("/api/auth/me").await.status(), StatusCode::OK);
+    assert_eq!(
+        other.get("/api/auth/me").await.status(),
+        StatusCode::UNAUTHORIZED,
+        "the other session is signed out"
+    );
+    let fresh = app.at(&app.base);
+    let (status, _, _) = fresh.login(&email, GOOD_PASSWORD).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "the old password is gone");
+    let (status, _, _) = fresh.login(&email, new_password).await;
+    assert_eq!(status, StatusCode::OK, "the new one works");
+}
+
+#[tokio::test]
+async fn a_wrong_current_password_or_a_weak_new_one_changes_nothing() {
+    let app = spawn_app().await;
+    let (_, email) = app.signed_up_user().await;
+    let other = app.at(&app.base);
+    other.login(&email, GOOD_PASSWORD).await;
+
+    let res = app
+        .post(
+            "/api/auth/password",
+            &json!({ "current_password": "not my password at all", "new_password": "amber falcon meadow cipher" }),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let body: Value = res.json().await.expect("JSON");
+    assert_eq!(body["detail"], "Wrong password.");
+
+    let res = app
+        .post(
+            "/api/auth/password",
+            &json!({ "current_password": GOOD_PASSWORD, "new_password": "password1234" }),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: Value = res.json().await.expect("JSON");
+    assert!(
+        body["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("too easy to guess"),
+        "{body}"
+    );
+
+    let res = app
+        .client
+        .post(app.url("/api/auth/password"))
+        .json(&json!({ "current_password": GOOD_PASSWORD, "new_password": "amber falcon meadow cipher" }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(res.status(), StatusCode::FORBIDDEN, "no CSRF token");
+
+    assert_eq!(other.get("/api/auth/me").await.status(), StatusCode::OK);
+    let fresh = app.at(&app.base);
+    let (status, _, _) = fresh.login(&email, GOOD_PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "the password is unchanged");
+}
+
+#[tokio::test]
+async fn twenty_concurrent_wrong_current_passwords_get_at_most_five_answers_other_than_429() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    let csrf = app.csrf_token();
+
+    let requests = (0..20).map(|_| {
+        let request = app
+            .client
+            .post(app.url("/api/auth/password"))
+            .header("x-csrf-token", &csrf)
+            .json(&json!({ "current_password": "not my password at all", "new_password": "amber falcon meadow cipher" }));
+        async move { request.send().await.expect("request").status() }
+    });
+    let statuses = futures_util::future::join_all(requests).await;
+
+    assert!(not_429(&statuses) <= 5, "{statuses:?}");
 }

@@ -14,6 +14,7 @@ mod grants;
 mod hardening;
 mod health;
 mod helpers;
+mod host;
 mod mfa;
 mod rls;
 mod turns;

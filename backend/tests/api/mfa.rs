@@ -68,7 +68,9 @@ async fn send(
 
 /// A user with MFA on; returns their authenticator and recovery codes.
 pub(crate) async fn enrolled(app: &TestApp) -> (Authenticator, Vec<String>) {
-    let res = app.post("/api/auth/mfa/enroll", &json!({})).await;
+    let res = app
+        .post("/api/auth/mfa/enroll", &json!({"password": GOOD_PASSWORD}))
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     let enrolment: Value = res.json().await.expect("JSON");
     let secret = enrolment["secret"].as_str().expect("secret");
@@ -361,4 +363,182 @@ async fn mfa_secrets_and_recovery_codes_are_unreadable_as_authenticated() {
             "{table}"
         );
     }
+}
+
+fn not_429(statuses: &[StatusCode]) -> usize {
+    statuses
+        .iter()
+        .filter(|s| **s != StatusCode::TOO_MANY_REQUESTS)
+        .count()
+}
+
+#[tokio::test]
+async fn twenty_concurrent_wrong_codes_at_sign_in_get_at_most_five_answers_other_than_429() {
+    let app = spawn_app_with(|c| c.secret_key = Some(Secret::new(KEY_HEX))).await;
+    let (_, email) = app.signed_up_user().await;
+    enrolled(&app).await;
+
+    let requests = (0..20).map(|_| {
+        let request = crate::helpers::new_client()
+            .post(app.url("/api/auth/login"))
+            .json(&json!({"email": email, "password": GOOD_PASSWORD, "code": "000000"}));
+        async move { request.send().await.expect("request").status() }
+    });
+    let statuses = futures_util::future::join_all(requests).await;
+
+    assert!(not_429(&statuses) <= 5, "{statuses:?}");
+}
+
+#[tokio::test]
+async fn twenty_concurrent_wrong_step_up_codes_get_at_most_five_answers_other_than_429() {
+    let app = spawn_app_with(|c| c.secret_key = Some(Secret::new(KEY_HEX))).await;
+    app.signed_up_user().await;
+    enrolled(&app).await;
+    let csrf = app.csrf_token();
+    // Open the connections first (HTTP keep-alive, and the server's pool),
+    // so that the guesses below arrive together rather than one handshake
+    // apart.
+    let warm_up = (0..20).map(|_| app.get("/api/auth/me"));
+    futures_util::future::join_all(warm_up).await;
+
+    let requests = (0..20).map(|_| {
+        let request = app
+            .client
+            .post(app.url("/api/auth/mfa/step-up"))
+            .header("x-csrf-token", &csrf)
+            .json(&json!({"code": "000000"}));
+        async move { request.send().await.expect("request").status() }
+    });
+    let statuses = futures_util::future::join_all(requests).await;
+
+    assert!(not_429(&statuses) <= 5, "{statuses:?}");
+    assert!(
+        statuses.contains(&StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
+}
+
+#[tokio::test]
+async fn enrolling_mfa_needs_the_current_password() {
+    let app = spawn_app_with(|c| c.secret_key = Some(Secret::new(KEY_HEX))).await;
+    app.signed_up_user().await;
+
+    let res = app.post("/api/auth/mfa/enroll", &json!({})).await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST, "without a password");
+    let body: Value = res.json().await.expect("JSON");
+    assert_eq!(body["detail"], "Enter your current password.");
+
+    let res = app
+        .post(
+            "/api/auth/mfa/enroll",
+            &json!({"password": "not my password at all"}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "a wrong password");
+    let body: Value = res.json().await.expect("JSON");
+    assert_eq!(body["detail"], "Wrong password.");
+
+    let mut db = app.superuser().await;
+    let secrets: i64 = sqlx::query_scalar("select count(*) from mfa_totp")
+        .fetch_one(&mut db)
+        .await
+        .expect("count");
+    assert_eq!(secrets, 0, "no secret was made");
+
+    let res = app
+        .post("/api/auth/mfa/enroll", &json!({"password": GOOD_PASSWORD}))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn with_require_mfa_an_account_without_mfa_must_enrol_before_widening_trust() {
+    let demo = countersign_demo_mcp::DemoServer::start("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("demo");
+    let allow = demo.addr().to_string().parse().expect("allow");
+    let app = spawn_app_with(|c| {
+        c.secret_key = Some(Secret::new(KEY_HEX));
+        c.allow_private_connectors = allow;
+        c.require_mfa = true;
+    })
+    .await;
+    app.signed_up_user().await;
+    let connector = crate::approvals::add_demo_connector(&app, &demo).await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(&chat, r#"use search_notes with {"query": "lease"}"#)
+        .await;
+    let card = stream
+        .until("mcp_confirmation_required")
+        .await
+        .last()
+        .expect("card")
+        .1
+        .clone();
+    let connector_path = format!("/api/connectors/{connector}");
+    let decide_path = format!(
+        "/api/mcp-pending-calls/{}",
+        card["id"].as_str().expect("id")
+    );
+    let actions = [
+        (
+            reqwest::Method::PATCH,
+            connector_path.as_str(),
+            Some(json!({"trust_annotations": true})),
+            "trust on",
+        ),
+        (
+            reqwest::Method::PATCH,
+            connector_path.as_str(),
+            Some(json!({"auth": {"type": "bearer", "token": "t0ken"}})),
+            "credentials",
+        ),
+        (
+            reqwest::Method::PUT,
+            "/api/settings/provider-keys/anthropic",
+            Some(json!({"api_key": "sk-ant-test-0000000000"})),
+            "provider key",
+        ),
+        (
+            reqwest::Method::DELETE,
+            "/api/settings/provider-keys/anthropic",
+            None,
+            "removing a provider key",
+        ),
+        (
+            reqwest::Method::POST,
+            decide_path.as_str(),
+            Some(
+                json!({"decision": "approve", "grant": "always", "arguments_digest": card["arguments_digest"]}),
+            ),
+            "always-rule",
+        ),
+    ];
+    for (method, path, body, what) in actions.clone() {
+        let res = send(&app, method, path, body).await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{what}");
+        assert_eq!(
+            res.json::<Value>().await.expect("JSON"),
+            json!({"detail": "mfa_enrolment_required"}),
+            "{what}"
+        );
+    }
+    // Narrowing trust needs nothing.
+    let res = send(
+        &app,
+        reqwest::Method::PATCH,
+        &connector_path,
+        Some(json!({"trust_annotations": false})),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+
+    // Enrolling (confirming counts as a step-up) opens them.
+    enrolled(&app).await;
+    for (method, path, body, what) in actions {
+        let res = send(&app, method, path, body).await;
+        assert!(res.status().is_success(), "{what}: {}", res.status());
+    }
+    stream.until("turn_finished").await;
 }

@@ -47,7 +47,13 @@ async fn anon_and_authenticated_cannot_read_sessions_or_password_hashes() {
     let app = spawn_app().await;
     let (a, _) = app.signed_up_user().await;
 
-    for table in ["sessions", "users", "login_failures", "provider_keys"] {
+    for table in [
+        "sessions",
+        "users",
+        "login_failures",
+        "signup_attempts",
+        "provider_keys",
+    ] {
         let mut tx = db::user_tx(&app.pool, a).await.expect("user tx");
         let err = sqlx::query(sqlx::AssertSqlSafe(format!("select * from {table}")))
             .fetch_all(&mut *tx)
@@ -143,6 +149,7 @@ async fn anon_has_no_privilege_on_any_table_and_service_tables_none_for_authenti
         "users",
         "sessions",
         "login_failures",
+        "signup_attempts",
         "provider_keys",
         "_sqlx_migrations",
     ];

@@ -1,7 +1,9 @@
-//! Settings → "Security" (DESIGN §4, §9): two-factor sign-in — set it up
-//! (QR code and the secret for typing in, confirmed with a first code; the
-//! recovery codes shown once), turn it off with a code — and the sessions
-//! signed in to the account, with "Sign out other sessions".
+//! Settings → "Security" (DESIGN §4, §9): changing the password (current,
+//! new, confirmation; the server signs the other sessions out), two-factor
+//! sign-in — set it up after the current password (QR code and the secret
+//! for typing in, confirmed with a first code; the recovery codes shown
+//! once), turn it off with a code — and the sessions signed in to the
+//! account, with "Sign out other sessions".
 //!
 //! The server decides everything: whether a code is right, which sessions
 //! exist and which is this one. The QR code is the server's SVG shown as an
@@ -15,19 +17,139 @@ use leptos::web_sys::js_sys::Date;
 
 use crate::api;
 use crate::components::FormError;
-use crate::security::{device_text, revoked_text, svg_data_url};
+use crate::security::{
+    PASSWORD_CHANGED, device_text, password_form_problem, revoked_text, svg_data_url,
+};
 use crate::session::SessionState;
 use crate::when::{ago_text, date_time_text, minutes_east_at};
 
-/// The section: two-factor sign-in, then sessions.
+/// The section: the password, two-factor sign-in, then sessions.
 #[component]
 pub fn SecuritySection() -> impl IntoView {
     view! {
         <section class="panel" aria-labelledby="security-heading" data-testid="security-section">
             <h2 id="security-heading">"Security"</h2>
+            <ChangePassword />
             <TwoFactor />
             <Sessions />
         </section>
+    }
+}
+
+/// "Change password": current, new and confirmation. On success the server
+/// has signed out every other session; this one stays.
+#[component]
+fn ChangePassword() -> impl IntoView {
+    let session = SessionState::expect();
+    let current = RwSignal::new(String::new());
+    let new = RwSignal::new(String::new());
+    let confirm = RwSignal::new(String::new());
+    let problem = RwSignal::new(None::<String>);
+
+    let change = Action::new_local(move |(current_password, new_password): &(String, String)| {
+        let (current_password, new_password) = (current_password.clone(), new_password.clone());
+        let token = session.csrf_token().unwrap_or_default();
+        async move {
+            api::change_password(&token, &current_password, &new_password)
+                .await
+                .map_err(|failure| failure.detail)
+        }
+    });
+    let pending = change.pending();
+    let error = Signal::derive(move || -> Option<String> {
+        if pending.get() {
+            None
+        } else {
+            problem
+                .get()
+                .or_else(|| change.value().get().and_then(Result::err))
+        }
+    });
+    let done = Signal::derive(move || {
+        !pending.get() && problem.get().is_none() && matches!(change.value().get(), Some(Ok(())))
+    });
+    // Forget what was typed once the server said yes.
+    Effect::new(move |_| {
+        if done.get() {
+            current.set(String::new());
+            new.set(String::new());
+            confirm.set(String::new());
+        }
+    });
+
+    let on_submit = move |event: SubmitEvent| {
+        event.prevent_default();
+        if pending.get_untracked() {
+            return;
+        }
+        let (typed_current, typed_new, typed_confirm) = (
+            current.get_untracked(),
+            new.get_untracked(),
+            confirm.get_untracked(),
+        );
+        if let Some(why) = password_form_problem(&typed_current, &typed_new, &typed_confirm) {
+            problem.set(Some(why.to_owned()));
+            return;
+        }
+        problem.set(None);
+        change.dispatch_local((typed_current, typed_new));
+    };
+
+    view! {
+        <div class="security-block" data-testid="password">
+            <h3>"Password"</h3>
+            <form class="password-form" on:submit=on_submit data-testid="password-form">
+                <div class="field">
+                    <label for="password-current">"Current password"</label>
+                    <input
+                        id="password-current"
+                        data-testid="password-current"
+                        type="password"
+                        autocomplete="current-password"
+                        required
+                        bind:value=current
+                    />
+                </div>
+                <div class="field">
+                    <label for="password-new">"New password"</label>
+                    <input
+                        id="password-new"
+                        data-testid="password-new"
+                        type="password"
+                        autocomplete="new-password"
+                        aria-describedby="password-new-hint"
+                        required
+                        bind:value=new
+                    />
+                    <p id="password-new-hint" class="hint">
+                        "Changing it signs out every other browser signed in to your account."
+                    </p>
+                </div>
+                <div class="field">
+                    <label for="password-confirm">"Confirm new password"</label>
+                    <input
+                        id="password-confirm"
+                        data-testid="password-confirm"
+                        type="password"
+                        autocomplete="new-password"
+                        required
+                        bind:value=confirm
+                    />
+                </div>
+                <FormError message=error testid="password-error" />
+                <button
+                    type="submit"
+                    class="button primary"
+                    data-testid="password-submit"
+                    disabled=move || pending.get()
+                >
+                    {move || if pending.get() { "Changing…" } else { "Change password" }}
+                </button>
+            </form>
+            {move || done.get().then(|| view! {
+                <p class="key-notice" role="status" data-testid="password-notice">{PASSWORD_CHANGED}</p>
+            })}
+        </div>
     }
 }
 
@@ -51,9 +173,16 @@ fn TwoFactor() -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     let notice = RwSignal::new(None::<&'static str>);
     let enabled = Memo::new(move |_| session.mfa_enabled());
+    let password = RwSignal::new(String::new());
 
-    let begin = move |_| {
+    let begin = move |event: SubmitEvent| {
+        event.prevent_default();
+        let typed = password.get_untracked();
         if busy.get_untracked() {
+            return;
+        }
+        if typed.is_empty() {
+            error.set(Some("Enter your current password.".to_owned()));
             return;
         }
         let token = session.csrf_token().unwrap_or_default();
@@ -61,10 +190,11 @@ fn TwoFactor() -> impl IntoView {
         error.set(None);
         notice.set(None);
         spawn_local(async move {
-            let result = api::mfa_enroll(&token).await;
+            let result = api::mfa_enroll(&token, &typed).await;
             busy.try_set(false);
             match result {
                 Ok(enrolment) => {
+                    password.try_set(String::new());
                     stage.try_set(Stage::Enrolling(enrolment));
                 }
                 Err(failure) => {
@@ -86,16 +216,28 @@ fn TwoFactor() -> impl IntoView {
             <p>
                 "Signing in will also ask for a code from an authenticator app on your phone, and so will trusting a connector, always allowing a tool, and changing a connector's credentials or a provider key."
             </p>
+            <form class="code-form" on:submit=begin>
+                <label for="mfa-enroll-password">"To set it up, enter your current password"</label>
+                <div class="key-controls">
+                    <input
+                        id="mfa-enroll-password"
+                        data-testid="mfa-enroll-password"
+                        type="password"
+                        autocomplete="current-password"
+                        required
+                        bind:value=password
+                    />
+                    <button
+                        type="submit"
+                        class="button primary"
+                        data-testid="mfa-enroll"
+                        disabled=move || busy.get()
+                    >
+                        {move || if busy.get() { "Starting…" } else { "Set up two-factor sign-in" }}
+                    </button>
+                </div>
+            </form>
             <FormError message=error testid="mfa-error" />
-            <button
-                type="button"
-                class="button primary"
-                data-testid="mfa-enroll"
-                disabled=move || busy.get()
-                on:click=begin
-            >
-                {move || if busy.get() { "Starting…" } else { "Set up two-factor sign-in" }}
-            </button>
         }
         .into_any(),
     }
