@@ -60,7 +60,7 @@ pub async fn host_check(State(state): State<AppState>, request: Request, next: N
         next.run(request).await
     } else {
         ApiError::Forbidden(
-            "This server answers only to the host name of its public URL (COUNTERSIGN_PUBLIC_URL)."
+            "This server answers only to the host name it was set up with. Ask your administrator for the right address."
                 .to_owned(),
         )
         .into_response()
