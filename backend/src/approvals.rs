@@ -20,7 +20,9 @@
 //! whichever instance took the decision and polling as a fallback.
 
 use crate::{AppState, Config, db, events, tools::ToolContext};
-use countersign_api::{ChatEvent, PendingCall};
+use countersign_api::{
+    ChatEvent, GrantKind, PendingCall, PendingCallStatus, Resolution, ToolCallStatus,
+};
 use hmac::{Hmac, KeyInit as _, Mac as _};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -280,11 +282,14 @@ pub struct Row {
     pub destination_url: String,
     /// Why it asks.
     pub reason: String,
-    /// The grants its card offers.
-    pub offered_grants: Vec<String>,
+    /// The grants its card offers, as stored (`text[]` of [`GrantKind`]
+    /// words; read them with [`Row::offered_grants`]).
+    pub offered_grants_stored: Vec<String>,
     /// Where it stands.
-    pub status: String,
-    /// `once`, `turn` or `always`, once approved.
+    #[sqlx(try_from = "String")]
+    pub status: PendingCallStatus,
+    /// `once`, `turn` or `always` once approved, as stored (read it with
+    /// [`Row::grant`]).
     pub grant_kind: Option<String>,
     /// Which key signed it.
     pub hmac_key_id: String,
@@ -299,6 +304,19 @@ pub struct Row {
 }
 
 impl Row {
+    /// The grants its card offers.
+    pub fn offered_grants(&self) -> Vec<GrantKind> {
+        self.offered_grants_stored
+            .iter()
+            .map(|g| GrantKind::from_wire(g))
+            .collect()
+    }
+
+    /// How far the approval reaches, once approved.
+    pub fn grant(&self) -> Option<GrantKind> {
+        self.grant_kind.as_deref().map(GrantKind::from_wire)
+    }
+
     fn binding(&self) -> Binding<'_> {
         Binding {
             id: self.id,
@@ -356,7 +374,7 @@ impl Row {
             destination: self.destination.clone(),
             reason: self.reason.clone(),
             expires_at: self.expires_at_rfc3339(),
-            offered_grants: self.offered_grants.clone(),
+            offered_grants: self.offered_grants(),
         }
     }
 
@@ -377,7 +395,7 @@ impl Row {
             reason: self.reason.clone(),
             expires_at: self.expires_at_rfc3339(),
             expires_in_secs,
-            offered_grants: self.offered_grants.clone(),
+            offered_grants: self.offered_grants(),
         }
     }
 }
@@ -387,7 +405,8 @@ macro_rules! columns {
     () => {
         "id, user_id, chat_id, turn_id, call_id, connector_id, connector_name, \
      tool_name, model_tool_name, arguments, arguments_canonical, arguments_digest, \
-         descriptor_digest, destination, destination_url, reason, offered_grants, status, \
+         descriptor_digest, destination, destination_url, reason, \
+         offered_grants as offered_grants_stored, status, \
          grant_kind, hmac_key_id, hmac, error, expires_at, decided_at"
     };
 }
@@ -475,11 +494,16 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
     .bind(destination(p.destination_url))
     .bind(p.destination_url)
     .bind(p.reason)
-    .bind(if p.grants_allowed {
-        countersign_api::approvals::every_grant()
-    } else {
-        vec!["once".to_owned()]
-    })
+    .bind(
+        if p.grants_allowed {
+            GrantKind::ALL
+        } else {
+            &[GrantKind::Once][..]
+        }
+        .iter()
+        .map(|g| g.as_str())
+        .collect::<Vec<_>>(),
+    )
     .bind(&hmac_key_id)
     .bind(&hmac)
     .bind(expires_at)
@@ -526,6 +550,16 @@ pub enum Verdict {
     Deny,
 }
 
+impl Verdict {
+    /// The ledger status it leads to.
+    pub fn status(self) -> PendingCallStatus {
+        match self {
+            Self::Approve => PendingCallStatus::Approved,
+            Self::Deny => PendingCallStatus::Denied,
+        }
+    }
+}
+
 /// Why a decision was not taken.
 #[derive(Debug, thiserror::Error)]
 pub enum DecideError {
@@ -555,14 +589,11 @@ pub async fn decide(
     user_id: Uuid,
     id: Uuid,
     verdict: Verdict,
-    grant: &str,
+    grant: GrantKind,
     arguments_digest: &str,
-) -> Result<&'static str, DecideError> {
-    let status = match verdict {
-        Verdict::Approve => "approved",
-        Verdict::Deny => "denied",
-    };
-    let grant = (verdict == Verdict::Approve).then_some(grant);
+) -> Result<PendingCallStatus, DecideError> {
+    let status = verdict.status();
+    let grant = (verdict == Verdict::Approve).then_some(grant.as_str());
     let mut tx = db::service_tx(&state.db).await?;
     let decided = sqlx::query(
         "update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now()
@@ -572,7 +603,7 @@ pub async fn decide(
     .bind(id)
     .bind(user_id)
     .bind(arguments_digest)
-    .bind(status)
+    .bind(status.as_str())
     .bind(grant)
     .execute(&mut *tx)
     .await?;
@@ -597,11 +628,13 @@ pub async fn decide(
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
+    use PendingCallStatus::{Expired, Pending};
+    let why =
+        why.map(|(s, late, same, offered)| (PendingCallStatus::from_wire(&s), late, same, offered));
     Err(match why {
-        Some((s, _, _, _)) if s == "expired" => DecideError::Expired,
-        Some((s, true, _, _)) if s == "pending" => DecideError::Expired,
-        Some((s, false, false, _)) if s == "pending" => DecideError::DigestMismatch,
-        Some((s, false, true, false)) if s == "pending" => DecideError::GrantNotOffered,
+        Some((Expired, _, _, _)) | Some((Pending, true, _, _)) => DecideError::Expired,
+        Some((Pending, false, false, _)) => DecideError::DigestMismatch,
+        Some((Pending, false, true, false)) => DecideError::GrantNotOffered,
         _ => DecideError::NotFound,
     })
 }
@@ -617,18 +650,19 @@ pub enum Waited {
     Expired,
     /// The turn was stopped; the call was denied.
     Cancelled,
-    /// The row is in a state no wait expects (recovered elsewhere).
-    Gone(String),
+    /// The row is in a state no wait expects (recovered elsewhere), or
+    /// gone (`None`: swept or deleted).
+    Gone(Option<PendingCallStatus>),
 }
 
 impl Waited {
-    fn from_status(status: &str) -> Option<Self> {
+    fn from_status(status: PendingCallStatus) -> Option<Self> {
         match status {
-            "pending" => None,
-            "approved" => Some(Self::Approved),
-            "denied" => Some(Self::Denied),
-            "expired" => Some(Self::Expired),
-            other => Some(Self::Gone(other.to_owned())),
+            PendingCallStatus::Pending => None,
+            PendingCallStatus::Approved => Some(Self::Approved),
+            PendingCallStatus::Denied => Some(Self::Denied),
+            PendingCallStatus::Expired => Some(Self::Expired),
+            other => Some(Self::Gone(Some(other))),
         }
     }
 }
@@ -663,11 +697,7 @@ pub async fn wait(
         tokio::time::Instant::now() + Duration::from_secs(state.config.approval_wait_secs);
     let mut decided = state.watcher.watch(state, id);
     let result = loop {
-        if let Some(waited) = decided
-            .borrow_and_update()
-            .as_deref()
-            .and_then(Waited::from_status)
-        {
+        if let Some(waited) = decided.borrow_and_update().and_then(Waited::from_status) {
             break Some(waited);
         }
         tokio::select! {
@@ -714,10 +744,11 @@ pub async fn expire_or_honour(state: &AppState, id: Uuid) -> Result<Waited, sqlx
             .fetch_optional(&mut *tx)
             .await?;
     tx.commit().await?;
-    Ok(status
-        .as_deref()
-        .and_then(Waited::from_status)
-        .unwrap_or_else(|| Waited::Gone("deleted".to_owned())))
+    Ok(match status {
+        Some(status) => Waited::from_status(PendingCallStatus::from_wire(&status))
+            .unwrap_or(Waited::Gone(Some(PendingCallStatus::Pending))),
+        None => Waited::Gone(None),
+    })
 }
 
 /// A Stop while waiting: `pending → denied`; a decision that landed first
@@ -906,7 +937,8 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
         user_id: Uuid,
         chat_id: Uuid,
         turn_id: Uuid,
-        was: String,
+        #[sqlx(try_from = "String")]
+        was: PendingCallStatus,
         call_id: String,
         connector_name: String,
         tool_name: String,
@@ -950,17 +982,17 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
     } in rows
     {
         let turn = turn_id.to_string();
-        let event = match was.as_str() {
-            "pending" => {
+        let event = match was {
+            PendingCallStatus::Pending => {
                 recovered.pending += 1;
                 ChatEvent::McpConfirmationResolved {
                     turn_id: turn,
                     id: id.to_string(),
-                    decision: "expired".into(),
+                    decision: Resolution::Expired,
                 }
             }
             _ => {
-                if was == "executing" {
+                if was == PendingCallStatus::Executing {
                     recovered.executing += 1;
                 } else {
                     recovered.approved += 1;
@@ -971,8 +1003,8 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     call_id,
                     connector_name,
                     tool_name,
-                    status: "error".into(),
-                    error: Some(if was == "executing" {
+                    status: ToolCallStatus::Error,
+                    error: Some(if was == PendingCallStatus::Executing {
                         "Interrupted: the server stopped while this call ran; its outcome is unknown."
                             .into()
                     } else {
@@ -1008,12 +1040,14 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
 /// instance) or per poll interval, whichever comes first.
 #[derive(Debug, Default)]
 pub struct Watcher {
-    waiting: Mutex<HashMap<Uuid, watch::Sender<Option<String>>>>,
+    waiting: Mutex<HashMap<Uuid, watch::Sender<Option<PendingCallStatus>>>>,
     started: OnceLock<()>,
 }
 
 impl Watcher {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, watch::Sender<Option<String>>>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<Uuid, watch::Sender<Option<PendingCallStatus>>>> {
         self.waiting
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -1021,7 +1055,7 @@ impl Watcher {
 
     /// Starts watching `id`; the receiver gets its status once it is no
     /// longer `pending`.
-    pub fn watch(&self, state: &AppState, id: Uuid) -> watch::Receiver<Option<String>> {
+    pub fn watch(&self, state: &AppState, id: Uuid) -> watch::Receiver<Option<PendingCallStatus>> {
         self.started.get_or_init(|| {
             tokio::spawn(watch_loop(state.clone(), state.hub.subscribe_approvals()));
         });
@@ -1073,16 +1107,22 @@ async fn watch_loop(state: AppState, mut wake: tokio::sync::broadcast::Receiver<
     }
 }
 
-async fn decided_among(state: &AppState, ids: &[Uuid]) -> Result<Vec<(Uuid, String)>, sqlx::Error> {
+async fn decided_among(
+    state: &AppState,
+    ids: &[Uuid],
+) -> Result<Vec<(Uuid, PendingCallStatus)>, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    let rows = sqlx::query_as(
+    let rows: Vec<(Uuid, String)> = sqlx::query_as(
         "select id, status from mcp_pending_calls where id = any($1) and status <> 'pending'",
     )
     .bind(ids)
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(rows)
+    Ok(rows
+        .into_iter()
+        .map(|(id, status)| (id, PendingCallStatus::from_wire(&status)))
+        .collect())
 }
 
 #[cfg(test)]

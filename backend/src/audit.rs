@@ -12,6 +12,7 @@
 //! does not run.
 
 use crate::{approvals, db};
+use countersign_api::{ActivityDecision, ActivityKind, ActivityOutcome, GrantKind};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -23,7 +24,7 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 const CHAIN_LOCK: i64 = 0x636f_756e_7465_7273; // "counters"
 
 /// One entry, before it is chained.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Entry<'a> {
     /// Owner.
     pub user_id: Uuid,
@@ -35,7 +36,7 @@ pub struct Entry<'a> {
     /// call id): entries of one call share it.
     pub call_ref: &'a str,
     /// `decided` (before the call runs, or when it will not), `outcome`.
-    pub kind: &'a str,
+    pub kind: ActivityKind,
     /// Connector.
     pub connector_id: Uuid,
     /// Its name.
@@ -45,12 +46,13 @@ pub struct Entry<'a> {
     /// SHA-256 of the canonical arguments.
     pub arguments_digest: &'a str,
     /// `approved`, `denied`, `expired`, or the rule that let it run
-    /// (`turn_grant`, `always_grant`, `trusted_annotations`).
-    pub decision: &'a str,
+    /// (`turn_grant`, `always_grant`, `trusted_annotations`); `None` on
+    /// `outcome` entries (stored as `""`, as always).
+    pub decision: Option<ActivityDecision>,
     /// With `approved`: `once`, `turn` or `always`.
-    pub grant: Option<&'a str>,
+    pub grant: Option<GrantKind>,
     /// `running` (decided, about to run), `not_run`, `ok`, `error`.
-    pub outcome: &'a str,
+    pub outcome: ActivityOutcome,
     /// Why, when not ok.
     pub error: Option<&'a str>,
     /// For `outcome` entries.
@@ -71,7 +73,8 @@ impl Entry<'_> {
             "connector_name": self.connector_name,
             "tool_name": self.tool_name,
             "arguments_digest": self.arguments_digest,
-            "decision": self.decision,
+            // An outcome entry has always said `""` here; the chain keeps it.
+            "decision": self.decision.map_or("", ActivityDecision::as_str),
             "grant": self.grant,
             "outcome": self.outcome,
             "error": self.error,
@@ -199,15 +202,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_outcome_entry_stores_the_empty_decision_it_always_stored() {
+        let entry = Entry {
+            user_id: Uuid::nil(),
+            chat_id: Uuid::nil(),
+            turn_id: Uuid::nil(),
+            call_ref: "c",
+            kind: ActivityKind::Outcome,
+            connector_id: Uuid::nil(),
+            connector_name: "",
+            tool_name: "",
+            arguments_digest: "",
+            decision: None,
+            grant: Some(GrantKind::Turn),
+            outcome: ActivityOutcome::NotRun,
+            error: None,
+            duration_ms: Some(3),
+        }
+        .to_json(2, "2026-11-30T10:00:00.000000Z");
+        assert_eq!(entry["decision"], "");
+        assert_eq!(entry["grant"], "turn");
+        assert_eq!(entry["outcome"], "not_run");
+        assert_eq!(entry["kind"], "outcome");
+    }
+
+    #[test]
     fn each_hash_covers_the_previous_one_and_the_entry() {
         let entry = Entry {
+            user_id: Uuid::nil(),
+            chat_id: Uuid::nil(),
+            turn_id: Uuid::nil(),
             call_ref: "c",
-            kind: "decided",
-            decision: "approved",
-            outcome: "running",
-            ..Entry::default()
+            kind: ActivityKind::Decided,
+            connector_id: Uuid::nil(),
+            connector_name: "",
+            tool_name: "",
+            arguments_digest: "",
+            decision: Some(ActivityDecision::Approved),
+            grant: None,
+            outcome: ActivityOutcome::Running,
+            error: None,
+            duration_ms: None,
         }
         .to_json(1, "2026-11-30T10:00:00.000000Z");
+        assert_eq!(entry["kind"], "decided");
+        assert_eq!(entry["decision"], "approved");
+        assert_eq!(entry["outcome"], "running");
         let first = chain_hash(GENESIS, &entry);
         assert_eq!(first.len(), 64);
         assert_ne!(
@@ -216,7 +256,7 @@ mod tests {
             "the previous hash counts"
         );
         let mut changed = entry.clone();
-        changed["decision"] = json!("denied");
+        changed["decision"] = json!(ActivityDecision::Denied);
         assert_ne!(chain_hash(GENESIS, &changed), first, "the content counts");
     }
 }

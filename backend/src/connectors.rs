@@ -17,7 +17,7 @@ use crate::{
     db::{self, Tx},
     secrets::{Sealed, SecretBox},
 };
-use countersign_api::ReviewedTool;
+use countersign_api::{AuthType, ReviewState, ReviewedTool};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -92,9 +92,9 @@ impl Auth {
             return Ok(Self::None);
         };
         let invalid = |m: &str| Err(ConnectorError::Invalid(m.to_owned()));
-        match auth.kind.as_str() {
-            "none" => Ok(Self::None),
-            "bearer" => {
+        match AuthType::from_wire(&auth.kind) {
+            AuthType::None => Ok(Self::None),
+            AuthType::Bearer => {
                 let token = auth.token.as_deref().unwrap_or_default().trim();
                 if token.is_empty() || token.chars().count() > MAX_HEADER_VALUE_CHARS {
                     return invalid("A bearer token must be 1 to 4096 characters.");
@@ -104,7 +104,7 @@ impl Auth {
                 }
                 Ok(Self::Bearer(token.to_owned()))
             }
-            "headers" => {
+            AuthType::Headers => {
                 let headers = auth.headers.clone().unwrap_or_default();
                 if headers.is_empty() {
                     return invalid("Add at least one header, or choose no authentication.");
@@ -148,17 +148,19 @@ impl Auth {
                 }
                 Ok(Self::Headers(headers))
             }
-            other => Err(ConnectorError::Invalid(format!(
-                "Unknown authentication type \"{other}\": use none, bearer or headers."
+            AuthType::Unknown => Err(ConnectorError::Invalid(format!(
+                "Unknown authentication type \"{}\": use none, bearer or headers.",
+                auth.kind
             ))),
         }
     }
 
-    fn kind(&self) -> &'static str {
+    /// Its `auth_type`.
+    pub fn kind(&self) -> AuthType {
         match self {
-            Self::None => "none",
-            Self::Bearer(_) => "bearer",
-            Self::Headers(_) => "headers",
+            Self::None => AuthType::None,
+            Self::Bearer(_) => AuthType::Bearer,
+            Self::Headers(_) => AuthType::Headers,
         }
     }
 
@@ -297,7 +299,7 @@ pub struct Stored {
     /// Digest of its latest descriptor.
     pub digest: String,
     /// Review state.
-    pub review_state: String,
+    pub review_state: ReviewState,
     /// Digest the user reviewed.
     pub reviewed_digest: Option<String>,
     /// Not listed last time.
@@ -315,7 +317,7 @@ pub enum Change {
         /// The listing.
         listed: Listed,
         /// The new review state.
-        review_state: String,
+        review_state: ReviewState,
         /// The digest moved since last time.
         moved: bool,
     },
@@ -331,19 +333,19 @@ pub fn merge(stored: &[Stored], listed: &[Listed]) -> Vec<Change> {
         match stored.iter().find(|s| s.name == tool.name) {
             None => changes.push(Change::Insert(tool.clone())),
             Some(old) => {
-                let review_state = match old.review_state.as_str() {
-                    "kept" | "changed" => {
+                let review_state = match old.review_state {
+                    ReviewState::Kept | ReviewState::Changed => {
                         if old.reviewed_digest.as_deref() == Some(tool.digest.as_str()) {
-                            "kept"
+                            ReviewState::Kept
                         } else {
-                            "changed"
+                            ReviewState::Changed
                         }
                     }
                     other => other,
                 };
                 changes.push(Change::Update {
                     listed: tool.clone(),
-                    review_state: review_state.to_owned(),
+                    review_state,
                     moved: old.digest != tool.digest,
                 });
             }
@@ -517,7 +519,7 @@ pub async fn create(
     .bind(name)
     .bind(&slug)
     .bind(url.as_str())
-    .bind(auth.kind())
+    .bind(auth.kind().as_str())
     .bind(auth.header_names())
     .execute(&mut *tx)
     .await?;
@@ -553,7 +555,7 @@ pub async fn apply_listing(
             |(name, digest, review_state, reviewed_digest, removed)| Stored {
                 name,
                 digest,
-                review_state,
+                review_state: ReviewState::from_wire(&review_state),
                 reviewed_digest,
                 removed,
             },
@@ -596,7 +598,7 @@ pub async fn apply_listing(
                 .bind(&listed.name)
                 .bind(&listed.descriptor)
                 .bind(&listed.digest)
-                .bind(review_state)
+                .bind(review_state.as_str())
                 .bind(moved)
                 .execute(&mut **tx)
                 .await?;
@@ -654,7 +656,7 @@ pub async fn review(
         return Err(ConnectorError::NotFound);
     }
     // One transaction: a stale or unknown tool anywhere rolls back all.
-    for (tools, state) in [(keep, "kept"), (decline, "declined")] {
+    for (tools, state) in [(keep, ReviewState::Kept), (decline, ReviewState::Declined)] {
         for tool in tools {
             let updated = sqlx::query(
                 "update connector_tools
@@ -666,7 +668,7 @@ pub async fn review(
             )
             .bind(connector_id)
             .bind(tool.name())
-            .bind(state)
+            .bind(state.as_str())
             .bind(tool.digest())
             .execute(&mut *tx)
             .await?;
@@ -802,11 +804,11 @@ mod tests {
         }
     }
 
-    fn stored(name: &str, digest: &str, state: &str, reviewed: Option<&str>) -> Stored {
+    fn stored(name: &str, digest: &str, state: ReviewState, reviewed: Option<&str>) -> Stored {
         Stored {
             name: name.into(),
             digest: digest.into(),
-            review_state: state.into(),
+            review_state: state,
             reviewed_digest: reviewed.map(str::to_owned),
             removed: false,
         }
@@ -815,12 +817,12 @@ mod tests {
     #[test]
     fn refresh_marks_new_changed_reverted_declined_and_removed_tools() {
         let stored = [
-            stored("kept_same", "a", "kept", Some("a")),
-            stored("kept_moved", "b", "kept", Some("b")),
-            stored("changed_back", "c2", "changed", Some("c")),
-            stored("declined", "d", "declined", None),
-            stored("new_moved", "e", "new", None),
-            stored("gone", "f", "kept", Some("f")),
+            stored("kept_same", "a", ReviewState::Kept, Some("a")),
+            stored("kept_moved", "b", ReviewState::Kept, Some("b")),
+            stored("changed_back", "c2", ReviewState::Changed, Some("c")),
+            stored("declined", "d", ReviewState::Declined, None),
+            stored("new_moved", "e", ReviewState::New, None),
+            stored("gone", "f", ReviewState::Kept, Some("f")),
         ];
         let listing = [
             listed("kept_same", "a"),
@@ -836,30 +838,30 @@ mod tests {
                     listed,
                     review_state,
                     ..
-                } if listed.name == name => Some(review_state.clone()),
+                } if listed.name == name => Some(*review_state),
                 _ => None,
             })
         };
         let changes = merge(&stored, &listing);
-        assert_eq!(state_of(&changes, "kept_same").as_deref(), Some("kept"));
+        assert_eq!(state_of(&changes, "kept_same"), Some(ReviewState::Kept));
         assert_eq!(
-            state_of(&changes, "kept_moved").as_deref(),
-            Some("changed"),
+            state_of(&changes, "kept_moved"),
+            Some(ReviewState::Changed),
             "a kept tool that moved"
         );
         assert_eq!(
-            state_of(&changes, "changed_back").as_deref(),
-            Some("kept"),
+            state_of(&changes, "changed_back"),
+            Some(ReviewState::Kept),
             "reverted to what was kept"
         );
         assert_eq!(
-            state_of(&changes, "declined").as_deref(),
-            Some("declined"),
+            state_of(&changes, "declined"),
+            Some(ReviewState::Declined),
             "declined stays declined"
         );
         assert_eq!(
-            state_of(&changes, "new_moved").as_deref(),
-            Some("new"),
+            state_of(&changes, "new_moved"),
+            Some(ReviewState::New),
             "unreviewed stays new"
         );
         assert!(

@@ -24,6 +24,7 @@
 //! server's metadata must never lower the risk of its own tools and an odd
 //! value is no declaration of safety.
 
+use countersign_api::CallOrigin;
 use serde_json::Value;
 
 /// The always-allow grant for this user, connector and tool, if any.
@@ -68,11 +69,11 @@ pub enum RunBecause {
 
 impl RunBecause {
     /// The `origin` of its `mcp_tool_call` event.
-    pub fn origin(self) -> &'static str {
+    pub fn origin(self) -> CallOrigin {
         match self {
-            Self::TurnGrant => "turn_grant",
-            Self::AlwaysGrant => "always_grant",
-            Self::TrustedAnnotations => "trusted_annotations",
+            Self::TurnGrant => CallOrigin::TurnGrant,
+            Self::AlwaysGrant => CallOrigin::AlwaysGrant,
+            Self::TrustedAnnotations => CallOrigin::TrustedAnnotations,
         }
     }
 }

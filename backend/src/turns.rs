@@ -17,7 +17,9 @@ use crate::{
     models,
     tools::{BoxFuture, EventSink, NotRun, ToolContext, ToolRun},
 };
-use countersign_api::{ChatEvent, ChatEventMessage};
+use countersign_api::{
+    ChatEvent, ChatEventMessage, MessageStatus, NoProseReason, ToolCallStatus, TurnEnding,
+};
 use std::time::Duration;
 use tokio::{sync::watch, time::Instant};
 use uuid::Uuid;
@@ -99,7 +101,7 @@ async fn reap_stale(tx: &mut Tx, chat_id: Uuid) -> Result<usize, sqlx::Error> {
             Some(*turn_id),
             &ChatEvent::TurnFinished {
                 turn_id: turn,
-                status: "failed".into(),
+                status: TurnEnding::Failed,
                 no_prose_reason: None,
                 message_id: None,
             },
@@ -256,12 +258,17 @@ enum Ending {
 }
 
 impl Ending {
-    fn as_str(self) -> &'static str {
+    /// The `turn_finished.status` word (also the `turns.status` column).
+    fn wire(self) -> TurnEnding {
         match self {
-            Self::Done => "done",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
+            Self::Done => TurnEnding::Done,
+            Self::Failed => TurnEnding::Failed,
+            Self::Cancelled => TurnEnding::Cancelled,
         }
+    }
+
+    fn as_str(self) -> &'static str {
+        self.wire().as_str()
     }
 }
 
@@ -316,7 +323,7 @@ impl EventSink for Emitter<'_> {
 
 /// Why a turn ended without text on purpose: every call was declined or
 /// expired.
-pub const DECLINED_REASON: &str = "declined";
+pub const DECLINED_REASON: NoProseReason = NoProseReason::Declined;
 
 /// The turn's task.
 pub async fn run(state: AppState, ctx: ToolContext, model: String) {
@@ -534,7 +541,11 @@ async fn drive(
                         turn_id: emitter.turn(),
                         id: call.id.clone(),
                         tool_name: call.name.clone(),
-                        status: if outcome.ok { "ok" } else { "error" }.into(),
+                        status: if outcome.ok {
+                            ToolCallStatus::Ok
+                        } else {
+                            ToolCallStatus::Error
+                        },
                         error: (!outcome.ok).then(|| outcome.content.clone()),
                     })
                     .await;
@@ -631,7 +642,7 @@ async fn finish(
     emitter: &Emitter<'_>,
     text: &str,
     ending: Ending,
-    no_prose_reason: Option<&str>,
+    no_prose_reason: Option<NoProseReason>,
 ) -> Result<(), sqlx::Error> {
     let ctx = emitter.ctx;
     let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
@@ -640,10 +651,11 @@ async fn finish(
     } else {
         let id = Uuid::new_v4();
         let status = match ending {
-            Ending::Done => "complete",
-            Ending::Cancelled => "stopped",
-            Ending::Failed => "failed",
-        };
+            Ending::Done => MessageStatus::Complete,
+            Ending::Cancelled => MessageStatus::Stopped,
+            Ending::Failed => MessageStatus::Failed,
+        }
+        .as_str();
         sqlx::query(
             "insert into messages (id, chat_id, turn_id, role, content, status)
              values ($1, $2, $3, 'assistant', $4, $5)",
@@ -657,9 +669,7 @@ async fn finish(
         .await?;
         Some(id)
     };
-    let no_prose_reason: Option<String> = no_prose_reason
-        .filter(|_| message_id.is_none())
-        .map(str::to_owned);
+    let no_prose_reason = no_prose_reason.filter(|_| message_id.is_none());
     if ending == Ending::Done && message_id.is_none() && no_prose_reason.is_none() {
         events::append(
             &mut tx,
@@ -678,7 +688,7 @@ async fn finish(
     )
     .bind(ctx.turn_id)
     .bind(ending.as_str())
-    .bind(&no_prose_reason)
+    .bind(no_prose_reason.map(NoProseReason::as_str))
     .execute(&mut *tx)
     .await?;
     if updated.rows_affected() == 1 {
@@ -688,7 +698,7 @@ async fn finish(
             Some(ctx.turn_id),
             &ChatEvent::TurnFinished {
                 turn_id: ctx.turn_id.to_string(),
-                status: ending.as_str().into(),
+                status: ending.wire(),
                 no_prose_reason,
                 message_id: message_id.map(|id| id.to_string()),
             },

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use countersign_api::ActivityEntry;
+use countersign_api::{ActivityDecision, ActivityEntry, ActivityOutcome, GrantKind};
 
 /// One proposed call: its log entries folded together.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,12 +25,12 @@ pub struct CallRow {
     pub arguments_digest: String,
     /// What decided it, as the log says (`approved`, `denied`, `expired`,
     /// or the rule: `turn_grant`, `always_grant`, `trusted_annotations`).
-    pub decision: Option<String>,
+    pub decision: Option<ActivityDecision>,
     /// With `approved`: `once`, `turn` or `always`.
-    pub grant: Option<String>,
+    pub grant: Option<GrantKind>,
     /// How it ended, by its latest entry: `running`, `not_run`, `ok`,
     /// `error`.
-    pub outcome: String,
+    pub outcome: ActivityOutcome,
     /// Why, when not ok.
     pub error: Option<String>,
     /// How long it ran.
@@ -60,7 +60,7 @@ pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
                     arguments_digest: entry.arguments_digest.clone(),
                     decision: None,
                     grant: None,
-                    outcome: entry.outcome.clone(),
+                    outcome: entry.outcome,
                     error: entry.error.clone(),
                     duration_ms: entry.duration_ms,
                     first_seq: entry.seq,
@@ -72,39 +72,41 @@ pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
         row.at.clone_from(&entry.at);
         row.first_seq = entry.seq;
         if row.decision.is_none() && entry.decision.is_some() {
-            row.decision.clone_from(&entry.decision);
-            row.grant.clone_from(&entry.grant);
+            row.decision = entry.decision;
+            row.grant = entry.grant;
         }
     }
     rows.sort_by_key(|row| std::cmp::Reverse(row.first_seq));
     rows
 }
 
-/// What decided a call, in words.
-pub fn decision_text(decision: Option<&str>, grant: Option<&str>) -> String {
+/// What decided a call, in words. A word this build does not know (a
+/// newer server) is shown as the log's `unknown`, never dropped.
+pub fn decision_text(decision: Option<ActivityDecision>, grant: Option<GrantKind>) -> String {
+    use ActivityDecision as D;
     match (decision, grant) {
-        (Some("approved"), Some("once")) => "You allowed it once".into(),
-        (Some("approved"), Some("turn")) => "You allowed it for the turn".into(),
-        (Some("approved"), Some("always")) => "You always allowed the tool".into(),
-        (Some("approved"), _) => "You allowed it".into(),
-        (Some("denied"), _) => "You declined".into(),
-        (Some("expired"), _) => "Expired without a decision".into(),
-        (Some("turn_grant"), _) => "Rule: allowed for the turn".into(),
-        (Some("always_grant"), _) => "Rule: your always-allow".into(),
-        (Some("trusted_annotations"), _) => "Rule: trusted annotations".into(),
-        (Some(other), _) => other.to_owned(),
+        (Some(D::Approved), Some(GrantKind::Once)) => "You allowed it once".into(),
+        (Some(D::Approved), Some(GrantKind::Turn)) => "You allowed it for the turn".into(),
+        (Some(D::Approved), Some(GrantKind::Always)) => "You always allowed the tool".into(),
+        (Some(D::Approved), _) => "You allowed it".into(),
+        (Some(D::Denied), _) => "You declined".into(),
+        (Some(D::Expired), _) => "Expired without a decision".into(),
+        (Some(D::TurnGrant), _) => "Rule: allowed for the turn".into(),
+        (Some(D::AlwaysGrant), _) => "Rule: your always-allow".into(),
+        (Some(D::TrustedAnnotations), _) => "Rule: trusted annotations".into(),
+        (Some(other @ D::Unknown), _) => other.to_string(),
         (None, _) => "Not recorded".into(),
     }
 }
 
 /// How a call ended, in words.
-pub fn outcome_text(outcome: &str) -> String {
+pub fn outcome_text(outcome: ActivityOutcome) -> String {
     match outcome {
-        "ok" => "OK".into(),
-        "error" => "Error".into(),
-        "not_run" => "Did not run".into(),
-        "running" => "Running".into(),
-        other => other.to_owned(),
+        ActivityOutcome::Ok => "OK".into(),
+        ActivityOutcome::Error => "Error".into(),
+        ActivityOutcome::NotRun => "Did not run".into(),
+        ActivityOutcome::Running => "Running".into(),
+        other @ ActivityOutcome::Unknown => other.to_string(),
     }
 }
 
@@ -121,14 +123,15 @@ pub fn short_digest(digest: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use countersign_api::ActivityKind;
 
-    fn entry(seq: i64, call_ref: &str, kind: &str) -> ActivityEntry {
+    fn entry(seq: i64, call_ref: &str, kind: ActivityKind) -> ActivityEntry {
         ActivityEntry {
             seq,
             hash: format!("h{seq}"),
             at: format!("2026-11-30T10:00:{seq:02}Z"),
             call_ref: call_ref.into(),
-            kind: kind.into(),
+            kind,
             chat_id: "c1".into(),
             connector_id: "k1".into(),
             connector_name: "Demo".into(),
@@ -136,7 +139,7 @@ mod tests {
             arguments_digest: "ab".repeat(32),
             decision: None,
             grant: None,
-            outcome: "running".into(),
+            outcome: ActivityOutcome::Running,
             error: None,
             duration_ms: None,
         }
@@ -145,30 +148,30 @@ mod tests {
     fn decided(
         seq: i64,
         call_ref: &str,
-        decision: &str,
-        grant: Option<&str>,
-        outcome: &str,
+        decision: ActivityDecision,
+        grant: Option<GrantKind>,
+        outcome: ActivityOutcome,
     ) -> ActivityEntry {
         ActivityEntry {
-            decision: Some(decision.into()),
-            grant: grant.map(Into::into),
-            outcome: outcome.into(),
-            ..entry(seq, call_ref, "decided")
+            decision: Some(decision),
+            grant,
+            outcome,
+            ..entry(seq, call_ref, ActivityKind::Decided)
         }
     }
 
     fn ended(
         seq: i64,
         call_ref: &str,
-        outcome: &str,
+        outcome: ActivityOutcome,
         error: Option<&str>,
         ms: u64,
     ) -> ActivityEntry {
         ActivityEntry {
-            outcome: outcome.into(),
+            outcome,
             error: error.map(Into::into),
             duration_ms: Some(ms),
-            ..entry(seq, call_ref, "outcome")
+            ..entry(seq, call_ref, ActivityKind::Outcome)
         }
     }
 
@@ -176,11 +179,29 @@ mod tests {
     fn entries_of_one_call_become_one_row_with_its_decision_and_outcome() {
         // As the API sends them: newest first.
         let log = vec![
-            ended(5, "p3", "error", Some("boom"), 9),
-            decided(4, "p3", "trusted_annotations", None, "running"),
-            decided(3, "p2", "denied", None, "not_run"),
-            ended(2, "p1", "ok", None, 42),
-            decided(1, "p1", "approved", Some("once"), "running"),
+            ended(5, "p3", ActivityOutcome::Error, Some("boom"), 9),
+            decided(
+                4,
+                "p3",
+                ActivityDecision::TrustedAnnotations,
+                None,
+                ActivityOutcome::Running,
+            ),
+            decided(
+                3,
+                "p2",
+                ActivityDecision::Denied,
+                None,
+                ActivityOutcome::NotRun,
+            ),
+            ended(2, "p1", ActivityOutcome::Ok, None, 42),
+            decided(
+                1,
+                "p1",
+                ActivityDecision::Approved,
+                Some(GrantKind::Once),
+                ActivityOutcome::Running,
+            ),
         ];
         let rows = group_calls(&log);
         let summary: Vec<_> = rows
@@ -188,9 +209,9 @@ mod tests {
             .map(|r| {
                 (
                     r.call_ref.as_str(),
-                    r.decision.as_deref(),
-                    r.grant.as_deref(),
-                    r.outcome.as_str(),
+                    r.decision,
+                    r.grant,
+                    r.outcome,
                     r.duration_ms,
                 )
             })
@@ -198,9 +219,27 @@ mod tests {
         assert_eq!(
             summary,
             [
-                ("p3", Some("trusted_annotations"), None, "error", Some(9)),
-                ("p2", Some("denied"), None, "not_run", None),
-                ("p1", Some("approved"), Some("once"), "ok", Some(42)),
+                (
+                    "p3",
+                    Some(ActivityDecision::TrustedAnnotations),
+                    None,
+                    ActivityOutcome::Error,
+                    Some(9)
+                ),
+                (
+                    "p2",
+                    Some(ActivityDecision::Denied),
+                    None,
+                    ActivityOutcome::NotRun,
+                    None
+                ),
+                (
+                    "p1",
+                    Some(ActivityDecision::Approved),
+                    Some(GrantKind::Once),
+                    ActivityOutcome::Ok,
+                    Some(42)
+                ),
             ]
         );
         assert_eq!(rows[0].error.as_deref(), Some("boom"));
@@ -211,10 +250,22 @@ mod tests {
     fn rows_are_ordered_by_when_the_call_started_whatever_order_entries_come_in() {
         // p1 started first but finished after p2 started.
         let mut log = vec![
-            decided(1, "p1", "approved", Some("turn"), "running"),
-            decided(2, "p2", "turn_grant", None, "running"),
-            ended(3, "p1", "ok", None, 1500),
-            ended(4, "p2", "ok", None, 3),
+            decided(
+                1,
+                "p1",
+                ActivityDecision::Approved,
+                Some(GrantKind::Turn),
+                ActivityOutcome::Running,
+            ),
+            decided(
+                2,
+                "p2",
+                ActivityDecision::TurnGrant,
+                None,
+                ActivityOutcome::Running,
+            ),
+            ended(3, "p1", ActivityOutcome::Ok, None, 1500),
+            ended(4, "p2", ActivityOutcome::Ok, None, 3),
         ];
         log.reverse();
         let order: Vec<_> = group_calls(&log).into_iter().map(|r| r.call_ref).collect();
@@ -230,9 +281,15 @@ mod tests {
 
     #[test]
     fn a_call_still_running_shows_running_and_an_empty_log_no_rows() {
-        let rows = group_calls(&[decided(7, "p9", "approved", Some("always"), "running")]);
+        let rows = group_calls(&[decided(
+            7,
+            "p9",
+            ActivityDecision::Approved,
+            Some(GrantKind::Always),
+            ActivityOutcome::Running,
+        )]);
         assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].outcome, "running");
+        assert_eq!(rows[0].outcome, ActivityOutcome::Running);
         assert_eq!(rows[0].duration_ms, None);
         assert!(group_calls(&[]).is_empty());
     }
@@ -240,28 +297,44 @@ mod tests {
     #[test]
     fn decisions_and_outcomes_read_as_words() {
         let cases = [
-            (Some("approved"), Some("once"), "You allowed it once"),
             (
-                Some("approved"),
-                Some("turn"),
+                Some(ActivityDecision::Approved),
+                Some(GrantKind::Once),
+                "You allowed it once",
+            ),
+            (
+                Some(ActivityDecision::Approved),
+                Some(GrantKind::Turn),
                 "You allowed it for the turn",
             ),
             (
-                Some("approved"),
-                Some("always"),
+                Some(ActivityDecision::Approved),
+                Some(GrantKind::Always),
                 "You always allowed the tool",
             ),
-            (Some("approved"), None, "You allowed it"),
-            (Some("denied"), None, "You declined"),
-            (Some("expired"), None, "Expired without a decision"),
-            (Some("turn_grant"), None, "Rule: allowed for the turn"),
-            (Some("always_grant"), None, "Rule: your always-allow"),
+            (Some(ActivityDecision::Approved), None, "You allowed it"),
+            (Some(ActivityDecision::Denied), None, "You declined"),
             (
-                Some("trusted_annotations"),
+                Some(ActivityDecision::Expired),
+                None,
+                "Expired without a decision",
+            ),
+            (
+                Some(ActivityDecision::TurnGrant),
+                None,
+                "Rule: allowed for the turn",
+            ),
+            (
+                Some(ActivityDecision::AlwaysGrant),
+                None,
+                "Rule: your always-allow",
+            ),
+            (
+                Some(ActivityDecision::TrustedAnnotations),
                 None,
                 "Rule: trusted annotations",
             ),
-            (Some("something_new"), None, "something_new"),
+            (Some(ActivityDecision::Unknown), None, "unknown"),
             (None, None, "Not recorded"),
         ];
         for (decision, grant, want) in cases {
@@ -272,14 +345,14 @@ mod tests {
             );
         }
         let outcomes = [
-            ("ok", "OK"),
-            ("error", "Error"),
-            ("not_run", "Did not run"),
-            ("running", "Running"),
-            ("later", "later"),
+            (ActivityOutcome::Ok, "OK"),
+            (ActivityOutcome::Error, "Error"),
+            (ActivityOutcome::NotRun, "Did not run"),
+            (ActivityOutcome::Running, "Running"),
+            (ActivityOutcome::Unknown, "unknown"),
         ];
         for (outcome, want) in outcomes {
-            assert_eq!(outcome_text(outcome), want, "{outcome}");
+            assert_eq!(outcome_text(outcome), want, "{outcome:?}");
         }
     }
 

@@ -10,9 +10,17 @@
 //! `expires_at`, which disables the buttons early (the server would answer
 //! 410 anyway) — never the other way round.
 
+use countersign_api::{PendingCallStatus, ToolCallStatus};
 use serde_json::Value;
 
 use crate::transcript::{ApprovalState, Grant, Origin, ToolState};
+
+// The card's `data-state` words that are the ledger's and the call's own.
+const PENDING: &str = PendingCallStatus::Pending.as_str();
+const APPROVED: &str = PendingCallStatus::Approved.as_str();
+const EXPIRED: &str = PendingCallStatus::Expired.as_str();
+const RAN_OK: &str = ToolCallStatus::Ok.as_str();
+const RAN_WITH_ERROR: &str = ToolCallStatus::Error.as_str();
 
 /// String values longer than this (in characters) are folded in the card.
 pub const FOLD_AFTER_CHARS: usize = 160;
@@ -61,13 +69,13 @@ pub fn card_status(
     match approval {
         ApprovalState::Pending if expired_locally => CardStatus {
             buttons_shown: true,
-            ..CardStatus::new("expired", "Expired without a decision")
+            ..CardStatus::new(EXPIRED, "Expired without a decision")
         },
         ApprovalState::Pending => CardStatus {
             buttons_enabled: true,
             buttons_shown: true,
             counting_down: true,
-            ..CardStatus::new("pending", "Waiting for your decision")
+            ..CardStatus::new(PENDING, "Waiting for your decision")
         },
         ApprovalState::Approving(grant) => CardStatus {
             buttons_shown: true,
@@ -89,15 +97,15 @@ pub fn card_status(
             ..CardStatus::new("decided-elsewhere", "Already decided elsewhere — updating…")
         },
         ApprovalState::Approved => match tool {
-            ToolState::Running => CardStatus::new("approved", "Approved — running"),
-            ToolState::Ok => CardStatus::new("ok", "Approved — ran successfully"),
-            ToolState::Error(_) => CardStatus::new("error", "Approved — the call failed"),
+            ToolState::Running => CardStatus::new(APPROVED, "Approved — running"),
+            ToolState::Ok => CardStatus::new(RAN_OK, "Approved — ran successfully"),
+            ToolState::Error(_) => CardStatus::new(RAN_WITH_ERROR, "Approved — the call failed"),
             ToolState::Unfinished => {
                 CardStatus::new("unfinished", "Approved — the turn ended before a result")
             }
         },
         ApprovalState::Denied => CardStatus::new("declined", "Declined"),
-        ApprovalState::Expired => CardStatus::new("expired", "Expired without a decision"),
+        ApprovalState::Expired => CardStatus::new(EXPIRED, "Expired without a decision"),
         ApprovalState::Ended => {
             CardStatus::new("ended", "The turn ended before a decision; nothing ran")
         }
@@ -567,7 +575,7 @@ mod tests {
                 A::Pending,
                 T::Running,
                 Some(30),
-                "pending",
+                PENDING,
                 "Waiting for your decision",
                 true,
                 true,
@@ -576,7 +584,7 @@ mod tests {
                 A::Pending,
                 T::Running,
                 None,
-                "pending",
+                PENDING,
                 "Waiting for your decision",
                 true,
                 true,
@@ -585,7 +593,7 @@ mod tests {
                 A::Pending,
                 T::Running,
                 Some(0),
-                "expired",
+                EXPIRED,
                 "Expired without a decision",
                 false,
                 true,
@@ -639,7 +647,7 @@ mod tests {
                 A::Approved,
                 T::Running,
                 Some(30),
-                "approved",
+                APPROVED,
                 "Approved — running",
                 false,
                 false,
@@ -648,7 +656,7 @@ mod tests {
                 A::Approved,
                 T::Running,
                 Some(-5),
-                "approved",
+                APPROVED,
                 "Approved — running",
                 false,
                 false,
@@ -657,7 +665,7 @@ mod tests {
                 A::Approved,
                 T::Ok,
                 None,
-                "ok",
+                RAN_OK,
                 "Approved — ran successfully",
                 false,
                 false,
@@ -666,7 +674,7 @@ mod tests {
                 A::Approved,
                 T::Error(Some("boom".into())),
                 None,
-                "error",
+                RAN_WITH_ERROR,
                 "Approved — the call failed",
                 false,
                 false,
@@ -684,7 +692,7 @@ mod tests {
                 A::Expired,
                 T::Running,
                 Some(10),
-                "expired",
+                EXPIRED,
                 "Expired without a decision",
                 false,
                 false,

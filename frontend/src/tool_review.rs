@@ -9,7 +9,7 @@
 //! such ("The server says: …") and odd values are shown as sent, never
 //! coerced — `"true"` is a string, not a yes.
 
-use countersign_api::{ConnectorTool, ReviewToolsRequest, ReviewedTool};
+use countersign_api::{ConnectorTool, ReviewState, ReviewToolsRequest, ReviewedTool};
 use serde_json::Value;
 
 /// The MCP safety hints, with the words for `true` and `false`.
@@ -123,8 +123,8 @@ pub fn descriptor_changes(tool: &ConnectorTool) -> Vec<FieldChange> {
 
 /// Whether a tool's "Keep" box starts checked: it is on now (`kept`), or
 /// was until it changed (`changed`).
-pub fn starts_kept(review_state: &str) -> bool {
-    matches!(review_state, "kept" | "changed")
+pub fn starts_kept(review_state: ReviewState) -> bool {
+    matches!(review_state, ReviewState::Kept | ReviewState::Changed)
 }
 
 /// The review "Keep these tools" sends: every listed tool (not the removed
@@ -152,13 +152,18 @@ pub fn review_request<'a>(
 /// A connector's tool counts in words, e.g. "9 tools: 9 new".
 pub fn counts_summary(counts: &std::collections::BTreeMap<String, i64>) -> String {
     let total: i64 = counts.values().sum();
-    let parts: Vec<String> = ["new", "changed", "kept", "declined"]
-        .into_iter()
-        .filter_map(|state| {
-            let n = counts.get(state).copied().unwrap_or(0);
-            (n > 0).then(|| format!("{n} {state}"))
-        })
-        .collect();
+    let parts: Vec<String> = [
+        ReviewState::New,
+        ReviewState::Changed,
+        ReviewState::Kept,
+        ReviewState::Declined,
+    ]
+    .into_iter()
+    .filter_map(|state| {
+        let n = counts.get(state.as_str()).copied().unwrap_or(0);
+        (n > 0).then(|| format!("{n} {state}"))
+    })
+    .collect();
     let noun = if total == 1 { "tool" } else { "tools" };
     if parts.is_empty() {
         format!("{total} {noun}")
@@ -206,7 +211,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn tool(state: &str) -> ConnectorTool {
+    fn tool(state: ReviewState) -> ConnectorTool {
         ConnectorTool {
             name: "t".into(),
             model_name: "demo__t".into(),
@@ -215,7 +220,7 @@ mod tests {
             input_schema: json!({"type": "object"}),
             annotations: Some(json!({"readOnlyHint": true})),
             descriptor_digest: "d".into(),
-            review_state: state.into(),
+            review_state: state,
             removed: false,
             reviewed_descriptor: None,
             first_seen_at: String::new(),
@@ -264,7 +269,7 @@ mod tests {
 
     #[test]
     fn only_fields_that_differ_are_listed_as_changes() {
-        let mut changed = tool("changed");
+        let mut changed = tool(ReviewState::Changed);
         changed.reviewed_descriptor = Some(json!({
             "name": "t",
             "description": "old words",
@@ -281,7 +286,7 @@ mod tests {
             }]
         );
         assert!(
-            descriptor_changes(&tool("kept")).is_empty(),
+            descriptor_changes(&tool(ReviewState::Kept)).is_empty(),
             "nothing to compare"
         );
     }
@@ -306,15 +311,15 @@ mod tests {
             names(&request.decline),
             vec![("b".into(), Some("db".into()))]
         );
-        assert!(starts_kept("kept") && starts_kept("changed"));
-        assert!(!starts_kept("new") && !starts_kept("declined"));
+        assert!(starts_kept(ReviewState::Kept) && starts_kept(ReviewState::Changed));
+        assert!(!starts_kept(ReviewState::New) && !starts_kept(ReviewState::Declined));
     }
 
     #[test]
     fn counts_read_as_a_sentence() {
         let mut counts = std::collections::BTreeMap::new();
-        counts.insert("new".to_owned(), 9);
-        counts.insert("kept".to_owned(), 0);
+        counts.insert(ReviewState::New.to_string(), 9);
+        counts.insert(ReviewState::Kept.to_string(), 0);
         assert_eq!(counts_summary(&counts), "9 tools: 9 new");
         assert_eq!(counts_summary(&Default::default()), "0 tools");
     }
@@ -333,9 +338,13 @@ mod tests {
 
     #[test]
     fn a_tool_with_a_rule_gets_a_chip_and_a_suspended_rule_says_so() {
-        assert_eq!(grant_chip(&tool("kept")), None, "no rule, no chip");
+        assert_eq!(
+            grant_chip(&tool(ReviewState::Kept)),
+            None,
+            "no rule, no chip"
+        );
 
-        let mut allowed = tool("kept");
+        let mut allowed = tool(ReviewState::Kept);
         allowed.grant_id = Some("g1".into());
         assert_eq!(
             grant_chip(&allowed),
@@ -346,7 +355,7 @@ mod tests {
             })
         );
 
-        let mut changed = tool("changed");
+        let mut changed = tool(ReviewState::Changed);
         changed.grant_id = Some("g2".into());
         changed.grant_suspended = true;
         let chip = grant_chip(&changed).expect("a suspended rule still shows, to revoke");

@@ -25,7 +25,10 @@
 //! turn's grant, an always-allow rule, trusted annotations), for the chip
 //! the transcript shows on it (DESIGN §5).
 
-use countersign_api::{ChatDetail, ChatEvent};
+use countersign_api::{
+    CallOrigin, ChatDetail, ChatEvent, GrantKind, MessageStatus, Resolution, ToolCallStatus,
+    TurnEnding,
+};
 
 /// The chat's turns, oldest first, and how far the stream has been applied.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -105,24 +108,29 @@ pub enum Origin {
 impl Origin {
     /// The origin an event names; `None` for none or a word this build does
     /// not know (a newer server): no chip rather than a wrong one.
-    pub fn from_event(origin: Option<&str>, approved_at: Option<String>) -> Option<Self> {
+    pub fn from_event(origin: Option<CallOrigin>, approved_at: Option<String>) -> Option<Self> {
         match origin? {
-            "approved" => Some(Self::Approved { approved_at }),
-            "turn_grant" => Some(Self::TurnGrant),
-            "always_grant" => Some(Self::AlwaysGrant),
-            "trusted_annotations" => Some(Self::TrustedAnnotations),
-            _ => None,
+            CallOrigin::Approved => Some(Self::Approved { approved_at }),
+            CallOrigin::TurnGrant => Some(Self::TurnGrant),
+            CallOrigin::AlwaysGrant => Some(Self::AlwaysGrant),
+            CallOrigin::TrustedAnnotations => Some(Self::TrustedAnnotations),
+            CallOrigin::Unknown => None,
+        }
+    }
+
+    /// The wire word it came from.
+    pub fn wire(&self) -> CallOrigin {
+        match self {
+            Self::Approved { .. } => CallOrigin::Approved,
+            Self::TurnGrant => CallOrigin::TurnGrant,
+            Self::AlwaysGrant => CallOrigin::AlwaysGrant,
+            Self::TrustedAnnotations => CallOrigin::TrustedAnnotations,
         }
     }
 
     /// A stable name for tests and styles (`data-origin`): the wire word.
     pub fn key(&self) -> &'static str {
-        match self {
-            Self::Approved { .. } => "approved",
-            Self::TurnGrant => "turn_grant",
-            Self::AlwaysGrant => "always_grant",
-            Self::TrustedAnnotations => "trusted_annotations",
-        }
+        self.wire().as_str()
     }
 }
 
@@ -141,11 +149,11 @@ pub enum Grant {
 
 impl Grant {
     /// The `grant` of `POST /api/mcp-pending-calls/{id}`.
-    pub fn wire(self) -> &'static str {
+    pub fn wire(self) -> GrantKind {
         match self {
-            Self::Once => "once",
-            Self::Turn => "turn",
-            Self::Always => "always",
+            Self::Once => GrantKind::Once,
+            Self::Turn => GrantKind::Turn,
+            Self::Always => GrantKind::Always,
         }
     }
 }
@@ -183,7 +191,7 @@ pub struct Approval {
     pub expires_at: String,
     /// The grants the card offers (`once` always; not `turn` or `always`
     /// for a tool that changed since it was reviewed).
-    pub offered_grants: Vec<String>,
+    pub offered_grants: Vec<GrantKind>,
     /// Where the decision stands.
     pub state: ApprovalState,
     /// Why this page's last decision did not go through (it can try again).
@@ -231,12 +239,12 @@ impl ApprovalState {
     }
 
     /// The state a `mcp_confirmation_resolved` decision names.
-    fn from_decision(decision: &str) -> Option<Self> {
+    fn from_decision(decision: Resolution) -> Option<Self> {
         match decision {
-            "approved" => Some(Self::Approved),
-            "denied" => Some(Self::Denied),
-            "expired" => Some(Self::Expired),
-            _ => None,
+            Resolution::Approved => Some(Self::Approved),
+            Resolution::Denied => Some(Self::Denied),
+            Resolution::Expired => Some(Self::Expired),
+            Resolution::Unknown => None,
         }
     }
 }
@@ -301,19 +309,19 @@ pub enum TurnStatus {
 }
 
 impl TurnStatus {
-    fn from_message(status: &str) -> Self {
+    fn from_message(status: MessageStatus) -> Self {
         match status {
-            "stopped" => Self::Stopped,
-            "failed" => Self::Failed,
-            _ => Self::Complete,
+            MessageStatus::Stopped => Self::Stopped,
+            MessageStatus::Failed => Self::Failed,
+            MessageStatus::Complete | MessageStatus::Unknown => Self::Complete,
         }
     }
 
-    fn from_finished(status: &str) -> Self {
+    fn from_finished(status: TurnEnding) -> Self {
         match status {
-            "cancelled" => Self::Stopped,
-            "failed" => Self::Failed,
-            _ => Self::Complete,
+            TurnEnding::Cancelled => Self::Stopped,
+            TurnEnding::Failed => Self::Failed,
+            TurnEnding::Done | TurnEnding::Unknown => Self::Complete,
         }
     }
 }
@@ -429,7 +437,7 @@ impl Transcript {
                 turn.user = Some(message.content.clone());
             } else {
                 turn.segments.push(Segment::Text(message.content.clone()));
-                turn.status = TurnStatus::from_message(&message.status);
+                turn.status = TurnStatus::from_message(message.status);
             }
         }
         // How each finished turn ended, and its tool blocks and errors
@@ -457,7 +465,7 @@ impl Transcript {
                 .collect();
             segments.append(&mut turn.segments);
             turn.segments = segments;
-            turn.status = TurnStatus::from_finished(&record.status);
+            turn.status = TurnStatus::from_finished(record.status);
             turn.from_history = true;
         }
         Self {
@@ -579,7 +587,7 @@ impl Transcript {
                 error,
                 ..
             } => {
-                let state = if status == "ok" {
+                let state = if status == ToolCallStatus::Ok {
                     ToolState::Ok
                 } else {
                     ToolState::Error(error)
@@ -665,7 +673,7 @@ impl Transcript {
                 }
             }
             ChatEvent::McpConfirmationResolved { id, decision, .. } => {
-                if let Some(state) = ApprovalState::from_decision(&decision)
+                if let Some(state) = ApprovalState::from_decision(decision)
                     && let Some(approval) = turn
                         .call_mut("", &id)
                         .and_then(|call| call.approval.as_mut())
@@ -685,12 +693,12 @@ impl Transcript {
                 approved_at,
                 ..
             } => {
-                let state = if status == "ok" {
+                let state = if status == ToolCallStatus::Ok {
                     ToolState::Ok
                 } else {
                     ToolState::Error(error)
                 };
-                let origin = Origin::from_event(origin.as_deref(), approved_at);
+                let origin = Origin::from_event(origin, approved_at);
                 match turn.call_mut(&call_id, &id) {
                     Some(call) => {
                         call.state = state;
@@ -710,7 +718,7 @@ impl Transcript {
             }
             ChatEvent::Error { message, .. } => turn.segments.push(Segment::Error(message)),
             ChatEvent::TurnFinished { status, .. } => {
-                turn.status = TurnStatus::from_finished(&status);
+                turn.status = TurnStatus::from_finished(status);
                 turn.settle();
                 applied.turn_finished = true;
             }
@@ -828,22 +836,22 @@ mod tests {
         }
     }
 
-    fn finished(turn: &str, status: &str) -> ChatEvent {
+    fn finished(turn: &str, status: TurnEnding) -> ChatEvent {
         ChatEvent::TurnFinished {
             turn_id: turn.into(),
-            status: status.into(),
+            status,
             no_prose_reason: None,
             message_id: None,
         }
     }
 
-    fn message(turn: &str, role: &str, content: &str, status: &str) -> ChatMessage {
+    fn message(turn: &str, role: &str, content: &str, status: MessageStatus) -> ChatMessage {
         ChatMessage {
             id: format!("{turn}-{role}"),
             turn_id: turn.into(),
             role: role.into(),
             content: content.into(),
-            status: status.into(),
+            status,
             created_at: "2026-01-01T00:00:00Z".into(),
         }
     }
@@ -868,32 +876,37 @@ mod tests {
             (Some(first), started("t1", "Hello")),
             (Some(first + 1), delta("t1", "Hi")),
             (Some(first + 2), delta("t1", " there")),
-            (Some(first + 3), finished("t1", "done")),
+            (Some(first + 3), finished("t1", TurnEnding::Done)),
         ]
     }
 
     #[test]
     fn a_reloaded_chat_shows_finished_turns_tool_blocks_errors_and_endings() {
-        let message = |turn: &str, role: &str, content: &str, status: &str| ChatMessage {
+        let message = |turn: &str, role: &str, content: &str, status: MessageStatus| ChatMessage {
             id: format!("{turn}-{role}"),
             turn_id: turn.into(),
             role: role.into(),
             content: content.into(),
-            status: status.into(),
+            status,
             created_at: String::new(),
         };
         let mut detail = detail(
             vec![
-                message("t1", "user", "use notes.search with {}", "complete"),
-                message("t1", "assistant", "Found 3 notes.", "complete"),
-                message("t2", "user", "hello", "complete"),
+                message(
+                    "t1",
+                    "user",
+                    "use notes.search with {}",
+                    MessageStatus::Complete,
+                ),
+                message("t1", "assistant", "Found 3 notes.", MessageStatus::Complete),
+                message("t2", "user", "hello", MessageStatus::Complete),
             ],
             9,
         );
         detail.turns = vec![
             countersign_api::TurnRecord {
                 turn_id: "t1".into(),
-                status: "done".into(),
+                status: TurnEnding::Done,
                 events: vec![
                     ChatEvent::ToolCall {
                         turn_id: "t1".into(),
@@ -905,14 +918,14 @@ mod tests {
                         turn_id: "t1".into(),
                         id: "c1".into(),
                         tool_name: "notes__search".into(),
-                        status: "ok".into(),
+                        status: ToolCallStatus::Ok,
                         error: None,
                     },
                 ],
             },
             countersign_api::TurnRecord {
                 turn_id: "t2".into(),
-                status: "failed".into(),
+                status: TurnEnding::Failed,
                 events: vec![ChatEvent::Error {
                     turn_id: "t2".into(),
                     message: "No API key is set for Anthropic.".into(),
@@ -949,7 +962,7 @@ mod tests {
         assert_eq!(turn.text(), "Hi there");
         assert_eq!(turn.status, TurnStatus::Running);
 
-        let applied = transcript.apply(Some(4), finished("t1", "done"));
+        let applied = transcript.apply(Some(4), finished("t1", TurnEnding::Done));
         assert!(applied.turn_finished);
         assert_eq!(transcript.turns[0].status, TurnStatus::Complete);
         assert_eq!(transcript.running_turn(), None);
@@ -993,11 +1006,11 @@ mod tests {
     fn history_is_grouped_by_turn_and_never_changed_by_late_events() {
         let mut transcript = Transcript::from_detail(&detail(
             vec![
-                message("t1", "user", "First", "complete"),
-                message("t1", "assistant", "Answer one", "complete"),
-                message("t2", "user", "Second", "complete"),
-                message("t2", "assistant", "Half an ans", "stopped"),
-                message("t3", "user", "Third", "complete"),
+                message("t1", "user", "First", MessageStatus::Complete),
+                message("t1", "assistant", "Answer one", MessageStatus::Complete),
+                message("t2", "user", "Second", MessageStatus::Complete),
+                message("t2", "assistant", "Half an ans", MessageStatus::Stopped),
+                message("t3", "user", "Third", MessageStatus::Complete),
             ],
             42,
         ));
@@ -1019,7 +1032,7 @@ mod tests {
         let mut transcript = Transcript::default();
         transcript.apply(Some(1), started("t1", "Hello"));
         transcript.apply(Some(2), delta("t1", "Partial"));
-        transcript.apply(Some(3), finished("t1", "cancelled"));
+        transcript.apply(Some(3), finished("t1", TurnEnding::Cancelled));
         let turn = &transcript.turns[0];
         assert_eq!(turn.status, TurnStatus::Stopped);
         assert_eq!(turn.text(), "Partial");
@@ -1046,7 +1059,7 @@ mod tests {
                 turn_id: "t1".into(),
                 id: "c1".into(),
                 tool_name: "notes_search".into(),
-                status: "error".into(),
+                status: ToolCallStatus::Error,
                 error: Some("Unknown tool.".into()),
             },
         );
@@ -1058,7 +1071,7 @@ mod tests {
             },
         );
         transcript.apply(Some(6), delta("t1", "Sorry."));
-        transcript.apply(Some(7), finished("t1", "failed"));
+        transcript.apply(Some(7), finished("t1", TurnEnding::Failed));
 
         let turn = &transcript.turns[0];
         assert_eq!(turn.status, TurnStatus::Failed);
@@ -1089,7 +1102,7 @@ mod tests {
                 arguments: serde_json::json!({}),
             },
         );
-        transcript.apply(Some(3), finished("t1", "cancelled"));
+        transcript.apply(Some(3), finished("t1", TurnEnding::Cancelled));
         match &transcript.turns[0].segments[0] {
             Segment::Tool(call) => assert_eq!(call.state, ToolState::Unfinished),
             other => panic!("expected a tool block, got {other:?}"),
@@ -1115,7 +1128,7 @@ mod tests {
         transcript.accepted("t1");
         assert_eq!(transcript.running_turn(), Some("t1"));
         transcript.apply(Some(1), started("t1", "Hello"));
-        transcript.apply(Some(2), finished("t1", "done"));
+        transcript.apply(Some(2), finished("t1", TurnEnding::Done));
         assert_eq!(transcript.running_turn(), None);
 
         // The answer to the POST may arrive after the turn already ended.
@@ -1152,11 +1165,11 @@ mod tests {
         }
     }
 
-    fn resolved(turn: &str, ledger: &str, decision: &str) -> ChatEvent {
+    fn resolved(turn: &str, ledger: &str, decision: Resolution) -> ChatEvent {
         ChatEvent::McpConfirmationResolved {
             turn_id: turn.into(),
             id: ledger.into(),
-            decision: decision.into(),
+            decision,
         }
     }
 
@@ -1167,10 +1180,14 @@ mod tests {
             call_id: call_id.into(),
             connector_name: "Countersign demo".into(),
             tool_name: "search_notes".into(),
-            status: if error.is_some() { "error" } else { "ok" }.into(),
+            status: if error.is_some() {
+                ToolCallStatus::Error
+            } else {
+                ToolCallStatus::Ok
+            },
             error: error.map(Into::into),
             duration_ms: 42,
-            origin: Some("approved".into()),
+            origin: Some(CallOrigin::Approved),
             approved_at: None,
         }
     }
@@ -1252,7 +1269,7 @@ mod tests {
                 ApprovalState::Approving(Grant::Once),
                 "the 200 alone does not resolve the card: the stream does"
             );
-            transcript.apply(Some(5), resolved("t1", "p1", "approved"));
+            transcript.apply(Some(5), resolved("t1", "p1", Resolution::Approved));
             assert_eq!(approval_state(&transcript), ApprovalState::Approved);
             assert_eq!(only_call(&transcript).state, ToolState::Running);
             transcript.apply(Some(6), ran("t1", "p1", "c1", error));
@@ -1260,7 +1277,7 @@ mod tests {
             assert_eq!(call.state, expected, "{error:?}");
             assert_eq!(call.duration_ms, Some(42));
             assert_eq!(approval_state(&transcript), ApprovalState::Approved);
-            transcript.apply(Some(7), finished("t1", "done"));
+            transcript.apply(Some(7), finished("t1", TurnEnding::Done));
             assert_eq!(
                 only_call(&transcript).state,
                 expected,
@@ -1272,8 +1289,8 @@ mod tests {
     #[test]
     fn decline_and_expiry_come_from_the_stream() {
         for (decision, expected) in [
-            ("denied", ApprovalState::Denied),
-            ("expired", ApprovalState::Expired),
+            (Resolution::Denied, ApprovalState::Denied),
+            (Resolution::Expired, ApprovalState::Expired),
         ] {
             let mut transcript = waiting();
             transcript.apply(Some(5), resolved("t1", "p1", decision));
@@ -1281,7 +1298,7 @@ mod tests {
                 Some(6),
                 ran("t1", "p1", "c1", Some("The user declined this tool call.")),
             );
-            transcript.apply(Some(7), finished("t1", "done"));
+            transcript.apply(Some(7), finished("t1", TurnEnding::Done));
             assert_eq!(approval_state(&transcript), expected, "{decision}");
             assert!(
                 !transcript.decision_sent("p1", ONCE),
@@ -1291,7 +1308,7 @@ mod tests {
         let mut transcript = waiting();
         assert!(transcript.decision_sent("p1", Decision::Deny));
         assert_eq!(approval_state(&transcript), ApprovalState::Declining);
-        transcript.apply(Some(5), resolved("t1", "p1", "denied"));
+        transcript.apply(Some(5), resolved("t1", "p1", Resolution::Denied));
         assert_eq!(approval_state(&transcript), ApprovalState::Denied);
     }
 
@@ -1356,7 +1373,7 @@ mod tests {
     fn a_late_answer_never_overrides_what_the_stream_said() {
         let mut transcript = waiting();
         transcript.decision_sent("p1", ONCE);
-        transcript.apply(Some(5), resolved("t1", "p1", "approved"));
+        transcript.apply(Some(5), resolved("t1", "p1", Resolution::Approved));
         for answer in [
             DecisionAnswer::Recorded,
             DecisionAnswer::AlreadyDecided,
@@ -1381,12 +1398,12 @@ mod tests {
         transcript.decision_sent("p1", ONCE);
         transcript.decision_answered("p1", DecisionAnswer::AlreadyDecided);
         assert_eq!(approval_state(&transcript), ApprovalState::DecidedElsewhere);
-        transcript.apply(Some(5), resolved("t1", "p1", "denied"));
+        transcript.apply(Some(5), resolved("t1", "p1", Resolution::Denied));
         assert_eq!(approval_state(&transcript), ApprovalState::Denied);
 
         // A tab that did nothing just follows the stream.
         let mut idle = waiting();
-        idle.apply(Some(5), resolved("t1", "p1", "approved"));
+        idle.apply(Some(5), resolved("t1", "p1", Resolution::Approved));
         assert_eq!(approval_state(&idle), ApprovalState::Approved);
     }
 
@@ -1402,19 +1419,19 @@ mod tests {
             approval_state(&transcript),
             ApprovalState::Approving(Grant::Once)
         );
-        transcript.apply(Some(5), resolved("t1", "p1", "approved"));
+        transcript.apply(Some(5), resolved("t1", "p1", Resolution::Approved));
         transcript.apply(Some(6), ran("t1", "p1", "c1", None));
         // A replay from an older point: skipped by sequence number.
         for (seq, event) in [
             (Some(3), tool_call("t1", "c1")),
             (Some(4), required("t1", "p1", "c1")),
-            (Some(5), resolved("t1", "p1", "approved")),
+            (Some(5), resolved("t1", "p1", Resolution::Approved)),
         ] {
             assert!(transcript.apply(seq, event).duplicate);
         }
         // Even unnumbered, a repeated card does not reopen a decided one.
         transcript.apply(None, required("t1", "p1", "c1"));
-        transcript.apply(None, resolved("t1", "p1", "approved"));
+        transcript.apply(None, resolved("t1", "p1", Resolution::Approved));
         assert_eq!(approval_state(&transcript), ApprovalState::Approved);
         assert_eq!(only_call(&transcript).state, ToolState::Ok);
     }
@@ -1445,36 +1462,51 @@ mod tests {
     fn a_reloaded_chat_shows_how_each_card_ended() {
         let mut detail = detail(
             vec![
-                message("t1", "user", "use search_notes with {}", "complete"),
-                message("t1", "assistant", "Found it.", "complete"),
-                message("t2", "user", "use search_notes with {}", "complete"),
-                message("t3", "user", "use search_notes with {}", "complete"),
+                message(
+                    "t1",
+                    "user",
+                    "use search_notes with {}",
+                    MessageStatus::Complete,
+                ),
+                message("t1", "assistant", "Found it.", MessageStatus::Complete),
+                message(
+                    "t2",
+                    "user",
+                    "use search_notes with {}",
+                    MessageStatus::Complete,
+                ),
+                message(
+                    "t3",
+                    "user",
+                    "use search_notes with {}",
+                    MessageStatus::Complete,
+                ),
             ],
             20,
         );
         detail.turns = vec![
             countersign_api::TurnRecord {
                 turn_id: "t1".into(),
-                status: "done".into(),
+                status: TurnEnding::Done,
                 events: vec![
                     tool_call("t1", "c1"),
                     required("t1", "p1", "c1"),
-                    resolved("t1", "p1", "approved"),
+                    resolved("t1", "p1", Resolution::Approved),
                     ran("t1", "p1", "c1", None),
                 ],
             },
             countersign_api::TurnRecord {
                 turn_id: "t2".into(),
-                status: "done".into(),
+                status: TurnEnding::Done,
                 events: vec![
                     tool_call("t2", "c2"),
                     required("t2", "p2", "c2"),
-                    resolved("t2", "p2", "denied"),
+                    resolved("t2", "p2", Resolution::Denied),
                 ],
             },
             countersign_api::TurnRecord {
                 turn_id: "t3".into(),
-                status: "cancelled".into(),
+                status: TurnEnding::Cancelled,
                 events: vec![tool_call("t3", "c3"), required("t3", "p3", "c3")],
             },
         ];
@@ -1501,7 +1533,7 @@ mod tests {
     fn a_turn_that_ends_while_a_card_waits_closes_the_card() {
         let mut transcript = waiting();
         transcript.decision_sent("p1", ONCE);
-        transcript.apply(Some(5), finished("t1", "cancelled"));
+        transcript.apply(Some(5), finished("t1", TurnEnding::Cancelled));
         assert_eq!(approval_state(&transcript), ApprovalState::Ended);
         assert_eq!(only_call(&transcript).state, ToolState::Unfinished);
         assert_eq!(transcript.running_turn(), None);
@@ -1516,7 +1548,7 @@ mod tests {
         assert_eq!(call.id, "p1");
         assert_eq!(call.tool_name, "search_notes");
         assert_eq!(call.arguments, "{\n  \"query\": \"lease\"\n}");
-        transcript.apply(Some(3), resolved("t1", "p1", "approved"));
+        transcript.apply(Some(3), resolved("t1", "p1", Resolution::Approved));
         transcript.apply(Some(4), ran("t1", "p1", "", None));
         assert_eq!(approval_state(&transcript), ApprovalState::Approved);
         assert_eq!(only_call(&transcript).state, ToolState::Ok);
@@ -1538,23 +1570,23 @@ mod tests {
     #[test]
     fn an_unknown_decision_word_changes_nothing() {
         let mut transcript = waiting();
-        transcript.apply(Some(5), resolved("t1", "p1", "maybe"));
+        transcript.apply(Some(5), resolved("t1", "p1", Resolution::Unknown));
         assert_eq!(approval_state(&transcript), ApprovalState::Pending);
     }
 
     // ---- Grants and origins (DESIGN §5).
 
-    fn ran_under(turn: &str, call_id: &str, origin: Option<&str>) -> ChatEvent {
+    fn ran_under(turn: &str, call_id: &str, origin: Option<CallOrigin>) -> ChatEvent {
         ChatEvent::McpToolCall {
             turn_id: turn.into(),
             id: call_id.into(),
             call_id: call_id.into(),
             connector_name: "Countersign demo".into(),
             tool_name: "search_notes".into(),
-            status: "ok".into(),
+            status: ToolCallStatus::Ok,
             error: None,
             duration_ms: 7,
-            origin: origin.map(Into::into),
+            origin,
             approved_at: None,
         }
     }
@@ -1586,11 +1618,11 @@ mod tests {
                 "{grant:?}: one decision per card"
             );
         }
-        let wire: Vec<&str> = [Grant::Once, Grant::Turn, Grant::Always]
+        let wire: Vec<GrantKind> = [Grant::Once, Grant::Turn, Grant::Always]
             .into_iter()
             .map(Grant::wire)
             .collect();
-        assert_eq!(wire, ["once", "turn", "always"]);
+        assert_eq!(wire, [GrantKind::Once, GrantKind::Turn, GrantKind::Always]);
     }
 
     #[test]
@@ -1618,7 +1650,7 @@ mod tests {
             None
         );
         // A step-up answer after the stream decided changes nothing.
-        transcript.apply(Some(5), resolved("t1", "p1", "approved"));
+        transcript.apply(Some(5), resolved("t1", "p1", Resolution::Approved));
         transcript.decision_answered("p1", DecisionAnswer::StepUpRequired);
         assert_eq!(approval_state(&transcript), ApprovalState::Approved);
     }
@@ -1627,27 +1659,27 @@ mod tests {
     fn every_call_that_ran_keeps_what_let_it_run() {
         let cases = [
             (
-                Some("turn_grant"),
+                Some(CallOrigin::TurnGrant),
                 Some(Origin::TurnGrant),
                 "this turn's grant",
             ),
             (
-                Some("always_grant"),
+                Some(CallOrigin::AlwaysGrant),
                 Some(Origin::AlwaysGrant),
                 "an always-allow rule",
             ),
             (
-                Some("trusted_annotations"),
+                Some(CallOrigin::TrustedAnnotations),
                 Some(Origin::TrustedAnnotations),
                 "trusted annotations",
             ),
             (
-                Some("approved"),
+                Some(CallOrigin::Approved),
                 Some(Origin::Approved { approved_at: None }),
                 "a card, time unknown",
             ),
             (
-                Some("sudo"),
+                Some(CallOrigin::Unknown),
                 None,
                 "a word this build does not know: no chip",
             ),
@@ -1661,7 +1693,11 @@ mod tests {
             assert_eq!(origin_of(&transcript, "c1"), expected, "{why}");
             assert_eq!(only_call(&transcript).approval, None, "{why}: no card");
             if let Some(origin) = &expected {
-                assert_eq!(Some(origin.key()), wire, "{why}: the key is the wire word");
+                assert_eq!(
+                    Some(origin.key()),
+                    wire.map(CallOrigin::as_str),
+                    "{why}: the key is the wire word"
+                );
             }
         }
     }
@@ -1672,41 +1708,41 @@ mod tests {
         let events = vec![
             tool_call("t1", "c1"),
             required("t1", "p1", "c1"),
-            resolved("t1", "p1", "approved"),
+            resolved("t1", "p1", Resolution::Approved),
             ChatEvent::McpToolCall {
                 turn_id: "t1".into(),
                 id: "p1".into(),
                 call_id: "c1".into(),
                 connector_name: "Countersign demo".into(),
                 tool_name: "search_notes".into(),
-                status: "ok".into(),
+                status: ToolCallStatus::Ok,
                 error: None,
                 duration_ms: 9,
-                origin: Some("approved".into()),
+                origin: Some(CallOrigin::Approved),
                 approved_at: Some(approved_at.into()),
             },
             tool_call("t1", "c2"),
-            ran_under("t1", "c2", Some("turn_grant")),
+            ran_under("t1", "c2", Some(CallOrigin::TurnGrant)),
         ];
         let mut live = Transcript::default();
         live.apply(Some(1), started("t1", "use search_notes … then …"));
         for (seq, event) in (2..).zip(events.clone()) {
             live.apply(Some(seq), event);
         }
-        live.apply(Some(20), finished("t1", "done"));
+        live.apply(Some(20), finished("t1", TurnEnding::Done));
 
         let mut detail = detail(
             vec![message(
                 "t1",
                 "user",
                 "use search_notes … then …",
-                "complete",
+                MessageStatus::Complete,
             )],
             20,
         );
         detail.turns = vec![countersign_api::TurnRecord {
             turn_id: "t1".into(),
-            status: "done".into(),
+            status: TurnEnding::Done,
             events,
         }];
         let reloaded = Transcript::from_detail(&detail);

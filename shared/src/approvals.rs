@@ -1,17 +1,20 @@
 //! The approval ledger as the API shows it (DESIGN §6): live pending calls
 //! and the decision request.
 
+use crate::vocab::{
+    ActivityDecision, ActivityKind, ActivityOutcome, Decision, GrantKind, PendingCallStatus,
+};
 use serde::{Deserialize, Serialize};
 
 /// `POST /api/mcp-pending-calls/{id}`: the decision, and nothing that could
 /// change what runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecideRequest {
-    /// `approve` or `deny`.
-    pub decision: String,
+    /// `approve` or `deny` (anything else is a 422).
+    pub decision: Decision,
     /// `once` (the default); `turn` and `always` come with grants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grant: Option<String>,
+    pub grant: Option<GrantKind>,
     /// The `arguments_digest` the card showed: a mismatch decides nothing.
     pub arguments_digest: String,
 }
@@ -20,7 +23,7 @@ pub struct DecideRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecideResponse {
     /// `approved` or `denied`.
-    pub status: String,
+    pub status: PendingCallStatus,
 }
 
 /// One live pending call (`GET /api/mcp-pending-calls`): the same evidence
@@ -57,13 +60,13 @@ pub struct PendingCall {
     pub expires_in_secs: f64,
     /// The grants the card may offer (see `mcp_confirmation_required`).
     #[serde(default = "every_grant")]
-    pub offered_grants: Vec<String>,
+    pub offered_grants: Vec<GrantKind>,
 }
 
 /// `once`, `turn` and `always`: what a card offers unless the tool changed
 /// since it was reviewed.
-pub fn every_grant() -> Vec<String> {
-    ["once", "turn", "always"].map(str::to_owned).to_vec()
+pub fn every_grant() -> Vec<GrantKind> {
+    GrantKind::ALL.to_vec()
 }
 
 /// An always-allow rule (`GET /api/grants`).
@@ -99,7 +102,7 @@ pub struct ActivityEntry {
     /// model's call id).
     pub call_ref: String,
     /// `decided` or `outcome`.
-    pub kind: String,
+    pub kind: ActivityKind,
     /// The chat.
     pub chat_id: String,
     /// The connector.
@@ -111,11 +114,11 @@ pub struct ActivityEntry {
     /// SHA-256 of the arguments' canonical JSON.
     pub arguments_digest: String,
     /// `approved`, `denied`, `expired`, or the rule that let it run.
-    pub decision: Option<String>,
+    pub decision: Option<ActivityDecision>,
     /// With `approved`: `once`, `turn` or `always`.
-    pub grant: Option<String>,
+    pub grant: Option<GrantKind>,
     /// `running`, `not_run`, `ok` or `error`.
-    pub outcome: String,
+    pub outcome: ActivityOutcome,
     /// Why, when not ok.
     pub error: Option<String>,
     /// How long it ran.

@@ -1,5 +1,6 @@
 //! Chats, messages, turns and models (DESIGN §7, §8).
 
+use crate::vocab::{MessageStatus, TurnEnding};
 use serde::{Deserialize, Serialize};
 
 /// `POST /api/chats`.
@@ -50,7 +51,7 @@ pub struct ChatMessage {
     /// Plain text / Markdown.
     pub content: String,
     /// `complete`, `stopped` (the user pressed Stop) or `failed`.
-    pub status: String,
+    pub status: MessageStatus,
     /// RFC 3339.
     pub created_at: String,
 }
@@ -89,7 +90,7 @@ pub struct TurnRecord {
     /// The turn.
     pub turn_id: String,
     /// `done`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: TurnEnding,
     /// Its `tool_call`, `tool_result` and `error` events, in order.
     pub events: Vec<crate::ChatEvent>,
 }

@@ -1,13 +1,15 @@
 //! Connectors: users' remote MCP servers and their tools (DESIGN §2, §5,
 //! §8).
 
+use crate::vocab::{AuthType, ConnectorStatus, ReviewState};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How Countersign authenticates to a connector.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectorAuth {
-    /// `none`, `bearer` or `headers`.
+    /// `none`, `bearer` or `headers` (an [`AuthType`] word). A string, not
+    /// the enum: the server names an unknown type back in its 422.
     #[serde(rename = "type")]
     pub kind: String,
     /// The bearer token (`type: bearer`); write-only.
@@ -61,7 +63,7 @@ pub struct Connector {
     /// The host Countersign connects to (the card's "destination").
     pub host: String,
     /// `none`, `bearer` or `headers`.
-    pub auth_type: String,
+    pub auth_type: AuthType,
     /// A bearer token is stored.
     pub token_set: bool,
     /// Names of the stored custom headers (values never leave the server).
@@ -69,14 +71,15 @@ pub struct Connector {
     /// "Trust this server's safety annotations" (off by default).
     pub trust_annotations: bool,
     /// `untested`, `ok` or `error`.
-    pub status: String,
+    pub status: ConnectorStatus,
     /// Why the last Test/Refresh failed.
     pub last_error: Option<String>,
     /// Protocol version negotiated last time.
     pub protocol_version: Option<String>,
     /// RFC 3339.
     pub last_checked_at: Option<String>,
-    /// Tools by review state: `new`, `kept`, `declined`, `changed`.
+    /// Tools by review state: `new`, `kept`, `declined`, `changed` (the
+    /// [`ReviewState`] words; string keys keep the JSON's key order).
     pub tool_counts: BTreeMap<String, i64>,
     /// RFC 3339.
     pub created_at: String,
@@ -104,7 +107,7 @@ pub struct ConnectorTool {
     /// SHA-256 (hex) of the RFC 8785 canonical descriptor.
     pub descriptor_digest: String,
     /// `new`, `kept`, `declined` or `changed`.
-    pub review_state: String,
+    pub review_state: ReviewState,
     /// The server no longer lists it.
     pub removed: bool,
     /// For a `changed` tool: the descriptor the user kept, to compare.

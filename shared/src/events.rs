@@ -2,6 +2,7 @@
 //! one of these as JSON, tagged by `type`; the SSE `id:` is the event's
 //! sequence number in the chat.
 
+use crate::vocab::{CallOrigin, GrantKind, NoProseReason, Resolution, ToolCallStatus, TurnEnding};
 use serde::{Deserialize, Serialize};
 
 /// One event. Every event of a turn carries that turn's `turn_id`.
@@ -44,7 +45,7 @@ pub enum ChatEvent {
         /// Tool name.
         tool_name: String,
         /// `ok` or `error`.
-        status: String,
+        status: ToolCallStatus,
         /// Why, when not ok.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
@@ -81,7 +82,7 @@ pub enum ChatEvent {
         /// `always` unless the tool changed since it was reviewed). An
         /// older server that sends none offered all three.
         #[serde(default = "crate::approvals::every_grant")]
-        offered_grants: Vec<String>,
+        offered_grants: Vec<GrantKind>,
     },
     /// The user decided, or the call expired.
     McpConfirmationResolved {
@@ -90,7 +91,7 @@ pub enum ChatEvent {
         /// Ledger id.
         id: String,
         /// `approved`, `denied` or `expired`.
-        decision: String,
+        decision: Resolution,
     },
     /// An MCP tool call ran (or could not run).
     McpToolCall {
@@ -106,7 +107,7 @@ pub enum ChatEvent {
         /// The tool's name on its server.
         tool_name: String,
         /// `ok` or `error`.
-        status: String,
+        status: ToolCallStatus,
         /// Why, when not ok.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
@@ -115,7 +116,7 @@ pub enum ChatEvent {
         /// What let it run: `approved` (a card), `turn_grant`,
         /// `always_grant` or `trusted_annotations`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        origin: Option<String>,
+        origin: Option<CallOrigin>,
         /// With `approved`: when the user approved it (RFC 3339).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         approved_at: Option<String>,
@@ -132,10 +133,10 @@ pub enum ChatEvent {
         /// The turn.
         turn_id: String,
         /// `done`, `failed` or `cancelled`.
-        status: String,
+        status: TurnEnding,
         /// Why a turn ended without model text on purpose.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        no_prose_reason: Option<String>,
+        no_prose_reason: Option<NoProseReason>,
         /// The stored assistant message, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,

@@ -4,6 +4,9 @@
 //! This crate owns the JSON shapes only: no I/O, no validation rules, nothing
 //! that would not compile to `wasm32-unknown-unknown`. Field names here are a
 //! public contract (`../shared/DESIGN.md` §8): add fields, never rename them.
+//! Every state word on the wire (statuses, decisions, grants, origins,
+//! review states, activity words, turn endings) is an enum of [`vocab`],
+//! never a bare `String`.
 
 pub mod approvals;
 pub mod auth;
@@ -11,6 +14,7 @@ pub mod chat;
 pub mod connectors;
 pub mod error;
 pub mod events;
+pub mod vocab;
 
 pub use approvals::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
 pub use auth::{
@@ -21,6 +25,11 @@ pub use chat::*;
 pub use connectors::*;
 pub use error::ErrorBody;
 pub use events::{ChatEvent, ChatEventMessage};
+pub use vocab::{
+    ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, ConnectorStatus,
+    Decision, GrantKind, MessageStatus, NoProseReason, PendingCallStatus, Resolution, ReviewState,
+    ToolCallStatus, TurnEnding, UnknownWord,
+};
 
 /// The header every non-GET `/api` request carries, equal to the session's
 /// CSRF token.

@@ -16,7 +16,10 @@ use crate::{
     db,
 };
 use axum::{extract::State, http::StatusCode};
-use countersign_api::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
+use countersign_api::{
+    ActivityDecision, ActivityEntry, ActivityKind, ActivityOutcome, DecideRequest, DecideResponse,
+    Decision, Grant, GrantKind, PendingCall,
+};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use uuid::Uuid;
 
@@ -53,25 +56,22 @@ pub async fn decide(
     Path(id): Path<Uuid>,
     Json(req): Json<DecideRequest>,
 ) -> Result<axum::Json<DecideResponse>, ApiError> {
-    let verdict = match req.decision.as_str() {
-        "approve" => Verdict::Approve,
-        "deny" => Verdict::Deny,
-        _ => {
+    let verdict = match req.decision {
+        Decision::Approve => Verdict::Approve,
+        Decision::Deny => Verdict::Deny,
+        Decision::Unknown => {
             return Err(ApiError::Unprocessable(
                 "decision must be \"approve\" or \"deny\".".into(),
             ));
         }
     };
-    let grant = req.grant.as_deref().unwrap_or("once");
-    match grant {
-        "once" | "turn" | "always" => {}
-        _ => {
-            return Err(ApiError::Unprocessable(
-                "grant must be \"once\", \"turn\" or \"always\".".into(),
-            ));
-        }
+    let grant = req.grant.unwrap_or(GrantKind::Once);
+    if grant == GrantKind::Unknown {
+        return Err(ApiError::Unprocessable(
+            "grant must be \"once\", \"turn\" or \"always\".".into(),
+        ));
     }
-    if verdict == Verdict::Approve && grant == "always" {
+    if verdict == Verdict::Approve && grant == GrantKind::Always {
         // An always-rule needs a recent step-up.
         super::mfa::require_step_up(&state, &user).await?;
     }
@@ -90,9 +90,7 @@ pub async fn decide(
         &digest.to_ascii_lowercase(),
     )
     .await?;
-    Ok(axum::Json(DecideResponse {
-        status: status.to_owned(),
-    }))
+    Ok(axum::Json(DecideResponse { status }))
 }
 
 /// `GET /api/grants`: the caller's always-allow rules, each marked
@@ -167,15 +165,17 @@ pub async fn list_activity(
                 hash,
                 at: text(&e, "at").unwrap_or_default(),
                 call_ref: text(&e, "call_ref").unwrap_or_default(),
-                kind: text(&e, "kind").unwrap_or_default(),
+                kind: ActivityKind::from_wire(&text(&e, "kind").unwrap_or_default()),
                 chat_id: text(&e, "chat_id").unwrap_or_default(),
                 connector_id: text(&e, "connector_id").unwrap_or_default(),
                 connector_name: text(&e, "connector_name").unwrap_or_default(),
                 tool_name: text(&e, "tool_name").unwrap_or_default(),
                 arguments_digest: text(&e, "arguments_digest").unwrap_or_default(),
-                decision: text(&e, "decision").filter(|d| !d.is_empty()),
-                grant: text(&e, "grant"),
-                outcome: text(&e, "outcome").unwrap_or_default(),
+                decision: text(&e, "decision")
+                    .filter(|d| !d.is_empty())
+                    .map(|d| ActivityDecision::from_wire(&d)),
+                grant: text(&e, "grant").map(|g| GrantKind::from_wire(&g)),
+                outcome: ActivityOutcome::from_wire(&text(&e, "outcome").unwrap_or_default()),
                 error: text(&e, "error"),
                 duration_ms: e.get("duration_ms").and_then(serde_json::Value::as_u64),
             })

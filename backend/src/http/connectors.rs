@@ -13,7 +13,8 @@ use crate::{
 };
 use axum::{extract::State, http::StatusCode, response::IntoResponse};
 use countersign_api::{
-    Connector, ConnectorTool, CreateConnectorRequest, ReviewToolsRequest, UpdateConnectorRequest,
+    AuthType, Connector, ConnectorStatus, ConnectorTool, CreateConnectorRequest, ReviewState,
+    ReviewToolsRequest, UpdateConnectorRequest,
 };
 use std::collections::BTreeMap;
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
@@ -79,11 +80,11 @@ fn connector(row: ConnectorRow) -> Connector {
         slug,
         url,
         host,
-        auth_type,
+        auth_type: AuthType::from_wire(&auth_type),
         token_set,
         header_names,
         trust_annotations: trust,
-        status,
+        status: ConnectorStatus::from_wire(&status),
         last_error,
         protocol_version: protocol,
         last_checked_at: checked.map(rfc3339),
@@ -221,11 +222,7 @@ pub async fn update_connector(
         let mut tx = db::user_tx(&state.db, user.user_id).await?;
         sqlx::query("update connectors set auth_type = $2, header_names = $3 where id = $1")
             .bind(id)
-            .bind(match &auth {
-                Auth::None => "none",
-                Auth::Bearer(_) => "bearer",
-                Auth::Headers(_) => "headers",
-            })
+            .bind(auth.kind().as_str())
             .bind(match &auth {
                 Auth::Headers(h) => h.keys().cloned().collect::<Vec<_>>(),
                 _ => Vec::new(),
@@ -332,7 +329,7 @@ pub async fn list_tools(
                         .unwrap_or(serde_json::Value::Null),
                     annotations: d.get("annotations").cloned(),
                     descriptor_digest: digest,
-                    review_state,
+                    review_state: ReviewState::from_wire(&review_state),
                     removed,
                     reviewed_descriptor: reviewed,
                     first_seen_at: rfc3339(first),

@@ -24,7 +24,10 @@ use crate::{
     gate::{self, AlwaysGrant, Decision, Facts},
     llm::{ToolCall, ToolSpec},
 };
-use countersign_api::ChatEvent;
+use countersign_api::{
+    ActivityDecision, ActivityKind, ActivityOutcome, CallOrigin, ChatEvent, GrantKind, Resolution,
+    ToolCallStatus,
+};
 use serde_json::{Map, Value, json};
 use std::time::Instant;
 use uuid::Uuid;
@@ -256,18 +259,16 @@ impl Activity {
     async fn decided(
         &self,
         state: &AppState,
-        decision: &str,
-        grant: Option<&str>,
-        outcome: &str,
+        decision: impl Into<ActivityDecision>,
+        grant: Option<GrantKind>,
+        outcome: ActivityOutcome,
     ) -> Result<(), sqlx::Error> {
         audit::append(
             &state.db,
             &audit::Entry {
-                kind: "decided",
-                decision,
+                decision: Some(decision.into()),
                 grant,
-                outcome,
-                ..self.entry()
+                ..self.entry(ActivityKind::Decided, outcome)
             },
         )
         .await
@@ -278,19 +279,23 @@ impl Activity {
     /// After it ran (best effort: it already happened).
     async fn outcome(&self, state: &AppState, outcome: &Result<String, String>, duration_ms: u64) {
         let entry = audit::Entry {
-            kind: "outcome",
-            outcome: if outcome.is_ok() { "ok" } else { "error" },
             error: outcome.as_ref().err().map(String::as_str),
             duration_ms: Some(duration_ms),
-            ..self.entry()
+            ..self.entry(ActivityKind::Outcome, status_of(outcome).into())
         };
         if let Err(err) = audit::append(&state.db, &entry).await {
             tracing::error!(error = %err, "cannot append a call's outcome to the activity log");
         }
     }
 
-    fn entry(&self) -> audit::Entry<'_> {
+    fn entry(&self, kind: ActivityKind, outcome: ActivityOutcome) -> audit::Entry<'_> {
         audit::Entry {
+            kind,
+            outcome,
+            decision: None,
+            grant: None,
+            error: None,
+            duration_ms: None,
             user_id: self.user_id,
             chat_id: self.chat_id,
             turn_id: self.turn_id,
@@ -299,8 +304,16 @@ impl Activity {
             connector_name: &self.connector_name,
             tool_name: &self.tool_name,
             arguments_digest: &self.arguments_digest,
-            ..audit::Entry::default()
         }
+    }
+}
+
+/// `ok` or `error`, as the call went.
+fn status_of(outcome: &Result<String, String>) -> ToolCallStatus {
+    if outcome.is_ok() {
+        ToolCallStatus::Ok
+    } else {
+        ToolCallStatus::Error
     }
 }
 
@@ -373,7 +386,12 @@ async fn run_approved(
             arguments_digest: row.arguments_digest.clone(),
         };
         activity
-            .decided(&state, "approved", row.grant_kind.as_deref(), "running")
+            .decided(
+                &state,
+                ActivityDecision::Approved,
+                row.grant(),
+                ActivityOutcome::Running,
+            )
             .await
             .map_err(|_| UNAUDITED.to_owned())?;
         let started = Instant::now();
@@ -480,7 +498,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
             let activity = activity(call.id.clone());
             let started = Instant::now();
             let outcome = match activity
-                .decided(state, because.origin(), None, "running")
+                .decided(state, because.origin(), None, ActivityOutcome::Running)
                 .await
             {
                 Ok(()) => {
@@ -521,22 +539,22 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     let mut cancel = run.cancel.clone();
     let waited = approvals::wait(state, row.id, &mut cancel).await?;
     let decision = match &waited {
-        Waited::Approved => "approved",
-        Waited::Denied | Waited::Cancelled => "denied",
-        Waited::Expired => "expired",
-        Waited::Gone(_) => "expired",
+        Waited::Approved => Resolution::Approved,
+        Waited::Denied | Waited::Cancelled => Resolution::Denied,
+        Waited::Expired => Resolution::Expired,
+        Waited::Gone(_) => Resolution::Expired,
     };
-    if decision != "approved" {
+    if decision != Resolution::Approved {
         // Nothing runs either way; the log is best effort here.
         let _ = activity(row.id.to_string())
-            .decided(state, decision, None, "not_run")
+            .decided(state, decision, None, ActivityOutcome::NotRun)
             .await;
     }
     run.events
         .emit(ChatEvent::McpConfirmationResolved {
             turn_id,
             id: row.id.to_string(),
-            decision: decision.into(),
+            decision,
         })
         .await;
     let not_run = |content: &str, why| ToolOutcome {
@@ -556,7 +574,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
                 )
             });
             let origin = Origin {
-                kind: Some("approved"),
+                kind: Some(CallOrigin::Approved),
                 approved_at,
             };
             report(
@@ -577,7 +595,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
 
 /// What let a call run, for its origin chip.
 struct Origin {
-    kind: Option<&'static str>,
+    kind: Option<CallOrigin>,
     approved_at: Option<String>,
 }
 
@@ -599,10 +617,10 @@ async fn report(
             call_id: call_id.to_owned(),
             connector_name: tool.connector_name.clone(),
             tool_name: tool.tool_name.clone(),
-            status: if outcome.is_ok() { "ok" } else { "error" }.into(),
+            status: status_of(&outcome),
             error: outcome.as_ref().err().cloned(),
             duration_ms,
-            origin: origin.kind.map(str::to_owned),
+            origin: origin.kind,
             approved_at: origin.approved_at,
         })
         .await;

@@ -4,6 +4,7 @@
 
 use crate::approvals::{Setup, decide, event_of, ledger, propose, setup, trust};
 use countersign::audit::{self, Verified};
+use countersign_api::PendingCallStatus;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -201,7 +202,7 @@ async fn a_call_that_cannot_be_written_to_the_log_does_not_run() {
     );
     assert_eq!(
         ledger(&s.app, card["id"].as_str().expect("id")).await.0,
-        "failed"
+        PendingCallStatus::Failed
     );
 
     // Without a card too.

@@ -5,6 +5,7 @@
 
 use crate::helpers::{SseReader, TestApp, second_instance, spawn_app_custom, text_of};
 use countersign::{AppState, Config, approvals, config::Secret, turns::EMPTY_RESPONSE};
+use countersign_api::PendingCallStatus;
 use countersign_demo_mcp::DemoServer;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -135,14 +136,20 @@ pub(crate) async fn decide_with(app: &TestApp, card: &Value, body: Value) -> req
         .await
 }
 
-pub(crate) async fn ledger(app: &TestApp, id: &str) -> (String, Option<String>) {
+/// A ledger row's status (a word of the vocabulary, or the test fails) and
+/// error, read as the superuser.
+pub(crate) async fn ledger(app: &TestApp, id: &str) -> (PendingCallStatus, Option<String>) {
     let mut db = app.superuser().await;
     let row = sqlx::query("select status, error from mcp_pending_calls where id = $1::uuid")
         .bind(id)
         .fetch_one(&mut db)
         .await
         .expect("ledger row");
-    (row.get("status"), row.get("error"))
+    let status: String = row.get("status");
+    (
+        status.parse().expect("a ledger status word"),
+        row.get("error"),
+    )
 }
 
 /// The first event of `kind` among `events` (panics when there is none).
@@ -251,7 +258,7 @@ async fn allow_once_runs_the_exact_call_once_and_the_chat_and_ledger_agree() {
     );
     assert_eq!(
         ledger(&s.app, card["id"].as_str().expect("id")).await.0,
-        "executed"
+        PendingCallStatus::Executed
     );
     assert_eq!(s.app.get_json("/api/mcp-pending-calls").await, json!([]));
 }
@@ -286,7 +293,7 @@ async fn foreign_replayed_mismatched_and_unknown_decisions_change_nothing() {
     )
     .await;
     assert_eq!(res.status(), StatusCode::CONFLICT);
-    assert_eq!(ledger(&s.app, &id).await.0, "pending");
+    assert_eq!(ledger(&s.app, &id).await.0, PendingCallStatus::Pending);
 
     // Nonsense.
     for (body, why) in [
@@ -306,7 +313,7 @@ async fn foreign_replayed_mismatched_and_unknown_decisions_change_nothing() {
         let res = decide_with(&s.app, &card, body).await;
         assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{why}");
     }
-    assert_eq!(ledger(&s.app, &id).await.0, "pending");
+    assert_eq!(ledger(&s.app, &id).await.0, PendingCallStatus::Pending);
 
     assert_eq!(
         decide(&s.app, &card, "approve").await.status(),
@@ -402,7 +409,7 @@ async fn decline_never_contacts_the_server_and_the_chat_goes_on() {
     );
     assert_eq!(
         ledger(&s.app, card["id"].as_str().expect("id")).await.0,
-        "denied"
+        PendingCallStatus::Denied
     );
 
     // The next message works, without an "empty response".
@@ -432,7 +439,7 @@ async fn an_unanswered_call_expires_and_a_late_decision_gets_410() {
     assert!(text_of(&events).contains("did not approve this tool call in time"));
     assert_eq!(
         ledger(&s.app, card["id"].as_str().expect("id")).await.0,
-        "expired"
+        PendingCallStatus::Expired
     );
     let res = decide(&s.app, &card, "approve").await;
     assert_eq!(res.status(), StatusCode::GONE);
@@ -502,7 +509,10 @@ async fn a_decision_landing_just_before_the_expiry_update_is_honoured() {
             .iter()
             .any(|(_, e)| e["type"] == "mcp_tool_call" && e["status"] == "ok")
     );
-    assert_eq!(ledger(&s.app, &id.to_string()).await.0, "executed");
+    assert_eq!(
+        ledger(&s.app, &id.to_string()).await.0,
+        PendingCallStatus::Executed
+    );
     assert_eq!(s.demo.calls().count("search_notes"), 1);
 }
 
@@ -602,7 +612,7 @@ async fn an_approved_call_that_fails_is_recorded_failed_and_spent() {
         "{ran}"
     );
     let (status, error) = ledger(&s.app, card["id"].as_str().expect("id")).await;
-    assert_eq!(status, "failed", "never executed");
+    assert_eq!(status, PendingCallStatus::Failed, "never executed");
     assert!(error.is_some());
     assert_eq!(
         decide(&s.app, &card, "approve").await.status(),
@@ -687,7 +697,7 @@ async fn stop_while_a_call_waits_denies_it() {
     assert_eq!(events.last().expect("end").1["status"], "cancelled");
     assert_eq!(
         ledger(&s.app, card["id"].as_str().expect("id")).await.0,
-        "denied"
+        PendingCallStatus::Denied
     );
     assert_eq!(
         decide(&s.app, &card, "approve").await.status(),
@@ -804,7 +814,7 @@ async fn raw_row(
     user: Uuid,
     chat: Uuid,
     turn: Uuid,
-    status: &str,
+    status: PendingCallStatus,
     age_hours: f64,
 ) -> Uuid {
     let id = Uuid::new_v4();
@@ -824,7 +834,7 @@ async fn raw_row(
     .bind(turn)
     .bind(Uuid::new_v4())
     .bind(sha256_hex("{}"))
-    .bind(status)
+    .bind(status.as_str())
     .bind(age_hours * 3600.0)
     .execute(&mut db)
     .await
@@ -843,12 +853,25 @@ async fn the_sweep_deletes_only_aged_terminal_rows() {
     let s = setup(|_| {}).await;
     let (chat, done, _) = ledger_fixture(&s.app, s.user).await;
     let mut aged = Vec::new();
-    for status in ["executed", "failed", "denied", "expired"] {
+    for status in [
+        PendingCallStatus::Executed,
+        PendingCallStatus::Failed,
+        PendingCallStatus::Denied,
+        PendingCallStatus::Expired,
+    ] {
         aged.push(raw_row(&s.app, s.user, chat, done, status, 25.0).await);
     }
-    let young = raw_row(&s.app, s.user, chat, done, "denied", 1.0).await;
-    let old_pending = raw_row(&s.app, s.user, chat, done, "pending", 25.0).await;
-    let old_executing = raw_row(&s.app, s.user, chat, done, "executing", 25.0).await;
+    let young = raw_row(&s.app, s.user, chat, done, PendingCallStatus::Denied, 1.0).await;
+    let old_pending = raw_row(&s.app, s.user, chat, done, PendingCallStatus::Pending, 25.0).await;
+    let old_executing = raw_row(
+        &s.app,
+        s.user,
+        chat,
+        done,
+        PendingCallStatus::Executing,
+        25.0,
+    )
+    .await;
 
     let state = state_of(&s.app).await;
     assert_eq!(approvals::sweep(&state).await.expect("sweep"), 4);
@@ -869,10 +892,26 @@ async fn the_sweep_deletes_only_aged_terminal_rows() {
 async fn start_up_recovery_closes_calls_of_turns_that_no_longer_run_and_reruns_nothing() {
     let s = setup(|_| {}).await;
     let (chat, done, live) = ledger_fixture(&s.app, s.user).await;
-    let executing = raw_row(&s.app, s.user, chat, done, "executing", 0.0).await;
-    let approved = raw_row(&s.app, s.user, chat, done, "approved", 0.0).await;
-    let pending = raw_row(&s.app, s.user, chat, done, "pending", 0.0).await;
-    let alive = raw_row(&s.app, s.user, chat, live, "executing", 0.0).await;
+    let executing = raw_row(
+        &s.app,
+        s.user,
+        chat,
+        done,
+        PendingCallStatus::Executing,
+        0.0,
+    )
+    .await;
+    let approved = raw_row(&s.app, s.user, chat, done, PendingCallStatus::Approved, 0.0).await;
+    let pending = raw_row(&s.app, s.user, chat, done, PendingCallStatus::Pending, 0.0).await;
+    let alive = raw_row(
+        &s.app,
+        s.user,
+        chat,
+        live,
+        PendingCallStatus::Executing,
+        0.0,
+    )
+    .await;
 
     let state = state_of(&s.app).await;
     let recovered = approvals::recover(&state, 30.0).await.expect("recover");
@@ -886,16 +925,25 @@ async fn start_up_recovery_closes_calls_of_turns_that_no_longer_run_and_reruns_n
     );
     assert_eq!(
         ledger(&s.app, &executing.to_string()).await,
-        ("failed".into(), Some("interrupted; outcome unknown".into()))
+        (
+            PendingCallStatus::Failed,
+            Some("interrupted; outcome unknown".into())
+        )
     );
     assert_eq!(
         ledger(&s.app, &approved.to_string()).await,
-        ("failed".into(), Some("interrupted before it ran".into()))
+        (
+            PendingCallStatus::Failed,
+            Some("interrupted before it ran".into())
+        )
     );
-    assert_eq!(ledger(&s.app, &pending.to_string()).await.0, "expired");
+    assert_eq!(
+        ledger(&s.app, &pending.to_string()).await.0,
+        PendingCallStatus::Expired
+    );
     assert_eq!(
         ledger(&s.app, &alive.to_string()).await.0,
-        "executing",
+        PendingCallStatus::Executing,
         "a live turn's call is left alone"
     );
     assert_eq!(s.demo.calls().total, 0, "nothing re-executed");
@@ -930,7 +978,7 @@ async fn start_up_recovery_closes_calls_of_turns_that_no_longer_run_and_reruns_n
 async fn the_ledger_is_unreadable_and_unwritable_as_anon_and_authenticated() {
     let s = setup(|_| {}).await;
     let (chat, done, _) = ledger_fixture(&s.app, s.user).await;
-    let id = raw_row(&s.app, s.user, chat, done, "pending", 0.0).await;
+    let id = raw_row(&s.app, s.user, chat, done, PendingCallStatus::Pending, 0.0).await;
     for role in ["authenticated", "anon"] {
         for statement in [
             "select * from mcp_pending_calls",
@@ -959,7 +1007,10 @@ async fn the_ledger_is_unreadable_and_unwritable_as_anon_and_authenticated() {
             );
         }
     }
-    assert_eq!(ledger(&s.app, &id.to_string()).await.0, "pending");
+    assert_eq!(
+        ledger(&s.app, &id.to_string()).await.0,
+        PendingCallStatus::Pending
+    );
 }
 
 #[tokio::test]

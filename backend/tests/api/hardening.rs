@@ -6,6 +6,7 @@
 use crate::approvals::{Setup, decide_with, ledger, propose, setup, state_of};
 use crate::helpers::SseReader;
 use countersign::tools::ToolBox as _;
+use countersign_api::PendingCallStatus;
 use countersign_demo_mcp::DriftField;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -128,7 +129,7 @@ async fn a_changed_tool_runs_only_as_reviewed_even_when_it_re_declares_itself_sa
     }
     assert_eq!(
         ledger(&s.app, card["id"].as_str().expect("id")).await.0,
-        "pending"
+        PendingCallStatus::Pending
     );
     assert_eq!(approve(&s, &card, "once").await.status(), StatusCode::OK);
     stream.until("turn_finished").await;
@@ -320,7 +321,7 @@ async fn a_url_change_is_a_new_trust_decision_that_clears_credentials_grants_tru
     assert_eq!(resolved["decision"], "denied");
     assert_eq!(
         ledger(&s.app, waiting["id"].as_str().expect("id")).await.0,
-        "denied"
+        PendingCallStatus::Denied
     );
     assert_eq!(s.demo.calls().count("delete_note"), 0);
     // After a refresh the tools are new again, and nothing is offered
@@ -364,7 +365,7 @@ async fn an_approved_call_never_runs_against_another_url_than_the_one_it_was_pro
     assert_eq!(s.demo.calls().total, 0);
     assert_eq!(
         ledger(&s.app, card["id"].as_str().expect("id")).await.0,
-        "failed"
+        PendingCallStatus::Failed
     );
 }
 

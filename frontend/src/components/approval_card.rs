@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use countersign_api::DecideRequest;
+use countersign_api::{self as api_vocab, DecideRequest, GrantKind, PendingCallStatus};
 use leptos::html::P;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -120,12 +120,12 @@ pub fn ApprovalCard(
         spawn_local(async move {
             let body = match decision {
                 Decision::Approve(grant) => DecideRequest {
-                    decision: "approve".into(),
-                    grant: Some(grant.wire().into()),
+                    decision: api_vocab::Decision::Approve,
+                    grant: Some(grant.wire()),
                     arguments_digest: card.arguments_digest.clone(),
                 },
                 Decision::Deny => DecideRequest {
-                    decision: "deny".into(),
+                    decision: api_vocab::Decision::Deny,
                     grant: None,
                     arguments_digest: card.arguments_digest.clone(),
                 },
@@ -146,11 +146,11 @@ pub fn ApprovalCard(
     let field = move |f: fn(&crate::transcript::Approval) -> String| {
         move || approval.with(|a| a.as_deref().map(f).unwrap_or_default())
     };
-    let offers = move |grant: &'static str| {
+    let offers = move |grant: GrantKind| {
         move || {
             approval.with(|a| {
                 a.as_ref()
-                    .is_some_and(|a| a.offered_grants.iter().any(|g| g == grant))
+                    .is_some_and(|a| a.offered_grants.contains(&grant))
             })
         }
     };
@@ -164,7 +164,12 @@ pub fn ApprovalCard(
                 .unwrap_or_default()
         })
     });
-    let key = move || status.with(|s| s.as_ref().map_or("pending", |s| s.key));
+    let key = move || {
+        status.with(|s| {
+            s.as_ref()
+                .map_or(PendingCallStatus::Pending.as_str(), |s| s.key)
+        })
+    };
     let flag = move |f: fn(&crate::approval::CardStatus) -> bool| {
         move || status.with(|s| s.as_ref().is_some_and(f))
     };
@@ -286,7 +291,7 @@ pub fn ApprovalCard(
                     </button>
                     // Not offered for a tool that changed since it was
                     // reviewed: only this one call can be allowed.
-                    <Show when=offers("turn")>
+                    <Show when=offers(GrantKind::Turn)>
                         <button
                             type="button"
                             class="button secondary"
@@ -298,7 +303,7 @@ pub fn ApprovalCard(
                             "Allow for this turn"
                         </button>
                     </Show>
-                    <Show when=offers("always")>
+                    <Show when=offers(GrantKind::Always)>
                         <button
                             type="button"
                             class="button secondary"

@@ -14,7 +14,9 @@
 
 use std::collections::BTreeMap;
 
-use countersign_api::{Connector, ConnectorAuth, CreateConnectorRequest};
+use countersign_api::{
+    AuthType, Connector, ConnectorAuth, ConnectorStatus, CreateConnectorRequest,
+};
 use leptos::ev::SubmitEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -227,25 +229,26 @@ fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
         }
     };
 
-    let status =
-        move || connector.with(|c| c.as_ref().map(|c| c.status.clone()).unwrap_or_default());
-    let status_text = move || match status().as_str() {
-        "ok" => "OK",
-        "error" => "Error",
+    let status = move || connector.with(|c| c.as_ref().map(|c| c.status));
+    let status_text = move || match status() {
+        Some(ConnectorStatus::Ok) => "OK",
+        Some(ConnectorStatus::Error) => "Error",
         _ => "Not tested yet",
     };
     let last_error = move || {
         connector.with(|c| {
             c.as_ref()
-                .filter(|c| c.status == "error")
+                .filter(|c| c.status == ConnectorStatus::Error)
                 .and_then(|c| c.last_error.clone())
         })
     };
     let auth_text = move || {
         connector.with(|c| match c {
-            Some(c) if c.auth_type == "bearer" && c.token_set => "Bearer token set".to_owned(),
-            Some(c) if c.auth_type == "bearer" => "Bearer token not set".to_owned(),
-            Some(c) if c.auth_type == "headers" => {
+            Some(c) if c.auth_type == AuthType::Bearer && c.token_set => {
+                "Bearer token set".to_owned()
+            }
+            Some(c) if c.auth_type == AuthType::Bearer => "Bearer token not set".to_owned(),
+            Some(c) if c.auth_type == AuthType::Headers => {
                 format!("Custom headers: {}", c.header_names.join(", "))
             }
             _ => "No authentication".to_owned(),
@@ -270,7 +273,8 @@ fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
         <li class="connector-row" data-testid="connector-row" data-connector-name=name aria-labelledby=heading_id.clone()>
             <div class="connector-head">
                 <h3 id=heading_id.clone()>{name}</h3>
-                <p class="connector-status" data-testid="connector-status" data-status=status>
+                <p class="connector-status" data-testid="connector-status"
+                    data-status=move || status().map_or("", ConnectorStatus::as_str)>
                     {status_text}
                 </p>
             </div>
@@ -619,7 +623,7 @@ struct HeaderRow {
 /// or custom headers.
 #[derive(Clone, Copy)]
 struct AuthDraft {
-    kind: RwSignal<String>,
+    kind: RwSignal<AuthType>,
     token: RwSignal<String>,
     headers: RwSignal<Vec<HeaderRow>>,
     next_key: RwSignal<u32>,
@@ -628,7 +632,7 @@ struct AuthDraft {
 impl AuthDraft {
     fn new() -> Self {
         Self {
-            kind: RwSignal::new("none".to_owned()),
+            kind: RwSignal::new(AuthType::None),
             token: RwSignal::new(String::new()),
             headers: RwSignal::new(Vec::new()),
             next_key: RwSignal::new(1),
@@ -640,7 +644,7 @@ impl AuthDraft {
     fn from_connector(connector: Option<&Connector>) -> Self {
         let draft = Self::new();
         if let Some(connector) = connector {
-            draft.kind.set(connector.auth_type.clone());
+            draft.kind.set(connector.auth_type);
             let rows = connector
                 .header_names
                 .iter()
@@ -667,13 +671,13 @@ impl AuthDraft {
 
     /// What to send, as filled in now.
     fn to_auth(self) -> ConnectorAuth {
-        match self.kind.get_untracked().as_str() {
-            "bearer" => ConnectorAuth {
-                kind: "bearer".into(),
+        match self.kind.get_untracked() {
+            AuthType::Bearer => ConnectorAuth {
+                kind: AuthType::Bearer.to_string(),
                 token: Some(self.token.get_untracked()),
                 headers: None,
             },
-            "headers" => {
+            AuthType::Headers => {
                 let map: BTreeMap<String, String> = self
                     .headers
                     .get_untracked()
@@ -687,13 +691,13 @@ impl AuthDraft {
                     })
                     .collect();
                 ConnectorAuth {
-                    kind: "headers".into(),
+                    kind: AuthType::Headers.to_string(),
                     token: None,
                     headers: Some(map),
                 }
             }
             _ => ConnectorAuth {
-                kind: "none".into(),
+                kind: AuthType::None.to_string(),
                 token: None,
                 headers: None,
             },
@@ -703,7 +707,7 @@ impl AuthDraft {
     fn clear(self) {
         self.token.set(String::new());
         self.headers.set(Vec::new());
-        self.kind.set("none".into());
+        self.kind.set(AuthType::None);
     }
 }
 
@@ -765,21 +769,21 @@ fn AuthFields(draft: AuthDraft, id_prefix: String, testid_prefix: &'static str) 
         <div class="field">
             <label for=select_id.clone()>"Authentication"</label>
             <select id=select_id data-testid=format!("{testid_prefix}-auth")
-                prop:value=move || draft.kind.get()
+                prop:value=move || draft.kind.get().as_str()
                 on:change=move |ev| {
-                    let kind = event_target_value(&ev);
-                    if kind == "headers" && draft.headers.with_untracked(Vec::is_empty) {
+                    let kind = AuthType::from_wire(&event_target_value(&ev));
+                    if kind == AuthType::Headers && draft.headers.with_untracked(Vec::is_empty) {
                         let row = draft.new_row();
                         draft.headers.set(vec![row]);
                     }
                     draft.kind.set(kind);
                 }>
-                <option value="none">"None"</option>
-                <option value="bearer">"Bearer token"</option>
-                <option value="headers">"Custom headers"</option>
+                <option value=AuthType::None.as_str()>"None"</option>
+                <option value=AuthType::Bearer.as_str()>"Bearer token"</option>
+                <option value=AuthType::Headers.as_str()>"Custom headers"</option>
             </select>
         </div>
-        <Show when=move || draft.kind.get() == "bearer">
+        <Show when=move || draft.kind.get() == AuthType::Bearer>
             <div class="field">
                 <label for=token_id.clone()>"Bearer token"</label>
                 <input id=token_id.clone() data-testid=format!("{testid_prefix}-token") type="password"
@@ -787,8 +791,8 @@ fn AuthFields(draft: AuthDraft, id_prefix: String, testid_prefix: &'static str) 
                     bind:value=draft.token />
             </div>
         </Show>
-        <Show when=move || draft.kind.get() == "headers">{header_rows.clone()}</Show>
-        <Show when=move || draft.kind.get() != "none">
+        <Show when=move || draft.kind.get() == AuthType::Headers>{header_rows.clone()}</Show>
+        <Show when=move || draft.kind.get() != AuthType::None>
             <p id=note_id.clone() class="muted">
                 "Stored encrypted and never shown again: later you will see that a token is set, or the header names, not the values."
             </p>

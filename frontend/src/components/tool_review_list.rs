@@ -9,7 +9,7 @@
 //! (DESIGN §5 rule 2) — with Revoke, which deletes the rule; the server's
 //! reloaded list then shows what stands.
 
-use countersign_api::ConnectorTool;
+use countersign_api::{ConnectorTool, ReviewState};
 use leptos::html::P;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -110,7 +110,7 @@ fn ReviewForm(
             (
                 tool.name.clone(),
                 tool.descriptor_digest.clone(),
-                RwSignal::new(starts_kept(&tool.review_state)),
+                RwSignal::new(starts_kept(tool.review_state)),
             )
         })
         .collect();
@@ -193,13 +193,13 @@ fn ToolRow(
     );
     let description_id = format!("{keep_id}-description");
     let claims = annotation_claims(tool.annotations.as_ref());
-    let changes = if tool.review_state == "changed" {
+    let changes = if tool.review_state == ReviewState::Changed {
         descriptor_changes(&tool)
     } else {
         Vec::new()
     };
-    let is_new = tool.review_state == "new" && !tool.removed;
-    let is_changed = tool.review_state == "changed" && !tool.removed;
+    let is_new = tool.review_state == ReviewState::New && !tool.removed;
+    let is_changed = tool.review_state == ReviewState::Changed && !tool.removed;
     let shown_title = tool.title.clone().filter(|t| !t.trim().is_empty());
     let rule = grant_chip(&tool).map(
         |chip| view! { <RuleChip chip=chip tool_name=tool.name.clone() on_revoked=on_revoked /> },
@@ -223,7 +223,7 @@ fn ToolRow(
 
     view! {
         <li class="tool-row" data-testid="tool-row" data-tool-name=tool.name.clone()
-            data-review-state=tool.review_state.clone() data-removed=tool.removed.to_string()>
+            data-review-state=tool.review_state.as_str() data-removed=tool.removed.to_string()>
             <div class="tool-row-head">
                 <span class="tool-keep">{control}</span>
                 <span class="tool-name">

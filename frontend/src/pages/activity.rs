@@ -78,16 +78,16 @@ pub fn ActivityPage() -> impl IntoView {
 #[component]
 fn ActivityRow(row: CallRow) -> impl IntoView {
     let when = date_time_text(&row.at, minutes_east_at);
-    let decision = decision_text(row.decision.as_deref(), row.grant.as_deref());
-    let outcome = outcome_text(&row.outcome);
+    let decision = decision_text(row.decision, row.grant);
+    let outcome = outcome_text(row.outcome);
     let duration = row.duration_ms.map(duration_text).unwrap_or_default();
     let digest = short_digest(&row.arguments_digest);
     view! {
         <tr
             data-testid="activity-row"
             data-call-ref=row.call_ref.clone()
-            data-decision=row.decision.clone().unwrap_or_default()
-            data-outcome=row.outcome.clone()
+            data-decision=row.decision.map_or("", |d| d.as_str())
+            data-outcome=row.outcome.as_str()
         >
             <td><time datetime=row.at.clone() title=row.at.clone()>{when}</time></td>
             <td data-testid="activity-connector">{row.connector_name.clone()}</td>
@@ -108,7 +108,7 @@ fn ActivityRow(row: CallRow) -> impl IntoView {
             </td>
             <td data-testid="activity-decision">{decision}</td>
             <td data-testid="activity-outcome">
-                <span class="outcome" data-outcome=row.outcome.clone()>{outcome}</span>
+                <span class="outcome" data-outcome=row.outcome.as_str()>{outcome}</span>
                 {row.error.clone().map(|error| view! {
                     <p class="activity-error">{error}</p>
                 })}

@@ -1,0 +1,569 @@
+//! The API's vocabulary: every status, decision, grant, origin, review
+//! state, activity kind and outcome, turn ending and `no_prose_reason` as
+//! a serde enum (DESIGN §5–§8), so the compiler, not a grep, says who
+//! produces and who consumes each word.
+//!
+//! Each enum serialises to its wire word (`rename_all = "snake_case"`),
+//! byte for byte what the API sent as a string before, and has an
+//! `Unknown` catch-all (`#[serde(other)]`): an older client reading a newer
+//! server's word gets `Unknown` instead of failing the whole event or list.
+//! The server never produces `Unknown`; a request carrying an unknown word
+//! is refused by the handler with the same message as before.
+//!
+//! This module deliberately holds no SQL: `shared` depends on serde only.
+//! The server binds [`PendingCallStatus::as_str`] (and friends) and reads
+//! columns back with [`FromStr`] / `TryFrom<String>` (sqlx's
+//! `#[sqlx(try_from = "String")]`).
+
+use serde::{Deserialize, Serialize};
+use std::{fmt, str::FromStr};
+
+/// A word that is not in a vocabulary (what [`FromStr`] answers for it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownWord {
+    /// The enum that was asked.
+    pub vocabulary: &'static str,
+    /// The word it does not know.
+    pub word: String,
+}
+
+impl fmt::Display for UnknownWord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\" is not a {} word", self.word, self.vocabulary)
+    }
+}
+
+impl std::error::Error for UnknownWord {}
+
+/// Declares one vocabulary: the enum with its serde attributes and
+/// `Unknown`, `as_str` (the wire word), `Display`, `FromStr`,
+/// `TryFrom<String>` and `ALL` (every known word, for tests and lists).
+/// The wire words are written out by hand; the round-trip tests below
+/// check that serde writes exactly them.
+macro_rules! vocabulary {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $wire:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )+
+            /// A word this build does not know (a newer peer sent it).
+            /// Never produced by this server.
+            #[serde(other)]
+            Unknown,
+        }
+
+        impl $name {
+            /// Every known word, in declaration order (not `Unknown`).
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The wire word (`"unknown"` for [`Self::Unknown`]).
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $( Self::$variant => $wire, )+
+                    Self::Unknown => "unknown",
+                }
+            }
+
+            /// The variant for a wire word; `Unknown` for any other word.
+            pub fn from_wire(word: &str) -> Self {
+                word.parse().unwrap_or(Self::Unknown)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownWord;
+
+            /// Only the known words: `"unknown"` is not one.
+            fn from_str(word: &str) -> Result<Self, UnknownWord> {
+                match word {
+                    $( $wire => Ok(Self::$variant), )+
+                    _ => Err(UnknownWord {
+                        vocabulary: stringify!($name),
+                        word: word.to_owned(),
+                    }),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = UnknownWord;
+
+            fn try_from(word: String) -> Result<Self, UnknownWord> {
+                word.parse()
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// Where a pending call stands in the approval ledger (DESIGN §6):
+    /// `pending → approved → executing → executed | failed`,
+    /// `pending → denied | expired`. Also the `status` of a decision's
+    /// answer (`approved` or `denied`).
+    pub enum PendingCallStatus {
+        /// Waiting for the user.
+        Pending = "pending",
+        /// The user approved it; not yet claimed.
+        Approved = "approved",
+        /// Claimed by its turn; running.
+        Executing = "executing",
+        /// It ran (the call completed).
+        Executed = "executed",
+        /// It errored or was interrupted; the approval is spent.
+        Failed = "failed",
+        /// The user declined it (or the turn stopped).
+        Denied = "denied",
+        /// Nobody decided in time.
+        Expired = "expired",
+    }
+}
+
+impl PendingCallStatus {
+    /// No transition leaves it (the sweep may delete it).
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Executed | Self::Failed | Self::Denied | Self::Expired
+        )
+    }
+}
+
+vocabulary! {
+    /// The `decision` of `POST /api/mcp-pending-calls/{id}`.
+    pub enum Decision {
+        /// Run it.
+        Approve = "approve",
+        /// Do not.
+        Deny = "deny",
+    }
+}
+
+vocabulary! {
+    /// How far an approval reaches: the `grant` of a decision, of an
+    /// activity entry, and each of a card's `offered_grants`.
+    pub enum GrantKind {
+        /// "Allow once": this call only.
+        Once = "once",
+        /// "Allow for this turn": this connector + tool, this turn.
+        Turn = "turn",
+        /// "Always allow this tool": a durable rule for this descriptor.
+        Always = "always",
+    }
+}
+
+vocabulary! {
+    /// How a card ended: the `decision` of `mcp_confirmation_resolved`.
+    pub enum Resolution {
+        /// The user approved it.
+        Approved = "approved",
+        /// The user declined it (or the turn stopped).
+        Denied = "denied",
+        /// Nobody decided in time.
+        Expired = "expired",
+    }
+}
+
+vocabulary! {
+    /// What let an MCP call run: the `origin` of `mcp_tool_call`.
+    pub enum CallOrigin {
+        /// The user approved its card.
+        Approved = "approved",
+        /// "Allow for this turn" on an earlier card of the same turn.
+        TurnGrant = "turn_grant",
+        /// The user's always-allow rule for this descriptor.
+        AlwaysGrant = "always_grant",
+        /// Trusted annotations declare it read-only and closed-world.
+        TrustedAnnotations = "trusted_annotations",
+    }
+}
+
+vocabulary! {
+    /// A tool's review state (DESIGN §5): new → kept | declined;
+    /// kept → changed when the server's descriptor moves.
+    pub enum ReviewState {
+        /// Listed by the server, not yet reviewed: off.
+        New = "new",
+        /// Kept by the user: offered as reviewed.
+        Kept = "kept",
+        /// Declined: never offered, never badged again.
+        Declined = "declined",
+        /// Kept, but the server's descriptor moved since.
+        Changed = "changed",
+    }
+}
+
+vocabulary! {
+    /// The `status` of `mcp_tool_call` and `tool_result`.
+    pub enum ToolCallStatus {
+        /// It ran and succeeded.
+        Ok = "ok",
+        /// It failed or could not run (`error` says why).
+        Error = "error",
+    }
+}
+
+vocabulary! {
+    /// The `kind` of an activity entry.
+    pub enum ActivityKind {
+        /// What decided a call (before it runs, or when it will not).
+        Decided = "decided",
+        /// How it ended.
+        Outcome = "outcome",
+    }
+}
+
+vocabulary! {
+    /// The `decision` of an activity entry: a card's resolution, or the
+    /// rule that let the call run.
+    pub enum ActivityDecision {
+        /// The user approved its card.
+        Approved = "approved",
+        /// The user declined it.
+        Denied = "denied",
+        /// Nobody decided in time.
+        Expired = "expired",
+        /// An earlier "Allow for this turn".
+        TurnGrant = "turn_grant",
+        /// The user's always-allow rule.
+        AlwaysGrant = "always_grant",
+        /// Trusted annotations.
+        TrustedAnnotations = "trusted_annotations",
+    }
+}
+
+impl From<Resolution> for ActivityDecision {
+    fn from(resolution: Resolution) -> Self {
+        match resolution {
+            Resolution::Approved => Self::Approved,
+            Resolution::Denied => Self::Denied,
+            Resolution::Expired => Self::Expired,
+            Resolution::Unknown => Self::Unknown,
+        }
+    }
+}
+
+impl From<CallOrigin> for ActivityDecision {
+    fn from(origin: CallOrigin) -> Self {
+        match origin {
+            CallOrigin::Approved => Self::Approved,
+            CallOrigin::TurnGrant => Self::TurnGrant,
+            CallOrigin::AlwaysGrant => Self::AlwaysGrant,
+            CallOrigin::TrustedAnnotations => Self::TrustedAnnotations,
+            CallOrigin::Unknown => Self::Unknown,
+        }
+    }
+}
+
+vocabulary! {
+    /// The `outcome` of an activity entry.
+    pub enum ActivityOutcome {
+        /// Decided, about to run.
+        Running = "running",
+        /// It will not run (declined or expired).
+        NotRun = "not_run",
+        /// It ran and succeeded.
+        Ok = "ok",
+        /// It failed.
+        Error = "error",
+    }
+}
+
+impl From<ToolCallStatus> for ActivityOutcome {
+    fn from(status: ToolCallStatus) -> Self {
+        match status {
+            ToolCallStatus::Ok => Self::Ok,
+            ToolCallStatus::Error => Self::Error,
+            ToolCallStatus::Unknown => Self::Unknown,
+        }
+    }
+}
+
+vocabulary! {
+    /// How a turn ended: the `status` of `turn_finished` and of a finished
+    /// turn in a chat's detail.
+    pub enum TurnEnding {
+        /// Finished normally.
+        Done = "done",
+        /// It failed (or its process died).
+        Failed = "failed",
+        /// The user pressed Stop.
+        Cancelled = "cancelled",
+    }
+}
+
+vocabulary! {
+    /// Why a turn ended without model text on purpose (`turn_finished`).
+    pub enum NoProseReason {
+        /// Every call of the turn was declined or expired.
+        Declined = "declined",
+    }
+}
+
+vocabulary! {
+    /// The `status` of a stored message.
+    pub enum MessageStatus {
+        /// Written in full.
+        Complete = "complete",
+        /// The user pressed Stop while it was written.
+        Stopped = "stopped",
+        /// The turn failed while it was written.
+        Failed = "failed",
+    }
+}
+
+vocabulary! {
+    /// A connector's last Test/Refresh.
+    pub enum ConnectorStatus {
+        /// Never tested.
+        Untested = "untested",
+        /// The last one worked.
+        Ok = "ok",
+        /// The last one failed (`last_error` says why).
+        Error = "error",
+    }
+}
+
+vocabulary! {
+    /// How Countersign authenticates to a connector (`auth.type`,
+    /// `auth_type`).
+    pub enum AuthType {
+        /// No credentials.
+        None = "none",
+        /// `Authorization: Bearer …`.
+        Bearer = "bearer",
+        /// Custom headers.
+        Headers = "headers",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::de::DeserializeOwned;
+
+    /// Every variant writes exactly its wire word, reads back from it, and
+    /// `as_str`, `Display` and `FromStr` agree; the table covers `ALL`;
+    /// a word the enum does not know reads as `Unknown`.
+    fn check<T>(all: &[T], table: &[(T, &str)])
+    where
+        T: Serialize + DeserializeOwned + FromStr<Err = UnknownWord> + fmt::Display + fmt::Debug,
+        T: PartialEq + Copy,
+    {
+        assert_eq!(all.len(), table.len(), "the table names every variant");
+        for (variant, word) in table {
+            assert!(all.contains(variant), "{variant:?} is in ALL");
+            let json = serde_json::to_string(variant).expect("serialise");
+            assert_eq!(json, format!("\"{word}\""), "{variant:?} on the wire");
+            let back: T = serde_json::from_str(&json).expect("deserialise");
+            assert_eq!(back, *variant, "{word} reads back");
+            assert_eq!(variant.to_string(), *word, "Display of {variant:?}");
+            assert_eq!(word.parse::<T>().ok(), Some(*variant), "FromStr of {word}");
+        }
+        let newer: T = serde_json::from_str("\"a_word_from_a_newer_server\"").expect("unknown");
+        assert_eq!(
+            newer.to_string(),
+            "unknown",
+            "an unknown word reads as Unknown"
+        );
+        assert!("a_word_from_a_newer_server".parse::<T>().is_err());
+        assert!(
+            "unknown".parse::<T>().is_err(),
+            "Unknown is not a word to parse"
+        );
+        assert!(
+            serde_json::from_str::<T>("7").is_err(),
+            "a number is not a word"
+        );
+    }
+
+    #[test]
+    fn pending_call_statuses_are_their_wire_words() {
+        use PendingCallStatus::*;
+        check(
+            PendingCallStatus::ALL,
+            &[
+                (Pending, "pending"),
+                (Approved, "approved"),
+                (Executing, "executing"),
+                (Executed, "executed"),
+                (Failed, "failed"),
+                (Denied, "denied"),
+                (Expired, "expired"),
+            ],
+        );
+        assert_eq!(PendingCallStatus::Unknown.as_str(), "unknown");
+        assert_eq!(PendingCallStatus::from_wire("later"), Unknown);
+        let terminal: Vec<_> = PendingCallStatus::ALL
+            .iter()
+            .filter(|s| s.is_terminal())
+            .collect();
+        assert_eq!(terminal, [&Executed, &Failed, &Denied, &Expired]);
+    }
+
+    #[test]
+    fn decisions_are_their_wire_words() {
+        use Decision::*;
+        check(Decision::ALL, &[(Approve, "approve"), (Deny, "deny")]);
+    }
+
+    #[test]
+    fn grant_kinds_are_their_wire_words() {
+        use GrantKind::*;
+        check(
+            GrantKind::ALL,
+            &[(Once, "once"), (Turn, "turn"), (Always, "always")],
+        );
+    }
+
+    #[test]
+    fn resolutions_are_their_wire_words() {
+        use Resolution::*;
+        check(
+            Resolution::ALL,
+            &[
+                (Approved, "approved"),
+                (Denied, "denied"),
+                (Expired, "expired"),
+            ],
+        );
+    }
+
+    #[test]
+    fn call_origins_are_their_wire_words() {
+        use CallOrigin::*;
+        check(
+            CallOrigin::ALL,
+            &[
+                (Approved, "approved"),
+                (TurnGrant, "turn_grant"),
+                (AlwaysGrant, "always_grant"),
+                (TrustedAnnotations, "trusted_annotations"),
+            ],
+        );
+    }
+
+    #[test]
+    fn review_states_are_their_wire_words() {
+        use ReviewState::*;
+        check(
+            ReviewState::ALL,
+            &[
+                (New, "new"),
+                (Kept, "kept"),
+                (Declined, "declined"),
+                (Changed, "changed"),
+            ],
+        );
+    }
+
+    #[test]
+    fn tool_call_statuses_are_their_wire_words() {
+        use ToolCallStatus::*;
+        check(ToolCallStatus::ALL, &[(Ok, "ok"), (Error, "error")]);
+    }
+
+    #[test]
+    fn activity_words_are_their_wire_words() {
+        check(
+            ActivityKind::ALL,
+            &[
+                (ActivityKind::Decided, "decided"),
+                (ActivityKind::Outcome, "outcome"),
+            ],
+        );
+        use ActivityDecision::*;
+        check(
+            ActivityDecision::ALL,
+            &[
+                (Approved, "approved"),
+                (Denied, "denied"),
+                (Expired, "expired"),
+                (TurnGrant, "turn_grant"),
+                (AlwaysGrant, "always_grant"),
+                (TrustedAnnotations, "trusted_annotations"),
+            ],
+        );
+        check(
+            ActivityOutcome::ALL,
+            &[
+                (ActivityOutcome::Running, "running"),
+                (ActivityOutcome::NotRun, "not_run"),
+                (ActivityOutcome::Ok, "ok"),
+                (ActivityOutcome::Error, "error"),
+            ],
+        );
+    }
+
+    #[test]
+    fn the_narrower_words_widen_to_the_same_activity_word() {
+        for r in Resolution::ALL {
+            assert_eq!(ActivityDecision::from(*r).as_str(), r.as_str());
+        }
+        for o in CallOrigin::ALL {
+            assert_eq!(ActivityDecision::from(*o).as_str(), o.as_str());
+        }
+        for s in ToolCallStatus::ALL {
+            assert_eq!(ActivityOutcome::from(*s).as_str(), s.as_str());
+        }
+    }
+
+    #[test]
+    fn turn_endings_and_messages_are_their_wire_words() {
+        use TurnEnding::*;
+        check(
+            TurnEnding::ALL,
+            &[(Done, "done"), (Failed, "failed"), (Cancelled, "cancelled")],
+        );
+        check(NoProseReason::ALL, &[(NoProseReason::Declined, "declined")]);
+        check(
+            MessageStatus::ALL,
+            &[
+                (MessageStatus::Complete, "complete"),
+                (MessageStatus::Stopped, "stopped"),
+                (MessageStatus::Failed, "failed"),
+            ],
+        );
+    }
+
+    #[test]
+    fn connector_words_are_their_wire_words() {
+        check(
+            ConnectorStatus::ALL,
+            &[
+                (ConnectorStatus::Untested, "untested"),
+                (ConnectorStatus::Ok, "ok"),
+                (ConnectorStatus::Error, "error"),
+            ],
+        );
+        check(
+            AuthType::ALL,
+            &[
+                (AuthType::None, "none"),
+                (AuthType::Bearer, "bearer"),
+                (AuthType::Headers, "headers"),
+            ],
+        );
+    }
+
+    #[test]
+    fn an_unknown_word_names_itself_and_its_vocabulary() {
+        let err = "maybe".parse::<Decision>().expect_err("not a decision");
+        assert_eq!(err.to_string(), "\"maybe\" is not a Decision word");
+        assert_eq!(
+            GrantKind::try_from("turn".to_owned()).ok(),
+            Some(GrantKind::Turn)
+        );
+    }
+}
