@@ -19,7 +19,11 @@
 //! the statuses of every call its turns wait for, woken by `NOTIFY` from
 //! whichever instance took the decision and polling as a fallback.
 
-use crate::{AppState, Config, db, events, tools::ToolContext};
+use crate::{
+    AppState, Config, db, events,
+    ids::{ChatId, ConnectorId, PendingCallId, TurnId, UserId},
+    tools::ToolContext,
+};
 use countersign_api::{
     ChatEvent, GrantKind, PendingCall, PendingCallStatus, Resolution, ToolCallStatus,
 };
@@ -149,15 +153,15 @@ impl std::fmt::Debug for ApprovalKeys {
 #[derive(Debug, Clone, Copy)]
 pub struct Binding<'a> {
     /// Ledger id.
-    pub id: Uuid,
+    pub id: PendingCallId,
     /// Owner.
-    pub user_id: Uuid,
+    pub user_id: UserId,
     /// Chat.
-    pub chat_id: Uuid,
+    pub chat_id: ChatId,
     /// Turn.
-    pub turn_id: Uuid,
+    pub turn_id: TurnId,
     /// Connector.
-    pub connector_id: Uuid,
+    pub connector_id: ConnectorId,
     /// The connector URL the call was proposed for (and may only run on).
     pub destination_url: &'a str,
     /// Tool name on its server.
@@ -251,17 +255,17 @@ impl ApprovalKeys {
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Row {
     /// Ledger id.
-    pub id: Uuid,
+    pub id: PendingCallId,
     /// Owner.
-    pub user_id: Uuid,
+    pub user_id: UserId,
     /// Chat.
-    pub chat_id: Uuid,
+    pub chat_id: ChatId,
     /// Turn.
-    pub turn_id: Uuid,
+    pub turn_id: TurnId,
     /// The model's call id.
     pub call_id: String,
     /// Connector.
-    pub connector_id: Uuid,
+    pub connector_id: ConnectorId,
     /// Its name when proposed.
     pub connector_name: String,
     /// Tool name on its server.
@@ -419,7 +423,7 @@ pub struct Proposal<'a> {
     /// The model's call id.
     pub call_id: &'a str,
     /// Connector.
-    pub connector_id: Uuid,
+    pub connector_id: ConnectorId,
     /// Its name.
     pub connector_name: &'a str,
     /// Tool name on its server.
@@ -448,7 +452,7 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
     }
     let arguments_canonical = canonical(p.arguments);
     let arguments_digest = sha256_hex(&arguments_canonical);
-    let id = Uuid::new_v4();
+    let id = PendingCallId::new_v4();
     let mut tx = db::service_tx(&state.db).await?;
     let expires_at: OffsetDateTime = sqlx::query_scalar(
         "select date_trunc('microseconds', now() + make_interval(secs => $1::float8))",
@@ -517,7 +521,7 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
 /// seconds each has left.
 pub async fn live_for_user(
     state: &AppState,
-    user_id: Uuid,
+    user_id: UserId,
 ) -> Result<Vec<(Row, f64)>, sqlx::Error> {
     #[derive(sqlx::FromRow)]
     struct WithLeft {
@@ -586,8 +590,8 @@ pub enum DecideError {
 /// read (which decides nothing) says why.
 pub async fn decide(
     state: &AppState,
-    user_id: Uuid,
-    id: Uuid,
+    user_id: UserId,
+    id: PendingCallId,
     verdict: Verdict,
     grant: GrantKind,
     arguments_digest: &str,
@@ -690,7 +694,7 @@ impl std::fmt::Debug for Hooks {
 /// decision won the race and is honoured.
 pub async fn wait(
     state: &AppState,
-    id: Uuid,
+    id: PendingCallId,
     cancel: &mut watch::Receiver<bool>,
 ) -> Result<Waited, sqlx::Error> {
     let deadline =
@@ -718,14 +722,14 @@ pub async fn wait(
         return Ok(waited);
     }
     if let Some(hook) = &state.approval_hooks.before_expire {
-        hook(id).await;
+        hook(id.into()).await;
     }
     expire_or_honour(state, id).await
 }
 
 /// `pending → expired`; when no row changes, a decision landed first:
 /// re-read once and honour it.
-pub async fn expire_or_honour(state: &AppState, id: Uuid) -> Result<Waited, sqlx::Error> {
+pub async fn expire_or_honour(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
     let expired = sqlx::query(
         "update mcp_pending_calls set status = 'expired', decided_at = now()
@@ -753,7 +757,7 @@ pub async fn expire_or_honour(state: &AppState, id: Uuid) -> Result<Waited, sqlx
 
 /// A Stop while waiting: `pending → denied`; a decision that landed first
 /// is honoured only if it was a denial (the turn is stopping: nothing runs).
-async fn cancel_one(state: &AppState, id: Uuid) -> Result<Waited, sqlx::Error> {
+async fn cancel_one(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
     sqlx::query(
         "update mcp_pending_calls set status = 'denied', decided_at = now(),
@@ -777,7 +781,7 @@ async fn cancel_one(state: &AppState, id: Uuid) -> Result<Waited, sqlx::Error> {
 }
 
 /// `approved → executing`, exactly one winner. Returns the row as stored.
-pub async fn claim(state: &AppState, id: Uuid) -> Result<Option<Row>, sqlx::Error> {
+pub async fn claim(state: &AppState, id: PendingCallId) -> Result<Option<Row>, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
     let row = sqlx::query_as(concat!(
         "update mcp_pending_calls set status = 'executing', claimed_at = now()
@@ -797,7 +801,11 @@ pub async fn claim(state: &AppState, id: Uuid) -> Result<Option<Row>, sqlx::Erro
 /// An executed call approved with "Always allow this tool" creates (or
 /// re-pins to this descriptor) the user's rule, in the same transaction;
 /// decline, failure and expiry never create one.
-pub async fn record(state: &AppState, id: Uuid, error: Option<&str>) -> Result<(), sqlx::Error> {
+pub async fn record(
+    state: &AppState,
+    id: PendingCallId,
+    error: Option<&str>,
+) -> Result<(), sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
     sqlx::query(
         "with done as (
@@ -831,7 +839,7 @@ pub async fn record(state: &AppState, id: Uuid, error: Option<&str>) -> Result<(
 pub async fn turn_grant(
     state: &AppState,
     ctx: ToolContext,
-    connector_id: Uuid,
+    connector_id: ConnectorId,
     tool_name: &str,
     descriptor_digest: &str,
 ) -> Result<bool, sqlx::Error> {
@@ -860,10 +868,10 @@ pub async fn turn_grant(
 /// holds.
 pub async fn deny_for_connector(
     tx: &mut db::Tx,
-    user_id: Uuid,
-    connector_id: Uuid,
+    user_id: UserId,
+    connector_id: ConnectorId,
 ) -> Result<u64, sqlx::Error> {
-    let ids: Vec<Uuid> = sqlx::query_scalar(
+    let ids: Vec<PendingCallId> = sqlx::query_scalar(
         "update mcp_pending_calls set status = 'denied', decided_at = now()
           where user_id = $1 and connector_id = $2 and status = 'pending'
           returning id",
@@ -933,10 +941,10 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
     let mut tx = db::service_tx(&state.db).await?;
     #[derive(sqlx::FromRow)]
     struct Closed {
-        id: Uuid,
-        user_id: Uuid,
-        chat_id: Uuid,
-        turn_id: Uuid,
+        id: PendingCallId,
+        user_id: UserId,
+        chat_id: ChatId,
+        turn_id: TurnId,
         #[sqlx(try_from = "String")]
         was: PendingCallStatus,
         call_id: String,
@@ -1040,14 +1048,15 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
 /// instance) or per poll interval, whichever comes first.
 #[derive(Debug, Default)]
 pub struct Watcher {
-    waiting: Mutex<HashMap<Uuid, watch::Sender<Option<PendingCallStatus>>>>,
+    waiting: Mutex<HashMap<PendingCallId, watch::Sender<Option<PendingCallStatus>>>>,
     started: OnceLock<()>,
 }
 
 impl Watcher {
     fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<Uuid, watch::Sender<Option<PendingCallStatus>>>> {
+    ) -> std::sync::MutexGuard<'_, HashMap<PendingCallId, watch::Sender<Option<PendingCallStatus>>>>
+    {
         self.waiting
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -1055,7 +1064,11 @@ impl Watcher {
 
     /// Starts watching `id`; the receiver gets its status once it is no
     /// longer `pending`.
-    pub fn watch(&self, state: &AppState, id: Uuid) -> watch::Receiver<Option<PendingCallStatus>> {
+    pub fn watch(
+        &self,
+        state: &AppState,
+        id: PendingCallId,
+    ) -> watch::Receiver<Option<PendingCallStatus>> {
         self.started.get_or_init(|| {
             tokio::spawn(watch_loop(state.clone(), state.hub.subscribe_approvals()));
         });
@@ -1067,7 +1080,7 @@ impl Watcher {
     }
 
     /// Stops watching `id`.
-    pub fn forget(&self, id: Uuid) {
+    pub fn forget(&self, id: PendingCallId) {
         self.lock().remove(&id);
     }
 
@@ -1090,7 +1103,7 @@ async fn watch_loop(state: AppState, mut wake: tokio::sync::broadcast::Receiver<
                 _ => {}
             },
         }
-        let ids: Vec<Uuid> = state.watcher.lock().keys().copied().collect();
+        let ids: Vec<PendingCallId> = state.watcher.lock().keys().copied().collect();
         if !ids.is_empty() {
             match decided_among(&state, &ids).await {
                 Ok(decided) => {
@@ -1109,10 +1122,10 @@ async fn watch_loop(state: AppState, mut wake: tokio::sync::broadcast::Receiver<
 
 async fn decided_among(
     state: &AppState,
-    ids: &[Uuid],
-) -> Result<Vec<(Uuid, PendingCallStatus)>, sqlx::Error> {
+    ids: &[PendingCallId],
+) -> Result<Vec<(PendingCallId, PendingCallStatus)>, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    let rows: Vec<(Uuid, String)> = sqlx::query_as(
+    let rows: Vec<(PendingCallId, String)> = sqlx::query_as(
         "select id, status from mcp_pending_calls where id = any($1) and status <> 'pending'",
     )
     .bind(ids)
@@ -1131,13 +1144,13 @@ mod tests {
     use serde_json::json;
 
     fn binding<'a>(tool: &'a str, digest: &'a str) -> Binding<'a> {
-        let id = Uuid::from_u128(1);
+        let id = PendingCallId(Uuid::from_u128(1));
         Binding {
             id,
-            user_id: Uuid::from_u128(2),
-            chat_id: Uuid::from_u128(3),
-            turn_id: Uuid::from_u128(4),
-            connector_id: Uuid::from_u128(5),
+            user_id: UserId(Uuid::from_u128(2)),
+            chat_id: ChatId(Uuid::from_u128(3)),
+            turn_id: TurnId(Uuid::from_u128(4)),
+            connector_id: ConnectorId(Uuid::from_u128(5)),
             destination_url: "https://mcp.example/mcp",
             tool_name: tool,
             arguments_digest: digest,
@@ -1157,7 +1170,7 @@ mod tests {
         later.expires_at_micros += 1;
         assert!(!keys.verify(&key_id, &later, &tag));
         let mut other_user = b;
-        other_user.user_id = Uuid::from_u128(9);
+        other_user.user_id = UserId(Uuid::from_u128(9));
         assert!(!keys.verify(&key_id, &other_user, &tag));
         let mut elsewhere = b;
         elsewhere.destination_url = "https://mcp.example.evil/mcp";

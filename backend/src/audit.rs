@@ -11,7 +11,10 @@
 //! A call is written down *before* it runs: if that append fails, the call
 //! does not run.
 
-use crate::{approvals, db};
+use crate::{
+    approvals, db,
+    ids::{ChatId, ConnectorId, TurnId, UserId},
+};
 use countersign_api::{ActivityDecision, ActivityKind, ActivityOutcome, GrantKind};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -27,18 +30,18 @@ const CHAIN_LOCK: i64 = 0x636f_756e_7465_7273; // "counters"
 #[derive(Debug, Clone)]
 pub struct Entry<'a> {
     /// Owner.
-    pub user_id: Uuid,
+    pub user_id: UserId,
     /// Chat.
-    pub chat_id: Uuid,
+    pub chat_id: ChatId,
     /// Turn.
-    pub turn_id: Uuid,
+    pub turn_id: TurnId,
     /// Which call (the ledger id when a card was shown, else the model's
     /// call id): entries of one call share it.
     pub call_ref: &'a str,
     /// `decided` (before the call runs, or when it will not), `outcome`.
     pub kind: ActivityKind,
     /// Connector.
-    pub connector_id: Uuid,
+    pub connector_id: ConnectorId,
     /// Its name.
     pub connector_name: &'a str,
     /// Tool name on its server.
@@ -204,12 +207,12 @@ mod tests {
     #[test]
     fn an_outcome_entry_stores_the_empty_decision_it_always_stored() {
         let entry = Entry {
-            user_id: Uuid::nil(),
-            chat_id: Uuid::nil(),
-            turn_id: Uuid::nil(),
+            user_id: UserId(Uuid::nil()),
+            chat_id: ChatId(Uuid::nil()),
+            turn_id: TurnId(Uuid::nil()),
             call_ref: "c",
             kind: ActivityKind::Outcome,
-            connector_id: Uuid::nil(),
+            connector_id: ConnectorId(Uuid::nil()),
             connector_name: "",
             tool_name: "",
             arguments_digest: "",
@@ -229,12 +232,12 @@ mod tests {
     #[test]
     fn each_hash_covers_the_previous_one_and_the_entry() {
         let entry = Entry {
-            user_id: Uuid::nil(),
-            chat_id: Uuid::nil(),
-            turn_id: Uuid::nil(),
+            user_id: UserId(Uuid::nil()),
+            chat_id: ChatId(Uuid::nil()),
+            turn_id: TurnId(Uuid::nil()),
             call_ref: "c",
             kind: ActivityKind::Decided,
-            connector_id: Uuid::nil(),
+            connector_id: ConnectorId(Uuid::nil()),
             connector_name: "",
             tool_name: "",
             arguments_digest: "",

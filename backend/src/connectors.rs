@@ -401,7 +401,7 @@ pub async fn repoint(
         .execute(&mut *tx)
         .await?;
     }
-    crate::approvals::deny_for_connector(&mut tx, user_id, id).await?;
+    crate::approvals::deny_for_connector(&mut tx, user_id.into(), id.into()).await?;
     tx.commit().await?;
     Ok(())
 }

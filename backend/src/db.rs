@@ -8,13 +8,13 @@
 //! security, enabled and forced on every table, does the rest: a query that
 //! forgets its `where user_id = …` still sees only the caller's rows.
 
+use crate::ids::UserId;
 use sqlx::{
     Connection as _, PgPool, Postgres, Transaction,
     migrate::Migrator,
     postgres::{PgConnection, PgPoolOptions},
 };
 use std::time::Duration;
-use uuid::Uuid;
 
 /// Every migration in `migrations/`, embedded at compile time.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
@@ -51,13 +51,16 @@ pub async fn migrate(owner_url: &str) -> Result<(), sqlx::migrate::MigrateError>
 /// Role and user id are set in one round trip, and are local to the
 /// transaction, so nothing leaks to the next user of the pooled connection.
 #[tracing::instrument(skip_all, fields(user.id = %user_id))]
-pub async fn user_tx(pool: &PgPool, user_id: Uuid) -> Result<Tx, sqlx::Error> {
+pub async fn user_tx(
+    pool: &PgPool,
+    user_id: impl Into<UserId> + std::fmt::Display,
+) -> Result<Tx, sqlx::Error> {
     let mut tx = pool.begin().await?;
     sqlx::query(
         "select set_config('role', 'authenticated', true), \
                 set_config('countersign.user_id', $1, true)",
     )
-    .bind(user_id.to_string())
+    .bind(user_id.into().to_string())
     .execute(&mut *tx)
     .await?;
     Ok(tx)

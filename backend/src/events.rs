@@ -11,7 +11,10 @@
 //! whichever instance runs the turn, and approval decisions
 //! (`countersign_approvals`) to the instance whose turn waits for them.
 
-use crate::db::Tx;
+use crate::{
+    db::Tx,
+    ids::{ChatId, TurnId},
+};
 use countersign_api::ChatEvent;
 use sqlx::{PgPool, postgres::PgListener};
 use std::{collections::HashMap, sync::Mutex, time::Duration};
@@ -36,10 +39,11 @@ pub struct Appended {
 /// queues the cross-instance wake-up for commit. Returns the sequence number.
 pub async fn append(
     tx: &mut Tx,
-    chat_id: Uuid,
-    turn_id: Option<Uuid>,
+    chat_id: impl Into<ChatId>,
+    turn_id: Option<TurnId>,
     event: &ChatEvent,
 ) -> Result<i64, sqlx::Error> {
+    let chat_id: ChatId = chat_id.into();
     let data = serde_json::to_value(event).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     let kind = data
         .get("type")
@@ -209,9 +213,9 @@ impl EventHub {
 
     /// Registers a turn this instance runs; the receiver turns `true` when
     /// someone asks to stop it.
-    pub fn register_turn(&self, turn_id: Uuid) -> watch::Receiver<bool> {
+    pub fn register_turn(&self, turn_id: TurnId) -> watch::Receiver<bool> {
         let (tx, rx) = watch::channel(false);
-        self.lock_running().insert(turn_id, tx);
+        self.lock_running().insert(turn_id.into(), tx);
         rx
     }
 
@@ -228,8 +232,8 @@ impl EventHub {
     }
 
     /// Forgets a finished turn.
-    pub fn unregister_turn(&self, turn_id: Uuid) {
-        self.lock_running().remove(&turn_id);
+    pub fn unregister_turn(&self, turn_id: TurnId) {
+        self.lock_running().remove(&turn_id.into());
     }
 
     /// Stops a turn if it runs here.

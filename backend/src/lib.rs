@@ -38,6 +38,7 @@ pub mod db;
 pub mod events;
 pub mod gate;
 pub mod http;
+pub mod ids;
 pub mod llm;
 pub mod mcp;
 pub mod models;

@@ -8,6 +8,7 @@ pub mod connector;
 
 use crate::{
     AppState,
+    ids::{ChatId, TurnId, UserId},
     llm::{ToolCall, ToolSpec},
 };
 use countersign_api::ChatEvent;
@@ -22,11 +23,11 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Debug, Clone, Copy)]
 pub struct ToolContext {
     /// The user whose model made the call.
-    pub user_id: Uuid,
+    pub user_id: UserId,
     /// The chat.
-    pub chat_id: Uuid,
+    pub chat_id: ChatId,
     /// The turn.
-    pub turn_id: Uuid,
+    pub turn_id: TurnId,
 }
 
 /// Where a tool box writes the chat events of a call (cards, outcomes).

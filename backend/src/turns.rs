@@ -88,7 +88,7 @@ async fn reap_stale(tx: &mut Tx, chat_id: Uuid) -> Result<usize, sqlx::Error> {
         events::append(
             tx,
             chat_id,
-            Some(*turn_id),
+            Some((*turn_id).into()),
             &ChatEvent::Error {
                 turn_id: turn.clone(),
                 message: "This reply was interrupted: the server stopped while writing it.".into(),
@@ -98,7 +98,7 @@ async fn reap_stale(tx: &mut Tx, chat_id: Uuid) -> Result<usize, sqlx::Error> {
         events::append(
             tx,
             chat_id,
-            Some(*turn_id),
+            Some((*turn_id).into()),
             &ChatEvent::TurnFinished {
                 turn_id: turn,
                 status: TurnEnding::Failed,
@@ -172,7 +172,7 @@ pub async fn start(
     let seq = events::append(
         &mut tx,
         chat_id,
-        Some(turn_id),
+        Some(turn_id.into()),
         &ChatEvent::TurnStarted {
             turn_id: turn_id.to_string(),
             model: model.clone(),
@@ -195,9 +195,9 @@ pub async fn start(
     tx.commit().await?;
 
     let ctx = ToolContext {
-        user_id,
-        chat_id,
-        turn_id,
+        user_id: user_id.into(),
+        chat_id: chat_id.into(),
+        turn_id: turn_id.into(),
     };
     tokio::spawn(run(state.clone(), ctx, model));
     tracing::info!(turn.id = %turn_id, "turn started");
@@ -406,7 +406,7 @@ async fn drive(
     outcome_of_calls: &mut Outcome,
 ) -> (String, Ending) {
     let ctx = emitter.ctx;
-    let (provider, model_name) = match models::resolve(state, ctx.user_id, model).await {
+    let (provider, model_name) = match models::resolve(state, ctx.user_id.into(), model).await {
         Ok(p) => p,
         Err(err) => {
             emitter.error(err.to_string()).await;
@@ -423,7 +423,7 @@ async fn drive(
             return (String::new(), Ending::Failed);
         }
     };
-    let tools = state.tools.tools_for(state, ctx.user_id).await;
+    let tools = state.tools.tools_for(state, ctx.user_id.into()).await;
     let mut text = String::new();
 
     for step in 0..state.config.max_tool_steps {

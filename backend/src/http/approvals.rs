@@ -43,7 +43,7 @@ pub async fn list_pending(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
 ) -> Result<axum::Json<Vec<PendingCall>>, ApiError> {
-    let rows = approvals::live_for_user(&state, user.user_id).await?;
+    let rows = approvals::live_for_user(&state, user.user_id.into()).await?;
     Ok(axum::Json(
         rows.iter().map(|(row, left)| row.to_api(*left)).collect(),
     ))
@@ -83,8 +83,8 @@ pub async fn decide(
     }
     let status = approvals::decide(
         &state,
-        user.user_id,
-        id,
+        user.user_id.into(),
+        id.into(),
         verdict,
         grant,
         &digest.to_ascii_lowercase(),

@@ -22,6 +22,7 @@ use crate::{
     connectors::refresh::open_session,
     db,
     gate::{self, AlwaysGrant, Decision, Facts},
+    ids::{ChatId, ConnectorId, PendingCallId, TurnId, UserId},
     llm::{ToolCall, ToolSpec},
 };
 use countersign_api::{
@@ -43,7 +44,7 @@ pub struct ConnectorTools;
 /// A kept tool as stored, with its connector.
 #[derive(Debug, Clone, sqlx::FromRow)]
 struct Kept {
-    connector_id: Uuid,
+    connector_id: ConnectorId,
     connector_name: String,
     url: String,
     trust_annotations: bool,
@@ -117,7 +118,7 @@ macro_rules! kept {
     };
 }
 
-async fn kept_tools(state: &AppState, user_id: Uuid) -> Result<Vec<Kept>, sqlx::Error> {
+async fn kept_tools(state: &AppState, user_id: UserId) -> Result<Vec<Kept>, sqlx::Error> {
     let mut tx = db::user_tx(&state.db, user_id).await?;
     let rows = sqlx::query_as(concat!(kept!(), " order by t.model_name"))
         .bind(user_id)
@@ -129,7 +130,7 @@ async fn kept_tools(state: &AppState, user_id: Uuid) -> Result<Vec<Kept>, sqlx::
 
 async fn kept_by_model_name(
     state: &AppState,
-    user_id: Uuid,
+    user_id: UserId,
     model_name: &str,
 ) -> Result<Option<Kept>, sqlx::Error> {
     let mut tx = db::user_tx(&state.db, user_id).await?;
@@ -144,8 +145,8 @@ async fn kept_by_model_name(
 
 async fn kept_by_connector(
     state: &AppState,
-    user_id: Uuid,
-    connector_id: Uuid,
+    user_id: UserId,
+    connector_id: ConnectorId,
     tool_name: &str,
 ) -> Result<Option<Kept>, sqlx::Error> {
     let mut tx = db::user_tx(&state.db, user_id).await?;
@@ -163,7 +164,7 @@ async fn kept_by_connector(
 /// descriptor.
 async fn always_grant(
     state: &AppState,
-    user_id: Uuid,
+    user_id: UserId,
     tool: &Kept,
 ) -> Result<AlwaysGrant, sqlx::Error> {
     let mut tx = db::user_tx(&state.db, user_id).await?;
@@ -187,7 +188,7 @@ async fn always_grant(
 /// Refreshes the user's connectors with kept tools whose tool list is older
 /// than `COUNTERSIGN_TOOLS_MAX_AGE_SECS` (best effort: a connector that
 /// cannot be reached keeps its stored list and records the error).
-async fn refresh_stale(state: &AppState, user_id: Uuid) {
+async fn refresh_stale(state: &AppState, user_id: UserId) {
     let stale: Result<Vec<Uuid>, sqlx::Error> = async {
         let mut tx = db::user_tx(&state.db, user_id).await?;
         let ids = sqlx::query_scalar(
@@ -207,7 +208,7 @@ async fn refresh_stale(state: &AppState, user_id: Uuid) {
     }
     .await;
     for id in stale.unwrap_or_default() {
-        if let Err(err) = crate::connectors::refresh::refresh(state, user_id, id).await {
+        if let Err(err) = crate::connectors::refresh::refresh(state, user_id.into(), id).await {
             tracing::warn!(connector.id = %id, error = %err, "refresh of an old tool list failed");
         }
     }
@@ -217,11 +218,11 @@ async fn refresh_stale(state: &AppState, user_id: Uuid) {
 /// own error result included).
 async fn execute(
     state: &AppState,
-    user_id: Uuid,
+    user_id: UserId,
     tool: &Kept,
     arguments: Map<String, Value>,
 ) -> Result<String, String> {
-    let session = open_session(state, user_id, tool.connector_id, &tool.url)
+    let session = open_session(state, user_id.into(), tool.connector_id.into(), &tool.url)
         .await
         .map_err(|e| e.to_string())?;
     let result = session.call_tool(&tool.tool_name, arguments).await;
@@ -243,11 +244,11 @@ const UNAUDITED: &str =
 
 /// One call's lines in the activity log.
 struct Activity {
-    user_id: Uuid,
-    chat_id: Uuid,
-    turn_id: Uuid,
+    user_id: UserId,
+    chat_id: ChatId,
+    turn_id: TurnId,
     call_ref: String,
-    connector_id: Uuid,
+    connector_id: ConnectorId,
     connector_name: String,
     tool_name: String,
     arguments_digest: String,
@@ -327,8 +328,8 @@ fn millis(started: Instant) -> u64 {
 /// Returns when it was approved (from the claimed row) and the outcome.
 async fn run_approved(
     state: AppState,
-    user_id: Uuid,
-    id: Uuid,
+    user_id: UserId,
+    id: PendingCallId,
 ) -> (Option<String>, Result<String, String>) {
     let row = match approvals::claim(&state, id).await {
         Ok(Some(row)) => row,
@@ -411,6 +412,7 @@ async fn run_approved(
 impl ToolBox for ConnectorTools {
     fn tools_for<'a>(&'a self, state: &'a AppState, user_id: Uuid) -> BoxFuture<'a, Vec<ToolSpec>> {
         Box::pin(async move {
+            let user_id = UserId::from(user_id);
             refresh_stale(state, user_id).await;
             match kept_tools(state, user_id).await {
                 Ok(tools) => tools.iter().map(Kept::spec).collect(),
@@ -651,7 +653,7 @@ mod tests {
         let descriptor =
             json!({"name": "search", "description": "Search.", "annotations": annotations});
         Kept {
-            connector_id: Uuid::nil(),
+            connector_id: ConnectorId(Uuid::nil()),
             connector_name: "Docs".into(),
             url: "https://docs.example/mcp".into(),
             trust_annotations: trust,

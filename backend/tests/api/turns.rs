@@ -243,7 +243,10 @@ impl ToolBox for NotesTool {
                 .lock()
                 .expect("lock")
                 .push(call.arguments.clone());
-            self.users.lock().expect("lock").push(run.ctx.user_id);
+            self.users
+                .lock()
+                .expect("lock")
+                .push(run.ctx.user_id.into());
             ToolOutcome::ok("3 notes mention the lease")
         })
     }
