@@ -701,7 +701,7 @@ mod tests {
 
     fn headers(pairs: &[(&str, &str)]) -> ConnectorAuth {
         ConnectorAuth {
-            kind: "headers".into(),
+            kind: AuthType::Headers.to_string(),
             token: None,
             headers: Some(
                 pairs
@@ -735,7 +735,7 @@ mod tests {
             ),
             (
                 ConnectorAuth {
-                    kind: "bearer".into(),
+                    kind: AuthType::Bearer.to_string(),
                     token: Some("  ".into()),
                     headers: None,
                 },

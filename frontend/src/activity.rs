@@ -357,6 +357,22 @@ mod tests {
     }
 
     #[test]
+    fn a_newer_servers_words_are_shown_as_unknown_not_dropped() {
+        let entry: ActivityEntry = serde_json::from_value(serde_json::json!({
+            "seq": 1, "hash": "h", "at": "2026-11-30T10:00:01Z", "call_ref": "p1",
+            "kind": "decided", "chat_id": "c1", "connector_id": "k1",
+            "connector_name": "Demo", "tool_name": "search_notes",
+            "arguments_digest": "ab", "decision": "something_new", "grant": null,
+            "outcome": "later", "error": null, "duration_ms": null
+        }))
+        .expect("an entry with words this build does not know still reads");
+        let rows = group_calls(&[entry]);
+        assert_eq!(rows[0].decision, Some(ActivityDecision::Unknown));
+        assert_eq!(decision_text(rows[0].decision, rows[0].grant), "unknown");
+        assert_eq!(outcome_text(rows[0].outcome), "unknown");
+    }
+
+    #[test]
     fn a_digest_is_shortened_for_the_table_and_short_ones_are_kept() {
         let digest = "0123456789abcdef".repeat(4);
         assert_eq!(short_digest(&digest), "0123456789ab…");
