@@ -5,10 +5,17 @@
 //!
 //! Each enum serialises to its wire word (`rename_all = "snake_case"`),
 //! byte for byte what the API sent as a string before, and has an
-//! `Unknown` catch-all (`#[serde(other)]`): an older client reading a newer
-//! server's word gets `Unknown` instead of failing the whole event or list.
-//! The server never produces `Unknown`; a request carrying an unknown word
-//! is refused by the handler with the same message as before.
+//! `Unknown` catch-all: an older client reading a newer server's word gets
+//! `Unknown` instead of failing the whole event or list. The server never
+//! produces `Unknown`; a request carrying an unknown word is refused by the
+//! handler with the same message as before.
+//!
+//! Reading is written by hand rather than with `#[serde(other)]`: it reads
+//! a JSON string, exactly as the `String` field it replaces did, and maps
+//! it with [`FromStr`]. So anything but a string fails with the very error
+//! the string field gave ("invalid type: …, expected a string"), and the
+//! externally-tagged map form a derived enum would also take
+//! (`{"approve": null}`) is refused, as it always was.
 //!
 //! This module deliberately holds no SQL: `shared` depends on serde only.
 //! The server binds [`PendingCallStatus::as_str`] (and friends) and reads
@@ -48,14 +55,21 @@ macro_rules! vocabulary {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
         #[serde(rename_all = "snake_case")]
         pub enum $name {
             $( $(#[$vmeta])* $variant, )+
             /// A word this build does not know (a newer peer sent it).
             /// Never produced by this server.
-            #[serde(other)]
             Unknown,
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            /// A JSON string, as the `String` field this replaced read it;
+            /// a word this build does not know is `Unknown`.
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                String::deserialize(deserializer).map(|word| Self::from_wire(&word))
+            }
         }
 
         impl $name {
@@ -382,10 +396,20 @@ mod tests {
             "unknown".parse::<T>().is_err(),
             "Unknown is not a word to parse"
         );
-        assert!(
-            serde_json::from_str::<T>("7").is_err(),
-            "a number is not a word"
-        );
+        // Anything but a string fails as the `String` field did.
+        for (json, error) in [
+            ("7", "invalid type: integer `7`, expected a string"),
+            ("null", "invalid type: null, expected a string"),
+            (r#"{"ok":null}"#, "invalid type: map, expected a string"),
+            (r#"["ok"]"#, "invalid type: sequence, expected a string"),
+        ] {
+            let err = serde_json::from_str::<T>(json).expect_err(json).to_string();
+            let was = serde_json::from_str::<String>(json)
+                .expect_err(json)
+                .to_string();
+            assert_eq!(err, was, "{json}: the string field's error");
+            assert!(err.starts_with(error), "{json}: {err}");
+        }
     }
 
     #[test]

@@ -82,3 +82,35 @@ fn api_bodies_with_state_words_write_back_the_same_bytes() {
         r#"{"id":"c","title":"T","model":"offline/demo","created_at":"a","updated_at":"b","messages":[{"id":"m","turn_id":"t","role":"assistant","content":"hi","status":"stopped","created_at":"a"}],"running_turn_id":null,"resume_after":3,"turns":[{"turn_id":"t","status":"failed","events":[]}]}"#,
     );
 }
+
+#[test]
+fn malformed_words_fail_with_the_errors_the_string_fields_gave() {
+    // The messages the 422 carries, as measured before the fields were typed.
+    for (body, error) in [
+        (
+            r#"{"decision":5,"arguments_digest":"a"}"#,
+            "invalid type: integer `5`, expected a string at line 1 column 13",
+        ),
+        (
+            r#"{"decision":"approve","grant":7,"arguments_digest":"a"}"#,
+            "invalid type: integer `7`, expected a string at line 1 column 31",
+        ),
+        (
+            r#"{"decision":{"approve":null},"arguments_digest":"a"}"#,
+            "invalid type: map, expected a string at line 1 column 12",
+        ),
+        (
+            r#"{"decision":null,"arguments_digest":"a"}"#,
+            "invalid type: null, expected a string at line 1 column 16",
+        ),
+    ] {
+        let err = serde_json::from_str::<DecideRequest>(body).expect_err(body);
+        assert_eq!(err.to_string(), error, "{body}");
+    }
+    // An unknown word reads (the handler answers its own 422).
+    let req: DecideRequest =
+        serde_json::from_str(r#"{"decision":"maybe","grant":"forever","arguments_digest":"a"}"#)
+            .expect("reads");
+    assert_eq!(req.decision, countersign_api::Decision::Unknown);
+    assert_eq!(req.grant, Some(countersign_api::GrantKind::Unknown));
+}
