@@ -18,6 +18,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::watch;
 
+use crate::hostile::HostileMode;
 use crate::tools;
 
 /// A cheap-to-clone handle on one demo server's state.
@@ -52,6 +53,16 @@ pub(crate) struct ToolSetShape {
     pub(crate) annotations_drifted: bool,
     /// `late_arrival` is listed (and callable).
     pub(crate) late_arrival: bool,
+    /// 600 extra tools are listed (`crate::hostile`).
+    pub(crate) many_tools: bool,
+    /// `huge_descriptor` (70 KiB) is listed.
+    pub(crate) huge_descriptor: bool,
+    /// 300 tools of 60 KiB each are listed.
+    pub(crate) huge_listing: bool,
+    /// `huge_result` (a 17 MiB result) is listed.
+    pub(crate) huge_result: bool,
+    /// `bad_header_tool` (an invalid `x-mcp-header`) is listed.
+    pub(crate) bad_header: bool,
 }
 
 /// The one field of `drifting_tool` that `POST /admin/drift` changes.
@@ -224,6 +235,18 @@ impl DemoState {
     /// the tool list changed.
     pub fn add_late_arrival(&self) -> bool {
         self.change_shape(|shape| shape.late_arrival = true)
+    }
+
+    /// Switches on one hostile mode (`crate::hostile`). Returns whether the
+    /// tool list changed.
+    pub fn make_hostile(&self, mode: HostileMode) -> bool {
+        self.change_shape(|shape| match mode {
+            HostileMode::ManyTools => shape.many_tools = true,
+            HostileMode::HugeDescriptor => shape.huge_descriptor = true,
+            HostileMode::HugeListing => shape.huge_listing = true,
+            HostileMode::HugeResult => shape.huge_result = true,
+            HostileMode::BadHeader => shape.bad_header = true,
+        })
     }
 
     /// Restores the original tool list and the seeded notebook (the call log
