@@ -15,4 +15,5 @@ mod health;
 mod helpers;
 mod mfa;
 mod rls;
+mod server_bounds;
 mod turns;
