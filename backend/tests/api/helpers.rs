@@ -317,7 +317,9 @@ impl SseReader {
     }
 
     /// Every frame until the server ends the stream: `Some(frames)` when it
-    /// ended within `within`, `None` when it was still open then.
+    /// ended within `within`, `None` when it was still open then. Events
+    /// come unparsed, as `Frame::Event(-1, <the raw block as a string>)`:
+    /// the caller only asks whether any came.
     pub async fn frames_until_end(&mut self, within: std::time::Duration) -> Option<Vec<Frame>> {
         let deadline = tokio::time::Instant::now() + within;
         let mut frames: Vec<Frame> = self.frames.drain(..).collect();
