@@ -14,10 +14,17 @@
 //!   fresh transport with the legacy handshake, saying
 //!   `ProtocolVersion::LATEST_WITH_INITIALIZE` in its `initialize`.
 //!   Unreachable, unauthorized and timed-out servers are not retried.
-//! - [`McpSession::list_tools`]: every page of `tools/list`, as
+//! - [`McpSession::list`]: every page of `tools/list`, as
 //!   [`ToolDescriptor`]s whose annotations are the exact JSON the server
 //!   sent (see `transport` for how the raw reply is kept), never from
 //!   rmcp's response cache, which is switched off for the session.
+//! - The bounds on what a server sends (DESIGN §2): at most [`MAX_TOOLS`]
+//!   tools and [`MAX_DESCRIPTOR_BYTES`] per descriptor, or the whole
+//!   listing fails; at most [`MAX_RESPONSE_BYTES`] per response body,
+//!   enforced while the body is read (`transport`). Tools whose
+//!   `x-mcp-header` annotations are invalid are dropped from the listing,
+//!   with the reason ([`DroppedTool`]): rmcp only logs them, and a caller
+//!   that offered them would let the model call them.
 //! - [`McpSession::call_tool`]: one `tools/call`, no retries, bounded in
 //!   time and in size ([`ToolResult`]).
 //! - [`descriptor_digest`]: the SHA-256 a gate grant pins (DESIGN §5).
@@ -57,7 +64,34 @@ use tokio::time::Instant;
 use crate::config::Secret;
 pub use error::McpError;
 use error::{Phase, Redactor};
-use transport::{ConnectorHttp, RawReplies};
+use transport::{ConnectorHttp, RawReplies, Reply};
+
+/// The most tools one connector may list (DESIGN §2).
+pub const MAX_TOOLS: usize = 500;
+/// The largest descriptor, in bytes of its canonical JSON (what
+/// [`descriptor_digest`] hashes) (DESIGN §2).
+pub const MAX_DESCRIPTOR_BYTES: usize = 64 * 1024;
+/// The largest response body read from an MCP server, in bytes (DESIGN §2).
+pub const MAX_RESPONSE_BYTES: usize = transport::MAX_RESPONSE_BYTES;
+
+/// A tool the server listed that is not offered, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedTool {
+    /// Its name on the server (redacted, cut to a readable length).
+    pub name: String,
+    /// Why, in words a user can act on.
+    pub reason: String,
+}
+
+/// What `tools/list` said, within the bounds: the tools that may be
+/// offered, in the server's order, and the ones dropped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolListing {
+    /// Tools that passed every check.
+    pub tools: Vec<ToolDescriptor>,
+    /// Tools left out, with the reason.
+    pub dropped: Vec<DroppedTool>,
+}
 
 /// Where a connector lives and how to authenticate to it.
 #[derive(Debug, Clone)]
@@ -354,17 +388,33 @@ impl McpSession {
         self.protocol_version.clone()
     }
 
+    /// The tools of [`Self::list`] that may be offered.
+    pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, McpError> {
+        self.list().await.map(|listing| listing.tools)
+    }
+
     /// Every tool the server lists right now, following `nextCursor` to
-    /// the last page, in the server's order.
+    /// the last page, in the server's order; those with invalid
+    /// `x-mcp-header` annotations set apart as dropped.
     ///
     /// Fails with [`McpError::Protocol`] when a tool has no name, a name
-    /// repeats (which descriptor would the gate pin?) or a cursor repeats.
-    pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, McpError> {
+    /// repeats (which descriptor would the gate pin?) or a cursor repeats;
+    /// with [`McpError::TooManyTools`] past [`MAX_TOOLS`] tools, and with
+    /// [`McpError::DescriptorTooLarge`] for a descriptor past
+    /// [`MAX_DESCRIPTOR_BYTES`]: a listing is taken whole or not at all.
+    pub async fn list(&self) -> Result<ToolListing, McpError> {
         let deadline = Instant::now() + self.settings.list_timeout;
         let mut tools = Vec::new();
+        let mut dropped = Vec::new();
+        let mut listed = 0usize;
         let mut names = HashSet::new();
         let mut cursors = HashSet::new();
         let mut cursor: Option<String> = None;
+        let too_many = |listed, more| McpError::TooManyTools {
+            listed,
+            more,
+            max: MAX_TOOLS,
+        };
         for _ in 0..MAX_PAGES {
             let result = self.list_page(cursor.take(), deadline).await?;
             let Some(page) = result.get("tools").and_then(Value::as_array) else {
@@ -373,6 +423,11 @@ impl McpSession {
                 ));
             };
             for raw in page {
+                listed += 1;
+                if listed > MAX_TOOLS {
+                    // Only counted, for the message.
+                    continue;
+                }
                 let tool = descriptor(raw).ok_or_else(|| {
                     McpError::Protocol("it listed a tool without a name".to_owned())
                 })?;
@@ -382,10 +437,29 @@ impl McpSession {
                         self.redactor.scrub(&tool.name)
                     )));
                 }
-                tools.push(tool);
+                let bytes = canonical_descriptor(&tool).len();
+                if bytes > MAX_DESCRIPTOR_BYTES {
+                    return Err(McpError::DescriptorTooLarge {
+                        tool: self.redactor.scrub(&tool.name),
+                        bytes,
+                        max: MAX_DESCRIPTOR_BYTES,
+                    });
+                }
+                match invalid_mcp_header(&tool.input_schema) {
+                    Some(reason) => dropped.push(DroppedTool {
+                        name: self.redactor.scrub(&tool.name),
+                        reason: self.redactor.scrub(&format!(
+                            "its input schema has an invalid x-mcp-header annotation ({reason})"
+                        )),
+                    }),
+                    None => tools.push(tool),
+                }
             }
             match result.get("nextCursor").and_then(Value::as_str) {
                 Some(next) if !next.is_empty() => {
+                    if listed > MAX_TOOLS {
+                        return Err(too_many(listed, true));
+                    }
                     if !cursors.insert(next.to_owned()) {
                         return Err(McpError::Protocol(
                             "its tools/list pages run in a circle".to_owned(),
@@ -393,7 +467,8 @@ impl McpSession {
                     }
                     cursor = Some(next.to_owned());
                 }
-                _ => return Ok(tools),
+                _ if listed > MAX_TOOLS => return Err(too_many(listed, false)),
+                _ => return Ok(ToolListing { tools, dropped }),
             }
         }
         Err(McpError::Protocol(format!(
@@ -426,13 +501,18 @@ impl McpSession {
         let id = handle.id.clone();
         let outcome = handle.await_response().await;
         let raw = self.raw.take(&id);
+        if raw == Some(Reply::TooLarge) {
+            return Err(McpError::ResponseTooLarge {
+                max: MAX_RESPONSE_BYTES,
+            });
+        }
         outcome.map_err(|e| match e {
             rmcp::ServiceError::Timeout { .. } => McpError::Timeout {
                 after: Some(self.settings.list_timeout),
             },
             e => error::from_service(&e, Phase::ListTools, &self.redactor),
         })?;
-        let Some(mut raw) = raw else {
+        let Some(Reply::Raw(mut raw)) = raw else {
             return Err(McpError::Protocol(
                 "its tools/list answer could not be read".to_owned(),
             ));
@@ -466,10 +546,15 @@ impl McpSession {
             )
             .await
             .map_err(|e| error::from_service(&e, Phase::CallTool, &self.redactor))?;
-        let result = handle
-            .await_response()
-            .await
-            .map_err(|e| error::from_service(&e, Phase::CallTool, &self.redactor))?;
+        let id = handle.id.clone();
+        let outcome = handle.await_response().await;
+        if self.raw.take(&id) == Some(Reply::TooLarge) {
+            return Err(McpError::ResponseTooLarge {
+                max: MAX_RESPONSE_BYTES,
+            });
+        }
+        let result =
+            outcome.map_err(|e| error::from_service(&e, Phase::CallTool, &self.redactor))?;
         match result {
             ServerResult::InputRequiredResult(_) => Err(McpError::ToolFailed(
                 "the tool asked the user for more input, which Countersign does not support yet"
@@ -625,6 +710,12 @@ fn base64_size(data: &str) -> usize {
 /// any change to any of these six fields, including to a single annotation,
 /// changes the digest; key order and whitespace never do.
 pub fn descriptor_digest(tool: &ToolDescriptor) -> String {
+    hex::encode(Sha256::digest(canonical_descriptor(tool)))
+}
+
+/// The RFC 8785 bytes [`descriptor_digest`] hashes; their length is what
+/// [`MAX_DESCRIPTOR_BYTES`] bounds.
+fn canonical_descriptor(tool: &ToolDescriptor) -> Vec<u8> {
     let mut object = Map::new();
     object.insert("name".to_owned(), Value::String(tool.name.clone()));
     let mut optional = |key: &str, value: Option<Value>| {
@@ -637,9 +728,116 @@ pub fn descriptor_digest(tool: &ToolDescriptor) -> String {
     optional("inputSchema", Some(tool.input_schema.clone()));
     optional("outputSchema", tool.output_schema.clone());
     optional("annotations", tool.annotations.clone());
-    let canonical = serde_json_canonicalizer::to_vec(&Value::Object(object))
-        .expect("a serde_json::Value always has string keys, so JCS cannot fail");
-    hex::encode(Sha256::digest(&canonical))
+    serde_json_canonicalizer::to_vec(&Value::Object(object))
+        .expect("a serde_json::Value always has string keys, so JCS cannot fail")
+}
+
+/// Why the `x-mcp-header` annotations of `input_schema` are invalid, or
+/// `None` when they are valid (or absent).
+///
+/// The rules are SEP-2243's, as rmcp 3.11 checks them (its
+/// `validate_param_header_annotations` is crate-private, and rmcp only logs
+/// and hides such a tool from its own typed listing, which Countersign does
+/// not use): an annotation sits on a property reached from the root
+/// through `properties` keys alone (never on the root, never under
+/// `items`, `$defs`, `anyOf`…), is a non-empty RFC 9110 token, is unique
+/// case-insensitively, and annotates a `string`, `integer` or `boolean`
+/// property. Checked in every protocol era: a tool is either fit to offer
+/// or not.
+fn invalid_mcp_header(input_schema: &Value) -> Option<String> {
+    const KEY: &str = "x-mcp-header";
+    let Value::Object(root) = input_schema else {
+        return None;
+    };
+    if root.contains_key(KEY) {
+        return Some("x-mcp-header must annotate a property, not the schema root".to_owned());
+    }
+    if off_chain_annotation(root, true) {
+        return Some("x-mcp-header must sit on a properties-only path from the root".to_owned());
+    }
+    let mut annotated = Vec::new();
+    collect_annotations(root.get("properties"), &mut Vec::new(), &mut annotated);
+    let mut seen = HashSet::new();
+    for (path, schema) in annotated {
+        let prop = path.join(".");
+        let Some(header) = schema.get(KEY).and_then(Value::as_str) else {
+            return Some(format!("property {prop}: x-mcp-header must be a string"));
+        };
+        if header.is_empty() {
+            return Some(format!("property {prop}: x-mcp-header must not be empty"));
+        }
+        if !header.chars().all(is_tchar) {
+            return Some(format!(
+                "property {prop}: x-mcp-header {header:?} is not a valid HTTP header name"
+            ));
+        }
+        if !seen.insert(header.to_ascii_lowercase()) {
+            return Some(format!(
+                "property {prop}: x-mcp-header {header:?} is used twice (ignoring case)"
+            ));
+        }
+        if !matches!(
+            schema.get("type").and_then(Value::as_str),
+            Some("string" | "integer" | "boolean")
+        ) {
+            return Some(format!(
+                "property {prop}: x-mcp-header needs a string, integer or boolean property"
+            ));
+        }
+    }
+    None
+}
+
+/// Every property schema carrying `x-mcp-header` along `properties` chains.
+fn collect_annotations<'a>(
+    properties: Option<&'a Value>,
+    path: &mut Vec<&'a str>,
+    out: &mut Vec<(Vec<&'a str>, &'a Value)>,
+) {
+    let Some(Value::Object(properties)) = properties else {
+        return;
+    };
+    for (name, schema) in properties {
+        path.push(name);
+        if schema.get("x-mcp-header").is_some() {
+            out.push((path.clone(), schema));
+        }
+        collect_annotations(schema.get("properties"), path, out);
+        path.pop();
+    }
+}
+
+/// Whether `schema` holds an `x-mcp-header` off the `properties` chain;
+/// `on_chain` says whether `schema` is the root or a property reached from
+/// it through `properties` alone.
+fn off_chain_annotation(schema: &Map<String, Value>, on_chain: bool) -> bool {
+    let in_map = |map: &Value, on_chain: bool| {
+        map.as_object()
+            .is_some_and(|map| map.values().any(|s| off_chain_subschema(s, on_chain)))
+    };
+    schema.iter().any(|(key, value)| match key.as_str() {
+        "x-mcp-header" => !on_chain,
+        "properties" => in_map(value, on_chain),
+        "$defs" | "definitions" | "dependencies" | "dependentSchemas" | "patternProperties" => {
+            in_map(value, false)
+        }
+        // Instance data or property names, not subschemas.
+        "default" | "const" | "enum" | "examples" | "dependentRequired" => false,
+        _ => off_chain_subschema(value, false),
+    })
+}
+
+fn off_chain_subschema(value: &Value, on_chain: bool) -> bool {
+    match value {
+        Value::Object(schema) => off_chain_annotation(schema, on_chain),
+        Value::Array(items) => items.iter().any(|item| off_chain_subschema(item, false)),
+        _ => false,
+    }
+}
+
+/// An RFC 9110 §5.6.2 token character.
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
 }
 
 #[cfg(test)]
@@ -799,6 +997,98 @@ mod tests {
         assert!(
             big.text
                 .starts_with("ok\n\n[Countersign dropped the structured result")
+        );
+    }
+
+    #[test]
+    fn x_mcp_header_annotations_are_checked_as_sep_2243_says() {
+        let cases: [(Value, bool, &str); 14] = [
+            (json!({"type": "object"}), true, "no annotations"),
+            (Value::Null, true, "no schema at all"),
+            (
+                json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Region"}}}),
+                true,
+                "a token on a string property",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "object", "properties":
+                    {"b": {"type": "integer", "x-mcp-header": "B"}}}}}),
+                true,
+                "nested along properties",
+            ),
+            (
+                json!({"type": "object", "x-mcp-header": "Root"}),
+                false,
+                "on the root",
+            ),
+            (
+                json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": ""}}}),
+                false,
+                "empty",
+            ),
+            (
+                json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "Bad Header"}}}),
+                false,
+                "a space is not a token character",
+            ),
+            (
+                json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "A\r\nB"}}}),
+                false,
+                "a line break",
+            ),
+            (
+                json!({"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": 7}}}),
+                false,
+                "not a string",
+            ),
+            (
+                json!({"type": "object", "properties": {
+                    "a": {"type": "string", "x-mcp-header": "Dup"},
+                    "b": {"type": "string", "x-mcp-header": "dup"}}}),
+                false,
+                "the same header twice, ignoring case",
+            ),
+            (
+                json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}),
+                false,
+                "a number is not a primitive it allows",
+            ),
+            (
+                json!({"type": "object", "properties": {"l": {"type": "array",
+                    "items": {"type": "string", "x-mcp-header": "Item"}}}}),
+                false,
+                "under items",
+            ),
+            (
+                json!({"type": "object", "$defs": {"x": {"type": "string", "x-mcp-header": "X"}}}),
+                false,
+                "under $defs",
+            ),
+            (
+                json!({"type": "object", "properties": {"c": {"type": "string",
+                    "default": {"x-mcp-header": "not a schema"}}}}),
+                true,
+                "inside instance data",
+            ),
+        ];
+        for (schema, valid, why) in cases {
+            assert_eq!(
+                invalid_mcp_header(&schema).is_none(),
+                valid,
+                "{why}: {schema}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_descriptor_bound_counts_the_canonical_bytes_that_are_digested() {
+        let mut raw = sample();
+        raw["description"] = json!("d".repeat(MAX_DESCRIPTOR_BYTES));
+        let big = tool(raw);
+        assert!(canonical_descriptor(&big).len() > MAX_DESCRIPTOR_BYTES);
+        assert_eq!(
+            descriptor_digest(&big),
+            hex::encode(Sha256::digest(canonical_descriptor(&big)))
         );
     }
 

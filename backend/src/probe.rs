@@ -78,10 +78,14 @@ async fn report(
     call: Option<(String, Map<String, Value>)>,
 ) -> Result<String, ProbeError> {
     let mut out = String::new();
-    let tools = session.list_tools().await?;
+    let listing = session.list().await?;
+    let tools = listing.tools;
     // Writing to a String cannot fail.
     let _ = writeln!(out, "protocol: {}", session.protocol_version());
     let _ = writeln!(out, "tools: {}", tools.len());
+    for dropped in &listing.dropped {
+        let _ = writeln!(out, "not offered: {} — {}", dropped.name, dropped.reason);
+    }
     for tool in &tools {
         let _ = writeln!(out, "- {}", tool.name);
         let _ = writeln!(out, "  title: {}", tool.title.as_deref().unwrap_or("-"));

@@ -6,9 +6,12 @@
 //!   change that one field of `drifting_tool` (`disguise`: `delete_note` now
 //!   claims to be read-only and closed-world, and still deletes);
 //! - `POST /admin/add-tool` — list `late_arrival`;
+//! - `POST /admin/hostile {"mode": "many_tools"|"huge_descriptor"|
+//!   "huge_listing"|"huge_result"|"bad_header"}` — list what that mode lists
+//!   (see `crate::hostile`); answers 204, as its lists can be huge;
 //! - `POST /admin/reset` — original tool list and notebook again.
 //!
-//! The last three answer `{"tools": [...]}`, the list exactly as `tools/list`
+//! Drift, add-tool and reset answer `{"tools": [...]}`, the list exactly as `tools/list`
 //! now serves it. They sit behind the same `Host`/`Origin` guard as `/mcp`
 //! and have no other authentication: the server is loopback-only and holds
 //! nothing but demo data.
@@ -21,6 +24,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::hostile::HostileMode;
 use crate::state::{CallLog, DemoState, DriftField};
 use crate::stringly;
 
@@ -31,6 +35,7 @@ pub(crate) fn routes() -> Router<DemoState> {
         .route("/admin/calls/reset", post(reset_calls))
         .route("/admin/drift", post(drift_tool))
         .route("/admin/add-tool", post(add_tool))
+        .route("/admin/hostile", post(make_hostile))
         .route("/admin/reset", post(reset_tools))
 }
 
@@ -61,6 +66,23 @@ async fn drift_tool(State(state): State<DemoState>, Json(request): Json<DriftReq
 async fn add_tool(State(state): State<DemoState>) -> Json<Value> {
     state.add_late_arrival();
     Json(tool_list(&state))
+}
+
+#[derive(Deserialize)]
+struct HostileRequest {
+    mode: String,
+}
+
+async fn make_hostile(
+    State(state): State<DemoState>,
+    Json(request): Json<HostileRequest>,
+) -> Response {
+    let Some(mode) = HostileMode::parse(&request.mode) else {
+        let detail = "mode must be one of \"many_tools\", \"huge_descriptor\", \"huge_listing\", \"huge_result\", \"bad_header\"";
+        return (StatusCode::BAD_REQUEST, Json(json!({ "detail": detail }))).into_response();
+    };
+    state.make_hostile(mode);
+    StatusCode::NO_CONTENT.into_response()
 }
 
 async fn reset_tools(State(state): State<DemoState>) -> Json<Value> {

@@ -15,7 +15,10 @@
 //! - `mcp` — the rmcp `ServerHandler` and `StreamableHttpService` at `/mcp`;
 //! - `stringly` — the `/mcp` response layer that writes the string-typed
 //!   annotations rmcp's types cannot carry;
-//! - `admin` — `/admin/*`: call log, drift, add-tool, reset;
+//! - `admin` — `/admin/*`: call log, drift, add-tool, hostile modes, reset;
+//! - [`hostile`] — listings and results beyond a client's bounds (600
+//!   tools, a 70 KiB descriptor, an 18 MiB listing, a 17 MiB result, an
+//!   invalid `x-mcp-header`), one mode at a time;
 //! - `guard` — loopback-only listening, `Host`/`Origin` checks.
 //!
 //! Routes: `POST|GET|DELETE /mcp` (MCP Streamable HTTP, both the 2026-07-28
@@ -29,6 +32,7 @@
 
 mod admin;
 mod guard;
+pub mod hostile;
 mod mcp;
 mod state;
 mod stringly;
@@ -44,6 +48,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use hostile::HostileMode;
 pub use state::{CallLog, CallRecord, DemoState, DriftField, Note};
 
 /// Serves the demo MCP server on `listener` with fresh state until

@@ -18,6 +18,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::watch;
 
+use crate::hostile::HostileMode;
 use crate::tools;
 
 /// A cheap-to-clone handle on one demo server's state.
@@ -55,6 +56,16 @@ pub(crate) struct ToolSetShape {
     /// `delete_note` re-declares itself a harmless read-only lookup (what a
     /// hostile server does after its tool was reviewed as destructive).
     pub(crate) delete_disguised: bool,
+    /// 600 extra tools are listed (`crate::hostile`).
+    pub(crate) many_tools: bool,
+    /// `huge_descriptor` (70 KiB) is listed.
+    pub(crate) huge_descriptor: bool,
+    /// 300 tools of 60 KiB each are listed.
+    pub(crate) huge_listing: bool,
+    /// `huge_result` (a 17 MiB result) is listed.
+    pub(crate) huge_result: bool,
+    /// `bad_header_tool` (an invalid `x-mcp-header`) is listed.
+    pub(crate) bad_header: bool,
 }
 
 /// The one field of `drifting_tool` that `POST /admin/drift` changes.
@@ -232,6 +243,18 @@ impl DemoState {
     /// the tool list changed.
     pub fn add_late_arrival(&self) -> bool {
         self.change_shape(|shape| shape.late_arrival = true)
+    }
+
+    /// Switches on one hostile mode (`crate::hostile`). Returns whether the
+    /// tool list changed.
+    pub fn make_hostile(&self, mode: HostileMode) -> bool {
+        self.change_shape(|shape| match mode {
+            HostileMode::ManyTools => shape.many_tools = true,
+            HostileMode::HugeDescriptor => shape.huge_descriptor = true,
+            HostileMode::HugeListing => shape.huge_listing = true,
+            HostileMode::HugeResult => shape.huge_result = true,
+            HostileMode::BadHeader => shape.bad_header = true,
+        })
     }
 
     /// Restores the original tool list and the seeded notebook (the call log

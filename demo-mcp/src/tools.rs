@@ -16,7 +16,8 @@
 //! | `failing_tool`        | readOnly true, destructive false, openWorld false              |
 //! | `late_arrival`        | readOnly true, destructive false, openWorld false (added late) |
 //!
-//! The names are a contract: tests elsewhere refer to them.
+//! The names are a contract: tests elsewhere refer to them. The hostile
+//! tools of `POST /admin/hostile` live in `crate::hostile`.
 //!
 //! Descriptors are written out by hand (no `#[tool]` macros) because the
 //! list changes at run time and because the exact JSON is the point: every
@@ -206,6 +207,7 @@ pub(crate) fn descriptors(shape: ToolSetShape) -> Vec<Tool> {
             .with_annotations(closed_world_read_only()),
         );
     }
+    tools.extend(crate::hostile::descriptors(shape));
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     tools
 }
@@ -286,7 +288,7 @@ fn closed_world_read_only() -> ToolAnnotations {
         .open_world(false)
 }
 
-fn object(schema: Value) -> Arc<JsonObject> {
+pub(crate) fn object(schema: Value) -> Arc<JsonObject> {
     match schema {
         Value::Object(map) => Arc::new(map),
         other => panic!("an input schema must be a JSON object, got {other}"),
@@ -421,7 +423,13 @@ async fn run(
             state.record_call(name, arguments);
             success("Hello from late_arrival, added after you connected.".into())
         }
-        _ => return Err(Refusal::UnknownTool),
+        other => match crate::hostile::call(other) {
+            Some(result) => {
+                state.record_call(name, arguments);
+                result
+            }
+            None => return Err(Refusal::UnknownTool),
+        },
     };
     Ok(result)
 }

@@ -9,7 +9,7 @@
 //! such ("The server says: …") and odd values are shown as sent, never
 //! coerced — `"true"` is a string, not a yes.
 
-use countersign_api::{ConnectorTool, ReviewState, ReviewToolsRequest, ReviewedTool};
+use countersign_api::{ConnectorTool, DroppedTool, ReviewState, ReviewToolsRequest, ReviewedTool};
 use serde_json::Value;
 
 /// The MCP safety hints, with the words for `true` and `false`.
@@ -181,6 +181,11 @@ pub fn grant_count_text(count: i64) -> String {
     }
 }
 
+/// The Settings line for a tool the server listed that is not offered.
+pub fn not_offered_line(tool: &DroppedTool) -> String {
+    format!("Not offered: {} — {}", tool.name, tool.reason)
+}
+
 /// The "always allowed" chip of a tool with a rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrantChip {
@@ -209,6 +214,18 @@ pub fn grant_chip(tool: &ConnectorTool) -> Option<GrantChip> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dropped_tool_reads_not_offered_with_its_reason() {
+        let tool = DroppedTool {
+            name: "bad_header_tool".into(),
+            reason: "its input schema has an invalid x-mcp-header annotation".into(),
+        };
+        assert_eq!(
+            not_offered_line(&tool),
+            "Not offered: bad_header_tool — its input schema has an invalid x-mcp-header annotation"
+        );
+    }
     use serde_json::json;
 
     fn tool(state: ReviewState) -> ConnectorTool {

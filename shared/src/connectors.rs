@@ -86,6 +86,19 @@ pub struct Connector {
     /// How many "always allow" rules its tools have.
     #[serde(default)]
     pub grant_count: i64,
+    /// Tools the server listed at the last successful Test/Refresh that
+    /// are not offered to the model (an invalid `x-mcp-header`), with why.
+    #[serde(default)]
+    pub dropped_tools: Vec<DroppedTool>,
+}
+
+/// A tool the server listed that Countersign does not offer (DESIGN §2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedTool {
+    /// Its name on the server.
+    pub name: String,
+    /// Why it is not offered.
+    pub reason: String,
 }
 
 /// One tool of a connector (`GET /api/connectors/{id}/tools`).

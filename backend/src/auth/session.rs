@@ -131,6 +131,30 @@ pub async fn lookup(
     }))
 }
 
+/// Whether the session whose token hashes to `token_hash` is still live by
+/// the rules of [`lookup`] (not revoked, not past its absolute expiry, not
+/// idle for longer than `idle`). One read on the unique `token_hash` index,
+/// in a short service transaction, and no `last_seen_at` refresh: open
+/// streams ask this before every delivery batch and at least once per
+/// keep-alive period, and holding a stream open is not activity.
+#[tracing::instrument(skip_all)]
+pub async fn is_live(pool: &PgPool, token_hash: &[u8], idle: Duration) -> Result<bool, AuthError> {
+    let mut tx = db::service_tx(pool).await?;
+    let live: bool = sqlx::query_scalar(
+        "select exists (select 1 from sessions
+                         where token_hash = $1
+                           and revoked_at is null
+                           and expires_at > now()
+                           and last_seen_at > now() - make_interval(secs => $2))",
+    )
+    .bind(token_hash)
+    .bind(idle.as_secs_f64())
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(live)
+}
+
 /// Revokes one session (sign-out).
 pub async fn revoke(pool: &PgPool, session_id: Uuid) -> Result<(), AuthError> {
     let mut tx = db::service_tx(pool).await?;

@@ -2,7 +2,10 @@
 //! the SSRF guard (`ssrf::check`), connects through the guarded client,
 //! lists the tools as the server sends them, digests each descriptor and
 //! merges the listing into the stored tools. The outcome (ok, or the
-//! error in words a user can act on) is recorded on the connector.
+//! error in words a user can act on) is recorded on the connector, with
+//! the tools the listing dropped (`mcp::DroppedTool`). A listing past the
+//! bounds on what a server sends (DESIGN §2) fails whole: the stored tools
+//! stay exactly as they were.
 
 use super::{Auth, ConnectorError, Listed, apply_listing, load_auth};
 use crate::{
@@ -18,8 +21,10 @@ use uuid::Uuid;
 pub struct Refreshed {
     /// The negotiated protocol version.
     pub protocol_version: String,
-    /// How many tools the server listed.
+    /// How many tools the listing kept.
     pub tools: usize,
+    /// How many it dropped.
+    pub dropped: usize,
 }
 
 /// Checks `url` against the SSRF guard, for the add and edit forms.
@@ -52,19 +57,21 @@ pub async fn refresh(
     let outcome = list(state, user_id, id, &url).await;
     let mut tx = db::user_tx(&state.db, user_id).await?;
     let result = match outcome {
-        Ok((protocol_version, listing)) => {
+        Ok((protocol_version, listing, dropped)) => {
             apply_listing(&mut tx, id, &slug, &listing).await?;
             sqlx::query(
                 "update connectors set status = 'ok', last_error = null, protocol_version = $2,
-                        last_checked_at = now() where id = $1",
+                        dropped_tools = $3, last_checked_at = now() where id = $1",
             )
             .bind(id)
             .bind(&protocol_version)
+            .bind(serde_json::to_value(&dropped).unwrap_or_else(|_| serde_json::json!([])))
             .execute(&mut *tx)
             .await?;
             Ok(Refreshed {
                 protocol_version,
                 tools: listing.len(),
+                dropped: dropped.len(),
             })
         }
         Err(err) => {
@@ -118,14 +125,14 @@ async fn list(
     user_id: Uuid,
     id: Uuid,
     url: &str,
-) -> Result<(String, Vec<Listed>), ConnectorError> {
+) -> Result<(String, Vec<Listed>, Vec<mcp::DroppedTool>), ConnectorError> {
     let unreachable = |e: mcp::McpError| ConnectorError::Unreachable(e.to_string());
     let session = open_session(state, user_id, id, url).await?;
     let protocol_version = session.protocol_version();
-    let tools = session.list_tools().await;
+    let listed = session.list().await;
     session.close().await;
+    let mcp::ToolListing { tools, dropped } = listed.map_err(unreachable)?;
     let listing = tools
-        .map_err(unreachable)?
         .iter()
         .map(|tool| {
             Ok(Listed {
@@ -136,5 +143,5 @@ async fn list(
             })
         })
         .collect::<Result<Vec<_>, ConnectorError>>()?;
-    Ok((protocol_version, listing))
+    Ok((protocol_version, listing, dropped))
 }

@@ -40,6 +40,7 @@ type ConnectorRow = (
     bool,
     serde_json::Value,
     i64,
+    serde_json::Value,
 );
 
 const CONNECTOR_COLUMNS: &str = "c.id, c.name, c.slug, c.url, c.auth_type, c.header_names,
@@ -49,7 +50,8 @@ const CONNECTOR_COLUMNS: &str = "c.id, c.name, c.slug, c.url, c.auth_type, c.hea
                 from (select review_state, count(*) as n from connector_tools t
                        where t.connector_id = c.id and not t.removed group by review_state) s),
              '{}'::json),
-    (select count(*) from tool_grants g where g.connector_id = c.id)";
+    (select count(*) from tool_grants g where g.connector_id = c.id),
+    c.dropped_tools";
 
 fn connector(row: ConnectorRow) -> Connector {
     let (
@@ -68,6 +70,7 @@ fn connector(row: ConnectorRow) -> Connector {
         token_set,
         counts,
         grant_count,
+        dropped_tools,
     ) = row;
     let host = reqwest::Url::parse(&url)
         .ok()
@@ -91,6 +94,7 @@ fn connector(row: ConnectorRow) -> Connector {
         tool_counts,
         created_at: rfc3339(created),
         grant_count,
+        dropped_tools: serde_json::from_value(dropped_tools).unwrap_or_default(),
     }
 }
 
@@ -369,6 +373,7 @@ pub async fn refresh_connector(
         connector.id = %id,
         mcp.protocol = %refreshed.protocol_version,
         tools = refreshed.tools,
+        dropped = refreshed.dropped,
         "connector refreshed"
     );
     Ok(axum::Json(load(&state, user.user_id, id).await?))

@@ -7,12 +7,19 @@
 //! An open stream holds no database connection: it borrows one per read,
 //! after a wake-up from the instance's `LISTEN` hub, and re-reads on every
 //! keep-alive period in case a wake-up was lost.
+//!
+//! A stream lives only as long as the session that opened it: before every
+//! read (so before each delivery batch, and at least once per keep-alive
+//! period) it re-checks the session by its token hash (`session::is_live`,
+//! one indexed read), and ends when the session was signed out, signed out
+//! from another session, or expired. Nothing read after that is delivered.
 
 use super::{
     error::ApiError,
-    extract::{CurrentUser, Path, Query},
+    extract::{CurrentUser, Path, Query, cookie},
+    security::SESSION_COOKIE,
 };
-use crate::{AppState, db, events};
+use crate::{AppState, auth::session, db, events};
 use axum::{
     extract::State,
     http::{HeaderMap, HeaderValue},
@@ -40,6 +47,8 @@ struct Follow {
     state: AppState,
     user_id: Uuid,
     chat_id: Uuid,
+    /// SHA-256 of the session cookie the stream was opened with.
+    token_hash: Vec<u8>,
     last: i64,
     wakeups: broadcast::Receiver<events::Appended>,
     buffer: VecDeque<(i64, serde_json::Value)>,
@@ -47,6 +56,23 @@ struct Follow {
 }
 
 impl Follow {
+    /// Whether the session that opened the stream is still live.
+    async fn session_live(&self) -> bool {
+        let idle = self.state.config.session_idle();
+        match session::is_live(&self.state.db, &self.token_hash, idle).await {
+            Ok(true) => true,
+            Ok(false) => {
+                tracing::info!(chat.id = %self.chat_id, "session ended; closing its stream");
+                false
+            }
+            Err(err) => {
+                // Fail closed; the browser reconnects with Last-Event-ID.
+                tracing::warn!(error = %err, chat.id = %self.chat_id, "stream session check failed");
+                false
+            }
+        }
+    }
+
     async fn read(&mut self) -> Result<(), sqlx::Error> {
         let mut tx = db::user_tx(&self.state.db, self.user_id).await?;
         let rows = events::after(&mut tx, self.chat_id, self.last, PAGE).await?;
@@ -80,6 +106,11 @@ impl Follow {
                 let event = Event::default().id(seq.to_string()).data(data.to_string());
                 return Some((Ok(event), self));
             }
+            // Before every batch, and so at least once per keep-alive
+            // period: `wait` returns by then.
+            if !self.session_live().await {
+                return None;
+            }
             if let Err(err) = self.read().await {
                 // End the stream; the browser reconnects with Last-Event-ID.
                 tracing::warn!(error = %err, chat.id = %self.chat_id, "stream read failed");
@@ -105,6 +136,10 @@ pub async fn chat_stream(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok());
     let after = last_event_id.or(query.after).unwrap_or(0).max(0);
+    // `CurrentUser` resolved this very cookie; the stream re-checks it.
+    let token_hash = cookie(&headers, SESSION_COOKIE)
+        .map(|token| session::token_hash(&token))
+        .ok_or_else(ApiError::sign_in_required)?;
 
     // Subscribe before the first read, so nothing committed in between is
     // missed.
@@ -124,6 +159,7 @@ pub async fn chat_stream(
         state,
         user_id: user.user_id,
         chat_id,
+        token_hash,
         last: after,
         wakeups,
         buffer: VecDeque::new(),

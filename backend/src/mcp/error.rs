@@ -64,6 +64,48 @@ pub enum McpError {
     /// that is not one, a header Countersign sets itself).
     #[error("the connector's settings are invalid: {0}")]
     InvalidTarget(String),
+    /// `tools/list` named more tools than one connector may have (DESIGN
+    /// §2). Nothing of the listing is kept.
+    #[error(
+        "The server listed {listed}{} tools; Countersign accepts at most {max}.",
+        if *more { " or more" } else { "" }
+    )]
+    TooManyTools {
+        /// How many tools it listed (on the pages read so far).
+        listed: usize,
+        /// More pages were left unread.
+        more: bool,
+        /// The bound.
+        max: usize,
+    },
+    /// One tool's descriptor (its canonical JSON) is larger than the bound
+    /// (DESIGN §2). Nothing of the listing is kept.
+    #[error(
+        "The server's description of the tool \"{tool}\" is {} KiB; Countersign accepts at most \
+         {} KiB per tool.",
+        bytes.div_ceil(1024),
+        max / 1024
+    )]
+    DescriptorTooLarge {
+        /// The tool's name (redacted, cut).
+        tool: String,
+        /// The size of its canonical JSON.
+        bytes: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// A response body was larger than the bound (DESIGN §2); it was not
+    /// read to its end.
+    #[error(
+        "The server sent a response larger than {} MiB; Countersign accepts at most {} MiB per \
+         response.",
+        max / (1024 * 1024),
+        max / (1024 * 1024)
+    )]
+    ResponseTooLarge {
+        /// The bound, in bytes.
+        max: usize,
+    },
 }
 
 fn timeout_message(after: Option<Duration>) -> String {

@@ -10,6 +10,15 @@
 //! annotation hints are `Option<bool>`, so `"readOnlyHint": "true"` fails to
 //! parse and unknown annotation keys are dropped.
 //!
+//! Every response body is bounded to [`MAX_RESPONSE_BYTES`] while it is
+//! read, never after: the `tools/list` POST counts the bytes it reads; for
+//! every other request rmcp's client gets a JSON limit of that size, and an
+//! SSE reply is wrapped so that its events' data may not add up to more.
+//! A reply over the bound is replaced, for rmcp, by a JSON-RPC error to the
+//! request, and the request's id is marked [`Reply::TooLarge`] in
+//! [`RawReplies`], so the session reports [`super::McpError::ResponseTooLarge`]
+//! instead of whatever rmcp makes of the error.
+//!
 //! What the `tools/list` POST keeps from rmcp: the URL, the session id, the
 //! bearer token and every header rmcp computed (custom headers, the protocol
 //! version, the 2026-07-28 standard headers), and the body rmcp serialized.
@@ -20,6 +29,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures_util::StreamExt as _;
 use reqwest::header::{
     ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
 };
@@ -33,7 +43,15 @@ use rmcp::transport::streamable_http_client::{
     AuthRequiredError, HttpStatusError, InsufficientScopeError, StreamableHttpClient,
     StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
+
+/// The largest response body Countersign reads from an MCP server (DESIGN
+/// §2): a whole JSON body, or the data of all events of one SSE reply.
+pub(super) const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The JSON-RPC error code of the stand-in reply to an oversized response
+/// (in the range JSON-RPC leaves to implementations).
+const TOO_LARGE_CODE: i64 = -32099;
 
 /// The method whose replies are kept raw.
 const TOOLS_LIST: &str = "tools/list";
@@ -44,13 +62,24 @@ const MAX_UNCLAIMED: usize = 16;
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
-/// Raw `tools/list` replies, keyed by JSON-RPC request id, from the moment
-/// the transport receives them until the session claims them.
+/// What the transport kept about the reply to one request.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Reply {
+    /// The whole JSON-RPC message of a `tools/list` reply, as it arrived.
+    Raw(Value),
+    /// The reply was larger than [`MAX_RESPONSE_BYTES`] and was not read
+    /// to its end; rmcp got a JSON-RPC error in its place.
+    TooLarge,
+}
+
+/// Raw `tools/list` replies and oversized-reply marks, keyed by JSON-RPC
+/// request id, from the moment the transport receives them until the
+/// session claims them.
 #[derive(Debug, Clone, Default)]
-pub(super) struct RawReplies(Arc<Mutex<HashMap<String, Value>>>);
+pub(super) struct RawReplies(Arc<Mutex<HashMap<String, Reply>>>);
 
 impl RawReplies {
-    fn put(&self, id: &RequestId, message: Value) {
+    fn put(&self, id: &RequestId, message: Reply) {
         let mut replies = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if replies.len() >= MAX_UNCLAIMED {
             replies.clear();
@@ -58,8 +87,8 @@ impl RawReplies {
         replies.insert(key(id), message);
     }
 
-    /// The whole JSON-RPC message that answered request `id`, if it came.
-    pub(super) fn take(&self, id: &RequestId) -> Option<Value> {
+    /// What was kept about the reply to request `id`, if anything.
+    pub(super) fn take(&self, id: &RequestId) -> Option<Reply> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -82,6 +111,16 @@ pub(super) struct ConnectorHttp {
 impl ConnectorHttp {
     pub(super) fn new(http: reqwest::Client, raw: RawReplies) -> Self {
         Self { http, raw }
+    }
+
+    /// The stand-in for a reply to `id` that was too large: marks `id`, and
+    /// answers rmcp with a JSON-RPC error to it.
+    fn refuse_oversized(&self, id: &RequestId) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.raw.put(id, Reply::TooLarge);
+        Ok(StreamableHttpPostResponse::Json(
+            serde_json::from_value(too_large_error(id))?,
+            None,
+        ))
     }
 
     /// Sends a `tools/list` request the way rmcp's reqwest client would, and
@@ -164,9 +203,19 @@ impl ConnectorHttp {
         }
 
         let reply = if is(EVENT_STREAM_MIME_TYPE) {
-            read_sse_reply(response, &id, limits.max_sse_event_size).await?
+            match read_sse_reply(response, &id, limits.max_sse_event_size).await {
+                Err(StreamableHttpError::ResponseBodyTooLarge { .. }) => {
+                    return self.refuse_oversized(&id);
+                }
+                other => other?,
+            }
         } else if is(JSON_MIME_TYPE) {
-            let body = read_bounded(response, limits.max_json_response_size).await?;
+            let body = match read_bounded(response, MAX_RESPONSE_BYTES).await {
+                Err(StreamableHttpError::ResponseBodyTooLarge { .. }) => {
+                    return self.refuse_oversized(&id);
+                }
+                other => other?,
+            };
             let reply: Value = serde_json::from_slice(&body)?;
             if !answers(&reply, &id) {
                 return Err(StreamableHttpError::UnexpectedServerResponse(
@@ -178,9 +227,79 @@ impl ConnectorHttp {
             return Err(StreamableHttpError::UnexpectedContentType(content_type));
         };
         let parsed: ServerJsonRpcMessage = serde_json::from_value(reply.clone())?;
-        self.raw.put(&id, reply);
+        self.raw.put(&id, Reply::Raw(reply));
         Ok(StreamableHttpPostResponse::Json(parsed, new_session_id))
     }
+}
+
+/// The id of `message` if it is a request (which expects a reply).
+fn request_id(message: &ClientJsonRpcMessage) -> Option<RequestId> {
+    match message {
+        ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+        _ => None,
+    }
+}
+
+/// The JSON-RPC error that stands in for an oversized reply to `id`.
+fn too_large_error(id: &RequestId) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": TOO_LARGE_CODE,
+            "message": format!(
+                "Countersign stopped reading the response: it is larger than {} MiB",
+                MAX_RESPONSE_BYTES / (1024 * 1024)
+            ),
+        },
+    })
+}
+
+/// Whether `error` is rmcp's own per-event limit (set to
+/// [`MAX_RESPONSE_BYTES`]) stopping a single event while it was read. rmcp
+/// keeps that error type private, so its words are matched; should they
+/// change, the call still fails, only less clearly (and the demo server's
+/// `huge_result` test says so).
+fn is_event_too_large(error: &sse_stream::Error) -> bool {
+    matches!(error, sse_stream::Error::Body(body) if body.to_string().contains("exceeded the maximum size"))
+}
+
+/// `events` (rmcp's SSE reply to request `id`), ended early with a stand-in
+/// error once the data, event names and ids of its events add up to more
+/// than [`MAX_RESPONSE_BYTES`], or once one event alone does (rmcp stops
+/// reading it at that size).
+fn bounded_sse(events: BoxedSseResponse, id: RequestId, raw: RawReplies) -> BoxedSseResponse {
+    futures_util::stream::unfold(Some((events, 0usize)), move |state| {
+        let (id, raw) = (id.clone(), raw.clone());
+        async move {
+            let (mut events, seen) = state?;
+            let stand_in = || {
+                raw.put(&id, Reply::TooLarge);
+                sse_stream::Sse {
+                    data: Some(too_large_error(&id).to_string()),
+                    ..Default::default()
+                }
+            };
+            match events.next().await? {
+                // Dropping `events` closes the connection: nothing more of
+                // the reply is read.
+                Err(error) if is_event_too_large(&error) => Some((Ok(stand_in()), None)),
+                Err(error) => Some((Err(error), Some((events, seen)))),
+                Ok(event) => {
+                    let size = [&event.data, &event.event, &event.id]
+                        .iter()
+                        .map(|field| field.as_ref().map_or(0, String::len))
+                        .sum::<usize>();
+                    let seen = seen.saturating_add(size);
+                    if seen <= MAX_RESPONSE_BYTES {
+                        return Some((Ok(event), Some((events, seen))));
+                    }
+                    Some((Ok(stand_in()), None))
+                }
+            }
+        }
+    })
+    .boxed()
 }
 
 /// The id of `message` if it is a `tools/list` request.
@@ -235,6 +354,7 @@ async fn read_sse_reply(
     };
     let mut pending: Vec<u8> = Vec::new();
     let mut data = String::new();
+    let mut read = 0usize;
     loop {
         while let Some(end) = pending.iter().position(|&byte| byte == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
@@ -263,7 +383,15 @@ async fn read_sse_reply(
             return Err(too_large());
         }
         match response.chunk().await? {
-            Some(chunk) => pending.extend_from_slice(&chunk),
+            Some(chunk) => {
+                read = read.saturating_add(chunk.len());
+                if read > MAX_RESPONSE_BYTES {
+                    return Err(StreamableHttpError::ResponseBodyTooLarge {
+                        max_size: MAX_RESPONSE_BYTES,
+                    });
+                }
+                pending.extend_from_slice(&chunk);
+            }
             None => break,
         }
     }
@@ -353,7 +481,12 @@ impl StreamableHttpClient for ConnectorHttp {
                 )
                 .await;
         }
-        self.http
+        let id = request_id(&message);
+        let mut limits = limits;
+        limits.max_json_response_size = MAX_RESPONSE_BYTES;
+        limits.max_sse_event_size = MAX_RESPONSE_BYTES;
+        let response = self
+            .http
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -362,7 +495,19 @@ impl StreamableHttpClient for ConnectorHttp {
                 custom_headers,
                 limits,
             )
-            .await
+            .await;
+        match (response, id) {
+            (Err(StreamableHttpError::ResponseBodyTooLarge { .. }), Some(id)) => {
+                self.refuse_oversized(&id)
+            }
+            (Ok(StreamableHttpPostResponse::Sse(events, session_id)), Some(id)) => {
+                Ok(StreamableHttpPostResponse::Sse(
+                    bounded_sse(events, id, self.raw.clone()),
+                    session_id,
+                ))
+            }
+            (response, _) => response,
+        }
     }
 
     async fn delete_session(

@@ -316,6 +316,36 @@ impl SseReader {
         }
     }
 
+    /// Every frame until the server ends the stream: `Some(frames)` when it
+    /// ended within `within`, `None` when it was still open then. Events
+    /// come unparsed, as `Frame::Event(-1, <the raw block as a string>)`:
+    /// the caller only asks whether any came.
+    pub async fn frames_until_end(&mut self, within: std::time::Duration) -> Option<Vec<Frame>> {
+        let deadline = tokio::time::Instant::now() + within;
+        let mut frames: Vec<Frame> = self.frames.drain(..).collect();
+        loop {
+            let chunk = tokio::time::timeout_at(deadline, self.response.chunk())
+                .await
+                .ok()?;
+            match chunk {
+                // A stream cut off mid-way ends too.
+                Ok(None) | Err(_) => return Some(frames),
+                Ok(Some(chunk)) => {
+                    self.buffer
+                        .push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+                    while let Some(end) = self.buffer.find("\n\n") {
+                        let block: String = self.buffer.drain(..end + 2).collect();
+                        if block.lines().any(|l| l.starts_with("data:")) {
+                            frames.push(Frame::Event(-1, Value::String(block)));
+                        } else {
+                            frames.push(Frame::Comment(block.trim().to_owned()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The next event (skipping comments); panics when none comes in 10 s.
     pub async fn next_event(&mut self) -> (i64, Value) {
         loop {

@@ -17,4 +17,5 @@ mod helpers;
 mod host;
 mod mfa;
 mod rls;
+mod server_bounds;
 mod turns;

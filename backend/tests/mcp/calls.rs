@@ -160,3 +160,51 @@ async fn an_unknown_tool_fails_with_the_servers_message() {
     );
     session.close().await;
 }
+
+#[tokio::test]
+async fn a_result_over_16_mib_is_refused_while_it_is_read_in_either_era() {
+    // 2026-07-28 against the demo server.
+    let server = demo().await;
+    server
+        .state()
+        .make_hostile(countersign_demo_mcp::HostileMode::HugeResult);
+    let session = connect(http(), &target(demo_url(&server)), &settings())
+        .await
+        .expect("connects");
+    let refused = session
+        .call_tool("huge_result", Map::new())
+        .await
+        .expect_err("17 MiB is refused");
+    assert!(
+        refused.to_string().contains("larger than 16 MiB"),
+        "{refused}"
+    );
+    assert_eq!(
+        server.calls().count("huge_result"),
+        1,
+        "sent once, never retried"
+    );
+    session.close().await;
+    server.stop().await.expect("the demo server stops");
+
+    // 2025-11-25: the result comes as an SSE event.
+    let fixture = Fixture::start(Eras::LegacyOnly, Gate::Open).await;
+    let session = connect(http(), &target(fixture.url()), &settings())
+        .await
+        .expect("connects");
+    let refused = session
+        .call_tool("long_text", arguments(json!({"length": 17 * 1024 * 1024})))
+        .await
+        .expect_err("17 MiB is refused");
+    assert!(
+        refused.to_string().contains("larger than 16 MiB"),
+        "{refused}"
+    );
+    // Just under the bound still arrives (cut for the model, as ever).
+    let fine = session
+        .call_tool("long_text", arguments(json!({"length": 15 * 1024 * 1024})))
+        .await
+        .expect("15 MiB is accepted");
+    assert!(fine.truncated);
+    session.close().await;
+}

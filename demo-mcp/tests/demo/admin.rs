@@ -1,5 +1,5 @@
-//! `/admin/drift`, `/admin/add-tool`, `/admin/reset`: each changes exactly
-//! what it says, as seen through `tools/list`.
+//! `/admin/drift`, `/admin/add-tool`, `/admin/hostile`, `/admin/reset`:
+//! each changes exactly what it says, as seen through `tools/list`.
 
 use serde_json::{Map, Value, json};
 
@@ -161,5 +161,38 @@ async fn reset_restores_the_original_tool_list_and_notebook() {
     assert!(
         crate::helpers::text_of(&search).contains("note-1"),
         "{search}"
+    );
+}
+
+#[tokio::test]
+async fn a_hostile_mode_lists_its_tools_until_reset_and_an_unknown_mode_is_a_400() {
+    let server = spawn_server().await;
+    let listed = |tools: Vec<Value>| -> Vec<String> {
+        names(&tools).into_iter().map(str::to_owned).collect()
+    };
+    let before = listed(server.tools_2026().await);
+
+    let unknown = server
+        .admin_post("/admin/hostile", Some(json!({ "mode": "everything" })))
+        .await;
+    assert_eq!(unknown.status(), 400);
+    assert_eq!(listed(server.tools_2026().await), before, "nothing changed");
+
+    let response = server
+        .admin_post("/admin/hostile", Some(json!({ "mode": "bad_header" })))
+        .await;
+    assert_eq!(response.status(), 204);
+    let tools = server.tools_2026().await;
+    assert_eq!(
+        tool(&tools, "bad_header_tool")["inputSchema"]["properties"]["region"]["x-mcp-header"],
+        "Bad Header"
+    );
+    assert_eq!(names(&tools).len(), before.len() + 1);
+
+    server.admin_post("/admin/reset", None).await;
+    assert_eq!(
+        listed(server.tools_2026().await),
+        before,
+        "reset ends the mode"
     );
 }

@@ -24,7 +24,7 @@ use leptos::task::spawn_local;
 use crate::api::{self, ApiError};
 use crate::components::{FormError, StepUp, ToolReviewList};
 use crate::session::SessionState;
-use crate::tool_review::{counts_summary, grant_count_text};
+use crate::tool_review::{counts_summary, grant_count_text, not_offered_line};
 
 /// Most custom headers a connector may carry (the server's limit too).
 const MAX_HEADERS: usize = 20;
@@ -262,6 +262,18 @@ fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
         })
     };
     let counts = move || connector.with(|c| c.as_ref().map(|c| counts_summary(&c.tool_counts)));
+    let not_offered = move || {
+        connector.with(|c| {
+            c.as_ref()
+                .map(|c| {
+                    c.dropped_tools
+                        .iter()
+                        .map(not_offered_line)
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+    };
     let rules = move || connector.with(|c| c.as_ref().map(|c| grant_count_text(c.grant_count)));
     let name = field(|c| c.name.clone());
     let host = field(|c| c.host.clone());
@@ -311,6 +323,9 @@ fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                     {text}
                 </p>
             })}
+            {move || not_offered().into_iter().map(|line| view! {
+                <p class="connector-not-offered" data-testid="connector-not-offered">{line}</p>
+            }).collect_view()}
             <div class="connector-actions">
                 <button type="button" class="button secondary small" data-testid="connector-test"
                     disabled=move || busy.get().is_some() on:click=test>
