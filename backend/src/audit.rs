@@ -11,7 +11,7 @@
 //! A call is written down *before* it runs: if that append fails, the call
 //! does not run.
 
-use crate::{approvals, db};
+use crate::{db, digest};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -83,7 +83,7 @@ impl Entry<'_> {
 /// The hash of a row: SHA-256 over the previous hash, a newline and the
 /// entry's canonical JSON.
 pub fn chain_hash(prev_hash: &str, entry: &Value) -> String {
-    approvals::sha256_hex(&format!("{prev_hash}\n{}", approvals::canonical(entry)))
+    digest::sha256_hex(format!("{prev_hash}\n{}", digest::canonical(entry)))
 }
 
 /// Appends `entry` to the chain; returns its sequence number.

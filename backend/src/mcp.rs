@@ -58,7 +58,6 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use crate::config::Secret;
@@ -710,7 +709,7 @@ fn base64_size(data: &str) -> usize {
 /// any change to any of these six fields, including to a single annotation,
 /// changes the digest; key order and whitespace never do.
 pub fn descriptor_digest(tool: &ToolDescriptor) -> String {
-    hex::encode(Sha256::digest(canonical_descriptor(tool)))
+    crate::digest::sha256_hex(canonical_descriptor(tool))
 }
 
 /// The RFC 8785 bytes [`descriptor_digest`] hashes; their length is what
@@ -728,8 +727,7 @@ fn canonical_descriptor(tool: &ToolDescriptor) -> Vec<u8> {
     optional("inputSchema", Some(tool.input_schema.clone()));
     optional("outputSchema", tool.output_schema.clone());
     optional("annotations", tool.annotations.clone());
-    serde_json_canonicalizer::to_vec(&Value::Object(object))
-        .expect("a serde_json::Value always has string keys, so JCS cannot fail")
+    crate::digest::canonical_bytes(&Value::Object(object))
 }
 
 /// Why the `x-mcp-header` annotations of `input_schema` are invalid, or
@@ -1088,7 +1086,7 @@ mod tests {
         assert!(canonical_descriptor(&big).len() > MAX_DESCRIPTOR_BYTES);
         assert_eq!(
             descriptor_digest(&big),
-            hex::encode(Sha256::digest(canonical_descriptor(&big)))
+            crate::digest::sha256_hex(canonical_descriptor(&big))
         );
     }
 
