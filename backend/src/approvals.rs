@@ -38,9 +38,6 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-/// `NOTIFY` channel of "pending call X was decided".
-pub const CHANNEL: &str = "countersign_approvals";
-
 /// What the model is told when the user declines.
 pub const DECLINED: &str = r#"{"ok":false,"error":"The user declined this tool call."}"#;
 /// What the model is told when nobody decided in time.
@@ -524,11 +521,7 @@ pub async fn decide(
     .execute(&mut *tx)
     .await?;
     if decided.rows_affected() == 1 {
-        sqlx::query("select pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(id.to_string())
-            .execute(&mut *tx)
-            .await?;
+        events::notify_decided(&mut tx, id).await?;
         tx.commit().await?;
         return Ok(status);
     }
@@ -789,11 +782,7 @@ pub async fn deny_for_connector(
     .fetch_all(&mut **tx)
     .await?;
     for id in &ids {
-        sqlx::query("select pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(id.to_string())
-            .execute(&mut **tx)
-            .await?;
+        events::notify_decided(tx, *id).await?;
     }
     Ok(ids.len() as u64)
 }
@@ -951,7 +940,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
 }
 
 /// One per instance: the statuses of every call this instance's turns wait
-/// for, read in one query per wake-up (a `NOTIFY` on [`CHANNEL`] from any
+/// for, read in one query per wake-up (a `NOTIFY` from [`events::notify_decided`] from any
 /// instance) or per poll interval, whichever comes first.
 #[derive(Debug, Default)]
 pub struct Watcher {
