@@ -314,21 +314,6 @@ async fn start(
     }
 }
 
-/// Headers rmcp or HTTP itself sets; a connector may not override them.
-const RESERVED_HEADERS: &[&str] = &[
-    "accept",
-    "connection",
-    "content-length",
-    "content-type",
-    "host",
-    "last-event-id",
-    "mcp-method",
-    "mcp-name",
-    "mcp-protocol-version",
-    "mcp-session-id",
-    "transfer-encoding",
-];
-
 fn transport_config(target: &McpTarget) -> Result<StreamableHttpClientTransportConfig, McpError> {
     if !matches!(target.url.scheme(), "http" | "https") {
         return Err(McpError::InvalidTarget(
@@ -341,7 +326,8 @@ fn transport_config(target: &McpTarget) -> Result<StreamableHttpClientTransportC
             McpError::InvalidTarget(format!("{name:?} is not a valid HTTP header name"))
         })?;
         let lower = name.as_str().to_owned();
-        if RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("mcp-param-") {
+        // The same list the connector was saved against.
+        if countersign_api::is_reserved_header(&lower) {
             return Err(McpError::InvalidTarget(format!(
                 "the header {lower} is set by Countersign itself"
             )));
