@@ -345,7 +345,7 @@ mod tests {
     fn decode(body: &str) -> Vec<Result<LlmEvent, LlmError>> {
         let mut decoder = Decoder::default();
         let mut out = Vec::new();
-        for event in sse::SseParser::new().push(body.as_bytes()) {
+        for event in sse::events_of(body.as_bytes()) {
             match decoder.on_event(event) {
                 Ok(events) => out.extend(events.into_iter().map(Ok)),
                 Err(error) => {
