@@ -9,7 +9,7 @@
 //!
 //! Providers: [`anthropic`] (Messages API), [`openai`] (Chat Completions,
 //! any compatible base URL), [`offline`] (the scripted `offline/demo`).
-//! The two network ones share [`http`] (requests, statuses, error
+//! The two network ones share `http` (requests, statuses, error
 //! objects) and [`sse`] (reading an event stream, on `sse-stream`).
 //!
 //! This module does not store anything and knows no HTTP status of ours.

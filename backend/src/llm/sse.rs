@@ -6,28 +6,28 @@
 //! chunk boundaries anywhere, CR / LF / CRLF, comments, a leading BOM,
 //! unterminated final events dropped). What it owns on top:
 //!
-//! - [`EventReader`]: the thin adapter over `sse-stream`, kept only where the
+//! - `EventReader`: the thin adapter over `sse-stream`, kept only where the
 //!   crate falls short of what we need from a model's stream:
 //!   - **invalid UTF-8 is replaced, not fatal.** The crate ends the stream
 //!     with an error at the first invalid byte in a field; the spec (and
 //!     our tests) decode with U+FFFD, so one bad byte from a proxy does not
 //!     cost the user the rest of the answer. Bytes pass through
-//!     [`Utf8Lossy`] first (a character split across chunks waits for its
+//!     `Utf8Lossy` first (a character split across chunks waits for its
 //!     other half).
 //!   - **the dispatch rules of an `EventSource`.** The crate returns raw
 //!     blocks: metadata-only blocks too, and ids that do not carry over.
 //!     The reader drops blocks without data (forgetting their `event:`) and
 //!     carries the last event id forward, as a browser does.
 //!   - **a memory bound.** The crate buffers an event of any size; the reader
-//!     gives up when more than [`MAX_EVENT_BYTES`] arrive without an event
+//!     gives up when more than `MAX_EVENT_BYTES` arrive without an event
 //!     completing.
 //!   - **an idle timeout** between two chunks, and errors in our words.
-//! - the task that drives a provider's [`Decoder`] and feeds the
-//!   [`LlmStream`] channel ([`spawn`]), stopping as soon as the receiver is
+//! - the task that drives a provider's `Decoder` and feeds the
+//!   [`LlmStream`] channel (`spawn`), stopping as soon as the receiver is
 //!   dropped.
 //!
 //! It knows nothing of either provider's JSON (their modules) nor of HTTP
-//! status codes and requests ([`super::http`]).
+//! status codes and requests (`http.rs`).
 
 use super::http::{malformed, network, seconds};
 use super::{LlmError, LlmEvent, LlmStream};
