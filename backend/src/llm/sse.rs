@@ -34,7 +34,7 @@ use super::{LlmError, LlmEvent, LlmStream};
 use bytes::Bytes;
 use futures_util::stream::{self, BoxStream, StreamExt as _};
 use reqwest::Response;
-use sse_stream::{Sse, SseByteStream};
+use sse_stream_v03::{Sse, SseByteStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -127,7 +127,7 @@ async fn pump(
 /// what it adds to `sse-stream`).
 pub(crate) struct EventReader {
     provider: &'static str,
-    blocks: BoxStream<'static, Result<Sse, sse_stream::Error>>,
+    blocks: BoxStream<'static, Result<Sse, sse_stream_v03::Error>>,
     /// Bytes received since the last block completed; the chunk source
     /// refuses to read on past [`MAX_EVENT_BYTES`].
     unfinished: Arc<AtomicUsize>,
@@ -198,7 +198,7 @@ impl EventReader {
             let block = match self.blocks.next().await {
                 None => return Ok(None),
                 Some(Ok(block)) => block,
-                Some(Err(sse_stream::Error::Body(error))) => {
+                Some(Err(sse_stream_v03::Error::Body(error))) => {
                     return Err(match error.downcast::<LlmError>() {
                         Ok(error) => *error,
                         Err(_) => network(self.provider, "the stream was interrupted"),
