@@ -12,7 +12,7 @@
 //! does not run.
 
 use crate::{
-    approvals, db,
+    db, digest,
     ids::{ChatId, ConnectorId, TurnId, UserId},
 };
 use countersign_api::{ActivityDecision, ActivityKind, ActivityOutcome, GrantKind};
@@ -89,7 +89,7 @@ impl Entry<'_> {
 /// The hash of a row: SHA-256 over the previous hash, a newline and the
 /// entry's canonical JSON.
 pub fn chain_hash(prev_hash: &str, entry: &Value) -> String {
-    approvals::sha256_hex(&format!("{prev_hash}\n{}", approvals::canonical(entry)))
+    digest::sha256_hex(format!("{prev_hash}\n{}", digest::canonical(entry)))
 }
 
 /// Appends `entry` to the chain; returns its sequence number.

@@ -22,23 +22,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-/// Most custom headers per connector.
-pub const MAX_HEADERS: usize = 20;
+pub use countersign_api::MAX_HEADERS;
 /// Longest header value.
 pub const MAX_HEADER_VALUE_CHARS: usize = 4096;
-
-/// Headers a user may not set: they belong to the transport or to MCP.
-const RESERVED_HEADERS: [&str; 9] = [
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "upgrade",
-    "te",
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "mcp-method",
-];
 
 /// Why a connector request was refused.
 #[derive(Debug, thiserror::Error)]
@@ -110,7 +96,9 @@ impl Auth {
                     return invalid("Add at least one header, or choose no authentication.");
                 }
                 if headers.len() > MAX_HEADERS {
-                    return invalid("At most 20 custom headers.");
+                    return Err(ConnectorError::Invalid(format!(
+                        "At most {MAX_HEADERS} custom headers."
+                    )));
                 }
                 let mut seen = std::collections::BTreeSet::new();
                 for (name, value) in &headers {
@@ -125,7 +113,7 @@ impl Auth {
                             "\"{name}\" is not a valid header name."
                         )));
                     }
-                    if RESERVED_HEADERS.contains(&lower.as_str()) {
+                    if countersign_api::is_reserved_header(name) {
                         return Err(ConnectorError::Invalid(format!(
                             "The {name} header is set by Countersign itself and cannot be overridden."
                         )));
@@ -718,6 +706,15 @@ mod tests {
             (headers(&[("Host", "evil.example")]), "Host"),
             (headers(&[("host", "evil.example")]), "host in lower case"),
             (headers(&[("Mcp-Session-Id", "x")]), "a transport header"),
+            (
+                headers(&[("Mcp-Name", "x")]),
+                "an MCP header the client sets (was refused only at connect time)",
+            ),
+            (headers(&[("MCP-Param-Region", "x")]), "an mcp-param header"),
+            (
+                headers(&[("Accept", "x")]),
+                "Accept, which the transport sets",
+            ),
             (headers(&[("X-Key", "a\r\nInjected: 1")]), "a line break"),
             (headers(&[("Bad Name", "x")]), "a space in the name"),
             (

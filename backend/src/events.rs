@@ -25,6 +25,23 @@ use uuid::Uuid;
 const EVENTS_CHANNEL: &str = "countersign_events";
 /// Channel of "stop turn X".
 const CANCEL_CHANNEL: &str = "countersign_cancel";
+/// Channel of "pending call X was decided" (by any instance).
+const APPROVALS_CHANNEL: &str = "countersign_approvals";
+
+/// Tells every instance, when `tx` commits, that pending call `id` was
+/// decided (or denied by a connector's re-pointing): their approval
+/// watchers wake and re-read the ledger.
+pub async fn notify_decided(
+    tx: &mut crate::db::Tx,
+    id: crate::ids::PendingCallId,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("select pg_notify($1, $2)")
+        .bind(APPROVALS_CHANNEL)
+        .bind(id.to_string())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
 
 /// A committed event's place in its chat's log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +153,7 @@ impl EventHub {
         let hub = Self::local();
         let mut listener = PgListener::connect_with(pool).await?;
         listener
-            .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL, crate::approvals::CHANNEL])
+            .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL, APPROVALS_CHANNEL])
             .await?;
         let weak = std::sync::Arc::downgrade(&hub);
         tokio::spawn(async move {
@@ -170,7 +187,7 @@ impl EventHub {
                     let _ = self.appended.send(appended);
                 }
             }
-            crate::approvals::CHANNEL => {
+            APPROVALS_CHANNEL => {
                 let _ = self.approvals.send(true);
             }
             CANCEL_CHANNEL => {

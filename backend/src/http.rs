@@ -14,6 +14,7 @@ pub mod health;
 pub mod mfa;
 pub mod models;
 pub mod security;
+pub mod session;
 pub mod stream;
 
 use crate::AppState;

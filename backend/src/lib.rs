@@ -35,6 +35,7 @@ pub mod auth;
 pub mod config;
 pub mod connectors;
 pub mod db;
+pub mod digest;
 pub mod events;
 pub mod gate;
 pub mod http;

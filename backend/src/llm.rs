@@ -9,11 +9,13 @@
 //!
 //! Providers: [`anthropic`] (Messages API), [`openai`] (Chat Completions,
 //! any compatible base URL), [`offline`] (the scripted `offline/demo`).
-//! [`sse`] parses `text/event-stream` bytes for the two network ones.
+//! The two network ones share `http` (requests, statuses, error
+//! objects) and [`sse`] (reading an event stream, on `sse-stream`).
 //!
 //! This module does not store anything and knows no HTTP status of ours.
 
 pub mod anthropic;
+pub(crate) mod http;
 pub mod offline;
 pub mod openai;
 pub mod sse;
@@ -240,5 +242,55 @@ pub async fn stream(
             openai::stream(http, settings, base_url, api_key.as_ref(), request).await
         }
         Provider::Offline { word_delay } => Ok(offline::stream(*word_delay, request)),
+    }
+}
+
+/// Parses a tool call's accumulated arguments: empty means `{}`, anything
+/// else must be a JSON object.
+pub(crate) fn parse_arguments(provider: &str, json: &str) -> Result<Value, LlmError> {
+    if json.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    match serde_json::from_str::<Value>(json) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(http::malformed(
+            provider,
+            "tool call arguments that are not a JSON object",
+        )),
+        Err(_) => Err(http::malformed(
+            provider,
+            "tool call arguments that are not valid JSON",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_arguments_must_be_an_object_and_empty_means_no_arguments() {
+        let cases = [
+            ("empty string", "", Ok(serde_json::json!({}))),
+            ("whitespace", "  ", Ok(serde_json::json!({}))),
+            ("an object", r#"{"a": 1}"#, Ok(serde_json::json!({"a": 1}))),
+            (
+                "an array",
+                "[1]",
+                Err("tool call arguments that are not a JSON object"),
+            ),
+            (
+                "truncated JSON",
+                r#"{"a": "#,
+                Err("tool call arguments that are not valid JSON"),
+            ),
+        ];
+        for (message, input, expected) in cases {
+            let got = parse_arguments("P", input).map_err(|error| match error {
+                LlmError::Malformed { detail, .. } => detail,
+                other => other.to_string(),
+            });
+            assert_eq!(got, expected.map_err(str::to_owned), "{message}");
+        }
     }
 }

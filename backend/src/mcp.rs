@@ -58,7 +58,6 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use crate::config::Secret;
@@ -315,21 +314,6 @@ async fn start(
     }
 }
 
-/// Headers rmcp or HTTP itself sets; a connector may not override them.
-const RESERVED_HEADERS: &[&str] = &[
-    "accept",
-    "connection",
-    "content-length",
-    "content-type",
-    "host",
-    "last-event-id",
-    "mcp-method",
-    "mcp-name",
-    "mcp-protocol-version",
-    "mcp-session-id",
-    "transfer-encoding",
-];
-
 fn transport_config(target: &McpTarget) -> Result<StreamableHttpClientTransportConfig, McpError> {
     if !matches!(target.url.scheme(), "http" | "https") {
         return Err(McpError::InvalidTarget(
@@ -342,7 +326,8 @@ fn transport_config(target: &McpTarget) -> Result<StreamableHttpClientTransportC
             McpError::InvalidTarget(format!("{name:?} is not a valid HTTP header name"))
         })?;
         let lower = name.as_str().to_owned();
-        if RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("mcp-param-") {
+        // The same list the connector was saved against.
+        if countersign_api::is_reserved_header(&lower) {
             return Err(McpError::InvalidTarget(format!(
                 "the header {lower} is set by Countersign itself"
             )));
@@ -710,7 +695,7 @@ fn base64_size(data: &str) -> usize {
 /// any change to any of these six fields, including to a single annotation,
 /// changes the digest; key order and whitespace never do.
 pub fn descriptor_digest(tool: &ToolDescriptor) -> String {
-    hex::encode(Sha256::digest(canonical_descriptor(tool)))
+    crate::digest::sha256_hex(canonical_descriptor(tool))
 }
 
 /// The RFC 8785 bytes [`descriptor_digest`] hashes; their length is what
@@ -728,8 +713,7 @@ fn canonical_descriptor(tool: &ToolDescriptor) -> Vec<u8> {
     optional("inputSchema", Some(tool.input_schema.clone()));
     optional("outputSchema", tool.output_schema.clone());
     optional("annotations", tool.annotations.clone());
-    serde_json_canonicalizer::to_vec(&Value::Object(object))
-        .expect("a serde_json::Value always has string keys, so JCS cannot fail")
+    crate::digest::canonical_bytes(&Value::Object(object))
 }
 
 /// Why the `x-mcp-header` annotations of `input_schema` are invalid, or
@@ -1088,7 +1072,7 @@ mod tests {
         assert!(canonical_descriptor(&big).len() > MAX_DESCRIPTOR_BYTES);
         assert_eq!(
             descriptor_digest(&big),
-            hex::encode(Sha256::digest(canonical_descriptor(&big)))
+            crate::digest::sha256_hex(canonical_descriptor(&big))
         );
     }
 

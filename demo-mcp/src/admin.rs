@@ -8,7 +8,7 @@
 //! - `POST /admin/add-tool` — list `late_arrival`;
 //! - `POST /admin/hostile {"mode": "many_tools"|"huge_descriptor"|
 //!   "huge_listing"|"huge_result"|"bad_header"}` — list what that mode lists
-//!   (see `crate::hostile`); answers 204, as its lists can be huge;
+//!   (see `crate::tools::hostile`); answers 204, as its lists can be huge;
 //! - `POST /admin/reset` — original tool list and notebook again.
 //!
 //! Drift, add-tool and reset answer `{"tools": [...]}`, the list exactly as `tools/list`
@@ -24,7 +24,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::hostile::HostileMode;
+use crate::state::HostileMode;
 use crate::state::{CallLog, DemoState, DriftField};
 use crate::stringly;
 

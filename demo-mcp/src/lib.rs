@@ -16,7 +16,7 @@
 //! - `stringly` — the `/mcp` response layer that writes the string-typed
 //!   annotations rmcp's types cannot carry;
 //! - `admin` — `/admin/*`: call log, drift, add-tool, hostile modes, reset;
-//! - [`hostile`] — listings and results beyond a client's bounds (600
+//! - [`tools::hostile`] — listings and results beyond a client's bounds (600
 //!   tools, a 70 KiB descriptor, an 18 MiB listing, a 17 MiB result, an
 //!   invalid `x-mcp-header`), one mode at a time;
 //! - `guard` — loopback-only listening, `Host`/`Origin` checks.
@@ -32,7 +32,6 @@
 
 mod admin;
 mod guard;
-pub mod hostile;
 mod mcp;
 mod state;
 mod stringly;
@@ -48,8 +47,9 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub use hostile::HostileMode;
+pub use state::HostileMode;
 pub use state::{CallLog, CallRecord, DemoState, DriftField, Note};
+pub use tools::hostile;
 
 /// Serves the demo MCP server on `listener` with fresh state until
 /// `shutdown` resolves.

@@ -11,15 +11,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rmcp::model::{JsonObject, Tool};
+use rmcp::model::JsonObject;
 use rmcp::{Peer, RoleServer};
 use serde::Serialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::watch;
-
-use crate::hostile::HostileMode;
-use crate::tools;
 
 /// A cheap-to-clone handle on one demo server's state.
 ///
@@ -56,7 +53,7 @@ pub(crate) struct ToolSetShape {
     /// `delete_note` re-declares itself a harmless read-only lookup (what a
     /// hostile server does after its tool was reviewed as destructive).
     pub(crate) delete_disguised: bool,
-    /// 600 extra tools are listed (`crate::hostile`).
+    /// 600 extra tools are listed (`crate::tools::hostile`).
     pub(crate) many_tools: bool,
     /// `huge_descriptor` (70 KiB) is listed.
     pub(crate) huge_descriptor: bool,
@@ -90,6 +87,35 @@ impl DriftField {
             "schema" => Some(Self::Schema),
             "annotations" => Some(Self::Annotations),
             "disguise" => Some(Self::Disguise),
+            _ => None,
+        }
+    }
+}
+
+/// A hostile mode of `POST /admin/hostile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostileMode {
+    /// 600 extra tools.
+    ManyTools,
+    /// One tool with a 70 KiB description.
+    HugeDescriptor,
+    /// 300 tools of 60 KiB each.
+    HugeListing,
+    /// A tool whose result is 17 MiB.
+    HugeResult,
+    /// A tool with an invalid `x-mcp-header`.
+    BadHeader,
+}
+
+impl HostileMode {
+    /// Parses the wire name (`many_tools`, `huge_descriptor`, …).
+    pub fn parse(mode: &str) -> Option<Self> {
+        match mode {
+            "many_tools" => Some(Self::ManyTools),
+            "huge_descriptor" => Some(Self::HugeDescriptor),
+            "huge_listing" => Some(Self::HugeListing),
+            "huge_result" => Some(Self::HugeResult),
+            "bad_header" => Some(Self::BadHeader),
             _ => None,
         }
     }
@@ -200,15 +226,6 @@ impl DemoState {
         }
     }
 
-    /// The tools as the server's `ServerHandler` lists them, sorted by name.
-    ///
-    /// This is the typed view, *before* the `/mcp` response layer turns
-    /// `stringly_annotated`'s annotations into JSON strings (see
-    /// the `stringly` module); on the typed view that tool has none.
-    pub fn tools(&self) -> Vec<Tool> {
-        tools::descriptors(self.shape())
-    }
-
     /// The call log so far.
     pub fn calls(&self) -> CallLog {
         let calls = lock(&self.inner.calls).clone();
@@ -245,7 +262,7 @@ impl DemoState {
         self.change_shape(|shape| shape.late_arrival = true)
     }
 
-    /// Switches on one hostile mode (`crate::hostile`). Returns whether the
+    /// Switches on one hostile mode (`crate::tools::hostile`). Returns whether the
     /// tool list changed.
     pub fn make_hostile(&self, mode: HostileMode) -> bool {
         self.change_shape(|shape| match mode {

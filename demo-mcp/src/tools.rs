@@ -17,7 +17,7 @@
 //! | `late_arrival`        | readOnly true, destructive false, openWorld false (added late) |
 //!
 //! The names are a contract: tests elsewhere refer to them. The hostile
-//! tools of `POST /admin/hostile` live in `crate::hostile`.
+//! tools of `POST /admin/hostile` live in `hostile`.
 //!
 //! Descriptors are written out by hand (no `#[tool]` macros) because the
 //! list changes at run time and because the exact JSON is the point: every
@@ -44,6 +44,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::state::{DemoState, ToolSetShape};
+
+pub mod hostile;
 
 /// Read-only, closed-world search over the demo notebook.
 pub const SEARCH_NOTES: &str = "search_notes";
@@ -207,9 +209,20 @@ pub(crate) fn descriptors(shape: ToolSetShape) -> Vec<Tool> {
             .with_annotations(closed_world_read_only()),
         );
     }
-    tools.extend(crate::hostile::descriptors(shape));
+    tools.extend(hostile::descriptors(shape));
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     tools
+}
+
+impl DemoState {
+    /// The tools as the server's `ServerHandler` lists them, sorted by name.
+    ///
+    /// This is the typed view, *before* the `/mcp` response layer turns
+    /// `stringly_annotated`'s annotations into JSON strings (see
+    /// the `stringly` module); on the typed view that tool has none.
+    pub fn tools(&self) -> Vec<Tool> {
+        descriptors(self.shape())
+    }
 }
 
 fn delete_note(shape: ToolSetShape) -> Tool {
@@ -423,7 +436,7 @@ async fn run(
             state.record_call(name, arguments);
             success("Hello from late_arrival, added after you connected.".into())
         }
-        other => match crate::hostile::call(other) {
+        other => match hostile::call(other) {
             Some(result) => {
                 state.record_call(name, arguments);
                 result

@@ -162,3 +162,40 @@ test('a user adds the demo connector, keeps two tools, and after a refresh sees 
 
   await admin('/admin/reset');
 });
+
+test('a tool with an invalid x-mcp-header is not offered, and Settings says so with the reason', async ({
+  page,
+  request,
+}) => {
+  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
+  const admin = (route: string, data?: unknown) =>
+    request.post(`${DEMO_ADMIN}${route}`, data === undefined ? {} : { data });
+  expect((await admin('/admin/hostile', { mode: 'bad_header' })).ok(), 'POST /admin/hostile').toBe(true);
+  try {
+    await page.goto('/signup');
+    await page.getByTestId('signup-email').fill(uniqueEmail('dropped'));
+    await page.getByTestId('signup-name').fill('Hal Header');
+    await page.getByTestId('signup-password').fill(PASSPHRASE);
+    await page.getByTestId('signup-submit').click();
+    await expect(page.getByTestId('shell')).toBeVisible();
+    await page.getByTestId('nav-settings').click();
+    await page.getByTestId('connectors-section').getByTestId('available-add').first().click();
+    const row = page
+      .getByTestId('connectors-section')
+      .locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
+    await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
+    const line = row.getByTestId('connector-not-offered');
+    await expect(line).toHaveCount(1);
+    await expect(line).toContainText('Not offered: bad_header_tool —');
+    // Not in the review either: it was never stored.
+    await row.getByTestId('connector-review').click();
+    await expect(row.locator('[data-testid="tool-row"][data-tool-name="bad_header_tool"]')).toHaveCount(0);
+    await row.scrollIntoViewIfNeeded();
+    await snap(page, 'connectors-not-offered');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await row.scrollIntoViewIfNeeded();
+    await snap(page, 'connectors-not-offered-390');
+  } finally {
+    await admin('/admin/reset');
+  }
+});

@@ -435,6 +435,10 @@ test('changing the password signs the other browser out, keeps this one, and onl
     );
     await expect(form.getByTestId('password-error')).toHaveCount(0);
     await snap(page, 'security-password-changed');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await form.scrollIntoViewIfNeeded();
+    await snap(page, 'security-password-changed-390');
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     // The other browser is signed out; this one is not.
     await other.page.goto('/settings');

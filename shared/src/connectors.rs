@@ -5,6 +5,36 @@ use crate::vocab::{AuthType, ConnectorStatus, ReviewState};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Most custom headers per connector.
+pub const MAX_HEADERS: usize = 20;
+
+/// Headers (lower case) a connector's custom headers may not set: HTTP's
+/// own and those the MCP transport sets. Checked when a connector is saved
+/// and again when it connects, from this one list (so nothing saved can
+/// fail at connect time for being reserved). Any `mcp-param-*` header is
+/// reserved too (see [`is_reserved_header`]).
+pub const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "connection",
+    "content-length",
+    "content-type",
+    "host",
+    "last-event-id",
+    "mcp-method",
+    "mcp-name",
+    "mcp-protocol-version",
+    "mcp-session-id",
+    "te",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Whether a custom header named `name` (any case) is reserved.
+pub fn is_reserved_header(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    RESERVED_HEADERS.contains(&lower.as_str()) || lower.starts_with("mcp-param-")
+}
+
 /// How Countersign authenticates to a connector.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectorAuth {

@@ -6,8 +6,8 @@
 
 use crate::{
     pg::StopOnDrop,
+    pg::throwaway_cluster,
     proc::{cmd, run},
-    test::throwaway_cluster,
 };
 
 /// Builds the release server, starts a scratch Postgres and runs the bench.

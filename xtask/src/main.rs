@@ -7,12 +7,14 @@
 //!   API tests against a throwaway Postgres, the schema drift check, and the
 //!   browser e2e in headless Chromium.
 //! - `schema`: regenerate `schema.sql` from a freshly migrated database.
+//! - `cycles`: the module-import cycle check (also run as a test).
 //! - `bench`: time to first token added by the server, memory per idle
 //!   stream (printed figures, never asserted).
 //!
 //! Each step prints the command it runs, so a failure says where it was.
 
 mod bench;
+mod cycles;
 mod interop;
 mod pg;
 mod proc;
@@ -31,6 +33,7 @@ commands:
   test     run every check (what CI runs)
   schema   regenerate schema.sql from a freshly migrated database
   bench    print the server's figures (time to first token, memory per stream)
+  cycles   check that no module imports itself through others (also a test)
   web      build the web app into frontend/dist/pkg";
 
 fn main() {
@@ -40,6 +43,7 @@ fn main() {
         Some("test") => test::test(),
         Some("schema") => schema::write(),
         Some("bench") => bench::bench(),
+        Some("cycles") => cycles::print(),
         Some("web") => tools::ensure_wasm_bindgen().and_then(|()| web::build()),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");

@@ -7,7 +7,7 @@
 //! a Ctrl-C in the terminal reaches the server first and the cluster is
 //! stopped afterwards, cleanly, by `pg_ctl stop`.
 
-use crate::proc::{cmd, is_root, run};
+use crate::proc::{cmd, free_port, is_root, run};
 use anyhow::Context as _;
 use std::{
     path::{Path, PathBuf},
@@ -217,4 +217,20 @@ impl Drop for StopOnDrop<'_> {
             eprintln!("xtask: could not stop Postgres: {err:#}");
         }
     }
+}
+
+/// A new, empty cluster under `target/xtask/NAME`, durability off, trust
+/// authentication on 127.0.0.1 only. Started; stop it with [`StopOnDrop`].
+pub fn throwaway_cluster(name: &str) -> anyhow::Result<Cluster> {
+    let base = crate::root().join("target/xtask").join(name);
+    let bin = crate::tools::postgres_bin_dir()?;
+    let stale = Cluster::new(&base, bin.clone(), 0, None);
+    stale.stop()?;
+    if base.exists() {
+        std::fs::remove_dir_all(&base)?;
+    }
+    let cluster = Cluster::new(&base, bin, free_port()?, None);
+    cluster.init()?;
+    cluster.start(true)?;
+    Ok(cluster)
 }

@@ -98,7 +98,7 @@ pub fn render(cluster: &Cluster) -> anyhow::Result<String> {
 
 /// `cargo xtask schema`: rewrites `schema.sql`.
 pub fn write() -> anyhow::Result<()> {
-    let cluster = crate::test::throwaway_cluster("pg-schema")?;
+    let cluster = crate::pg::throwaway_cluster("pg-schema")?;
     let _stop = StopOnDrop(&cluster);
     let text = render(&cluster)?;
     std::fs::write(crate::root().join("schema.sql"), text)?;

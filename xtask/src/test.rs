@@ -2,28 +2,12 @@
 
 use crate::{
     interop,
-    pg::{Cluster, StopOnDrop},
+    pg::{Cluster, StopOnDrop, throwaway_cluster},
     proc::{Counts, cmd, free_port, run, run_counting, spawn, terminate, wait_for_http},
     run::{bootstrap_db, build_server, server_bin},
     schema, tools, web,
 };
 use std::time::{Duration, Instant};
-
-/// A new, empty cluster under `target/xtask/NAME`, durability off, trust
-/// authentication on 127.0.0.1 only. Started; stop it with [`StopOnDrop`].
-pub fn throwaway_cluster(name: &str) -> anyhow::Result<Cluster> {
-    let base = crate::root().join("target/xtask").join(name);
-    let bin = tools::postgres_bin_dir()?;
-    let stale = Cluster::new(&base, bin.clone(), 0, None);
-    stale.stop()?;
-    if base.exists() {
-        std::fs::remove_dir_all(&base)?;
-    }
-    let cluster = Cluster::new(&base, bin, free_port()?, None);
-    cluster.init()?;
-    cluster.start(true)?;
-    Ok(cluster)
-}
 
 fn step(
     timings: &mut Vec<(&'static str, Duration)>,

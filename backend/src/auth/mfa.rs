@@ -13,16 +13,23 @@
 //!   second factor to step up with and are not asked.
 //! - Wrong codes are throttled per account like sign-ins, under the
 //!   account's throttle lock, so simultaneous guesses queue and count.
+//!
+//! The RFC 6238 arithmetic (HMAC, dynamic truncation, the ± 1 window, a
+//! constant-time comparison) and base32 are `totp-rs`'s. Ours, deliberately:
+//! "each code once" (totp-rs leaves it to the caller; the last accepted
+//! step lives in Postgres, under the row lock of the check), the secret's
+//! generation and sealing, and the `otpauth://` URI, written by hand so it
+//! stays byte-identical to what enrolled apps were shown (totp-rs's
+//! `otpauth` feature orders and encodes it differently, and pulls in `url`).
 
 use super::{AuthError, throttle};
 use crate::{
     db::{self, Tx},
     secrets::{Sealed, SecretBox},
 };
-use hmac::{Hmac, KeyInit as _, Mac as _};
-use sha1::Sha1;
 use sha2::{Digest as _, Sha256};
 use sqlx::PgPool;
+use totp_rs::{Algorithm, Builder, Secret, Totp};
 use uuid::Uuid;
 
 /// Seconds per TOTP step.
@@ -32,38 +39,34 @@ pub const STEP_UP_SECS: i64 = 600;
 /// Recovery codes handed out at confirmation.
 const RECOVERY_CODES: usize = 10;
 
-const BASE32: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-
-/// RFC 4648 base32 without padding.
+/// RFC 4648 base32 without padding (the alphabet authenticator apps read).
 pub fn base32(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    let (mut buffer, mut bits) = (0_u32, 0_u32);
-    for &byte in bytes {
-        buffer = (buffer << 8) | u32::from(byte);
-        bits += 8;
-        while bits >= 5 {
-            bits -= 5;
-            out.push(char::from(BASE32[((buffer >> bits) & 31) as usize]));
-        }
-    }
-    if bits > 0 {
-        out.push(char::from(BASE32[((buffer << (5 - bits)) & 31) as usize]));
-    }
-    out
+    Secret::from(bytes).to_base32()
 }
 
-/// The 6-digit code of `secret` at time step `step` (RFC 4226 §5.3).
+/// The TOTP every authenticator app assumes: HMAC-SHA1, 6 digits, 30 s
+/// steps, and one step of skew either side.
+fn totp(secret: &[u8]) -> Totp {
+    // `build` would also refuse secrets under 128 bits; ours are 160 bits
+    // (`enrol`), and the RFC's own test seed is too, so there is no
+    // error to handle.
+    Builder::new()
+        .with_algorithm(Algorithm::SHA1)
+        .with_digits(6)
+        .with_step_duration(STEP_SECS.unsigned_abs())
+        .with_skew(1)
+        .with_secret(secret)
+        .build_noncompliant()
+}
+
+/// The first Unix second of `step` (steps before 1970 read as step 0).
+fn start_of(step: i64) -> u64 {
+    u64::try_from(step.saturating_mul(STEP_SECS)).unwrap_or(0)
+}
+
+/// The 6-digit code of `secret` at time step `step` (RFC 6238 §4).
 pub fn code_at(secret: &[u8], step: i64) -> String {
-    #[expect(clippy::expect_used, reason = "HMAC takes keys of any length")]
-    let mut mac = Hmac::<Sha1>::new_from_slice(secret).expect("HMAC key");
-    mac.update(&step.to_be_bytes());
-    let digest = mac.finalize().into_bytes();
-    let offset = usize::from(digest[19] & 0x0f);
-    let binary = (u32::from(digest[offset] & 0x7f) << 24)
-        | (u32::from(digest[offset + 1]) << 16)
-        | (u32::from(digest[offset + 2]) << 8)
-        | u32::from(digest[offset + 3]);
-    format!("{:06}", binary % 1_000_000)
+    totp(secret).generate(start_of(step)).to_string()
 }
 
 /// The step of a Unix time.
@@ -73,14 +76,10 @@ pub fn step_of(unix_secs: i64) -> i64 {
 
 /// The step among `now_step - 1 ..= now_step + 1` whose code is `code`.
 fn matching_step(secret: &[u8], code: &str, now_step: i64) -> Option<i64> {
+    // Apps show "123 456"; totp-rs takes exactly six ASCII digits.
     let code = code.trim().replace(' ', "");
-    if code.len() != 6 || !code.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    (now_step - 1..=now_step + 1).find(|&step| {
-        let expected = code_at(secret, step);
-        subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), code.as_bytes()).into()
-    })
+    let step = totp(secret).check(&code, start_of(now_step))?;
+    i64::try_from(step).ok()
 }
 
 fn aad(user_id: Uuid) -> Vec<u8> {
@@ -460,7 +459,15 @@ mod tests {
             Some(now + 1)
         );
         assert_eq!(matching_step(seed, &code_at(seed, now - 2), now), None);
+        let code = code_at(seed, now);
+        let spaced = format!(" {} {} ", &code[..3], &code[3..]);
+        assert_eq!(
+            matching_step(seed, &spaced, now),
+            Some(now),
+            "spaces as apps print them are ignored"
+        );
         assert_eq!(matching_step(seed, "12345", now), None);
+        assert_eq!(matching_step(seed, "+12345", now), None);
         assert_eq!(matching_step(seed, "abcdef", now), None);
     }
 

@@ -3,7 +3,8 @@
 use super::{
     error::ApiError,
     extract::{Client, CurrentUser, Json},
-    security::{clear_session_cookie, is_https, session_cookie},
+    security::is_https,
+    session::{clear_session_cookie, session_cookie},
 };
 use crate::{
     AppState,

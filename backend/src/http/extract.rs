@@ -1,6 +1,6 @@
 //! Extractors: who is calling, and from where.
 
-use super::{error::ApiError, security::SESSION_COOKIE};
+use super::{error::ApiError, session::session_from_headers};
 use crate::{
     AppState,
     auth::{SessionUser, session},
@@ -32,29 +32,6 @@ impl FromRequestParts<AppState> for CurrentUser {
         parts.extensions.insert(user.clone());
         Ok(Self(user))
     }
-}
-
-/// Resolves the session cookie, if any, to a live session.
-pub async fn session_from_headers(
-    headers: &HeaderMap,
-    state: &AppState,
-) -> Result<Option<SessionUser>, ApiError> {
-    let Some(token) = cookie(headers, SESSION_COOKIE) else {
-        return Ok(None);
-    };
-    Ok(session::lookup(&state.db, &token, state.config.session_idle()).await?)
-}
-
-/// The value of cookie `name`, if sent.
-pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_owned())
 }
 
 /// The client's address and user agent, for sessions, throttling and logs.

@@ -2,7 +2,7 @@
 //! headers on every response (HSTS behind an https public URL), and the
 //! Origin + CSRF checks on every state-changing `/api` request.
 
-use super::{error::ApiError, extract::session_from_headers};
+use super::{error::ApiError, session::session_from_headers};
 use crate::{AppState, config::split_authority};
 use axum::{
     extract::{Request, State},
@@ -12,9 +12,6 @@ use axum::{
 };
 use countersign_api::CSRF_HEADER;
 use subtle::ConstantTimeEq as _;
-
-/// Name of the session cookie.
-pub const SESSION_COOKIE: &str = "countersign_session";
 
 /// The web app is one wasm module loaded by `/app.js`: nothing inline, no
 /// eval beyond compiling wasm, no framing, no plugins, talk only to itself.
@@ -201,22 +198,6 @@ pub fn is_https(headers: &HeaderMap, state: &AppState) -> bool {
             .is_some_and(|v| v.eq_ignore_ascii_case("https"))
 }
 
-/// `Set-Cookie` for a new session: `HttpOnly; SameSite=Lax; Path=/`, plus
-/// `Secure` behind HTTPS. `Max-Age` is the session's absolute lifetime.
-pub fn session_cookie(token: &str, max_age_secs: u64, secure: bool) -> HeaderValue {
-    let secure = if secure { "; Secure" } else { "" };
-    let cookie = format!(
-        "{SESSION_COOKIE}={token}; HttpOnly; SameSite=Lax; Path=/; Max-Age={max_age_secs}{secure}"
-    );
-    #[expect(clippy::expect_used, reason = "the token is base64url, the rest ASCII")]
-    HeaderValue::from_str(&cookie).expect("cookie is a valid header value")
-}
-
-/// `Set-Cookie` that removes the session cookie.
-pub fn clear_session_cookie(secure: bool) -> HeaderValue {
-    session_cookie("", 0, secure)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,16 +295,5 @@ mod tests {
             }
             assert_eq!(check_origin(&map, *public).is_ok(), *ok, "{why}");
         }
-    }
-
-    #[test]
-    fn session_cookie_has_the_required_attributes() {
-        let plain = session_cookie("tok", 60, false);
-        assert_eq!(
-            plain.to_str().expect("ascii"),
-            "countersign_session=tok; HttpOnly; SameSite=Lax; Path=/; Max-Age=60"
-        );
-        let secure = session_cookie("tok", 60, true);
-        assert!(secure.to_str().expect("ascii").ends_with("; Secure"));
     }
 }

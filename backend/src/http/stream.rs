@@ -16,8 +16,8 @@
 
 use super::{
     error::ApiError,
-    extract::{CurrentUser, Path, Query, cookie},
-    security::SESSION_COOKIE,
+    extract::{CurrentUser, Path, Query},
+    session::{SESSION_COOKIE, cookie},
 };
 use crate::{AppState, auth::session, db, events};
 use axum::{

@@ -6,6 +6,7 @@
 //! The HTTP and SSE plumbing is [`super::sse`]'s; thinking, citations and
 //! server-side tool blocks are skipped, not surfaced.
 
+use super::http;
 use super::sse::{self, SseEvent};
 use super::{
     ChatRequest, HttpSettings, LlmError, LlmEvent, LlmStream, Message, StopReason, ToolCall,
@@ -32,15 +33,15 @@ pub async fn stream(
     api_key: &Secret,
     request: ChatRequest,
 ) -> Result<LlmStream, LlmError> {
-    let url = sse::endpoint(PROVIDER, base_url, "v1/messages")?;
-    let key = sse::secret_header(PROVIDER, api_key.expose())?;
+    let url = http::endpoint(PROVIDER, base_url, "v1/messages")?;
+    let key = http::secret_header(PROVIDER, api_key.expose())?;
     let builder = http
         .post(url)
         .header("x-api-key", key)
         .header("anthropic-version", API_VERSION)
         .header(reqwest::header::ACCEPT, "text/event-stream")
         .json(&request_body(&request));
-    let response = sse::send(PROVIDER, settings, builder).await?;
+    let response = http::send(PROVIDER, settings, builder).await?;
     let reader = sse::EventReader::new(PROVIDER, response, settings.idle_timeout);
     Ok(sse::spawn(reader, Decoder::default()))
 }
@@ -224,9 +225,9 @@ struct Decoder {
 impl sse::Decoder for Decoder {
     fn on_event(&mut self, event: SseEvent) -> Result<Vec<LlmEvent>, LlmError> {
         let data: Value = serde_json::from_str(&event.data)
-            .map_err(|_| sse::malformed(PROVIDER, "an event that is not valid JSON"))?;
+            .map_err(|_| http::malformed(PROVIDER, "an event that is not valid JSON"))?;
         let event: StreamEvent = serde_json::from_value(data)
-            .map_err(|_| sse::malformed(PROVIDER, "an event of an unexpected shape"))?;
+            .map_err(|_| http::malformed(PROVIDER, "an event of an unexpected shape"))?;
         let mut out = Vec::new();
         match event {
             StreamEvent::MessageStart {} | StreamEvent::Ping {} | StreamEvent::Unknown => {}
@@ -254,7 +255,7 @@ impl sse::Decoder for Decoder {
             StreamEvent::ContentBlockDelta { index, delta } => match delta {
                 BlockDelta::TextDelta { text } => match self.blocks.get(&index) {
                     Some(Block::ToolUse { .. }) => {
-                        return Err(sse::malformed(PROVIDER, "text inside a tool call"));
+                        return Err(http::malformed(PROVIDER, "text inside a tool call"));
                     }
                     Some(Block::Other) => {}
                     Some(Block::Text) | None if text.is_empty() => {}
@@ -265,7 +266,7 @@ impl sse::Decoder for Decoder {
                     // Server-side tools (web search …) stream their input too.
                     Some(Block::Other) => {}
                     Some(Block::Text) | None => {
-                        return Err(sse::malformed(
+                        return Err(http::malformed(
                             PROVIDER,
                             "tool input for a block that is not a tool call",
                         ));
@@ -284,7 +285,7 @@ impl sse::Decoder for Decoder {
                     let arguments = if json.trim().is_empty() && initial_input.is_object() {
                         initial_input
                     } else {
-                        sse::parse_arguments(PROVIDER, &json)?
+                        super::parse_arguments(PROVIDER, &json)?
                     };
                     self.emitted_tool_call = true;
                     out.push(LlmEvent::ToolCall(ToolCall {
@@ -303,7 +304,7 @@ impl sse::Decoder for Decoder {
                 out.push(LlmEvent::Finished(self.stop_reason()));
             }
             StreamEvent::Error { error } => {
-                let detail = sse::error_detail(&json!({ "error": error }))
+                let detail = http::error_detail(&json!({ "error": error }))
                     .unwrap_or_else(|| "an unspecified error".to_owned());
                 return Err(LlmError::Reported {
                     provider: PROVIDER.to_owned(),
@@ -315,7 +316,7 @@ impl sse::Decoder for Decoder {
     }
 
     fn on_eof(&mut self) -> Result<Vec<LlmEvent>, LlmError> {
-        Err(sse::network(
+        Err(http::network(
             PROVIDER,
             "the stream ended before the answer was complete",
         ))
@@ -344,7 +345,7 @@ mod tests {
     fn decode(body: &str) -> Vec<Result<LlmEvent, LlmError>> {
         let mut decoder = Decoder::default();
         let mut out = Vec::new();
-        for event in sse::SseParser::new().push(body.as_bytes()) {
+        for event in sse::events_of(body.as_bytes()) {
             match decoder.on_event(event) {
                 Ok(events) => out.extend(events.into_iter().map(Ok)),
                 Err(error) => {

@@ -10,6 +10,7 @@
 //! Servers differ in small ways; each tolerance below says which quirk it
 //! is for. Only the first choice is read: we never ask for `n > 1`.
 
+use super::http;
 use super::sse::{self, SseEvent};
 use super::{
     ChatRequest, HttpSettings, LlmError, LlmEvent, LlmStream, Message, StopReason, ToolCall,
@@ -40,7 +41,7 @@ pub async fn stream(
     api_key: Option<&Secret>,
     request: ChatRequest,
 ) -> Result<LlmStream, LlmError> {
-    let url = sse::endpoint(PROVIDER, base_url, "chat/completions")?;
+    let url = http::endpoint(PROVIDER, base_url, "chat/completions")?;
     let mut builder = http
         .post(url)
         .header(ACCEPT, "text/event-stream")
@@ -48,7 +49,7 @@ pub async fn stream(
     if let Some(key) = api_key {
         builder = builder.header(AUTHORIZATION, bearer(key)?);
     }
-    let response = sse::send(PROVIDER, settings, builder).await?;
+    let response = http::send(PROVIDER, settings, builder).await?;
     let reader = sse::EventReader::new(PROVIDER, response, settings.idle_timeout);
     Ok(sse::spawn(reader, Decoder::default()))
 }
@@ -59,14 +60,14 @@ pub async fn list_models(
     base_url: &str,
     api_key: Option<&Secret>,
 ) -> Result<Vec<String>, LlmError> {
-    let url = sse::endpoint(PROVIDER, base_url, "models")?;
+    let url = http::endpoint(PROVIDER, base_url, "models")?;
     let mut builder = http.get(url).timeout(LIST_TIMEOUT);
     if let Some(key) = api_key {
         builder = builder.header(AUTHORIZATION, bearer(key)?);
     }
-    let mut response = sse::execute(PROVIDER, LIST_TIMEOUT, LIST_TIMEOUT, builder).await?;
-    let body = sse::read_json(PROVIDER, &mut response, LIST_TIMEOUT).await?;
-    let unexpected = || sse::malformed(PROVIDER, "a model list of an unexpected shape");
+    let mut response = http::execute(PROVIDER, LIST_TIMEOUT, LIST_TIMEOUT, builder).await?;
+    let body = http::read_json(PROVIDER, &mut response, LIST_TIMEOUT).await?;
+    let unexpected = || http::malformed(PROVIDER, "a model list of an unexpected shape");
     let mut ids = body
         .get("data")
         .and_then(Value::as_array)
@@ -86,7 +87,7 @@ pub async fn list_models(
 }
 
 fn bearer(key: &Secret) -> Result<reqwest::header::HeaderValue, LlmError> {
-    sse::secret_header(PROVIDER, &format!("Bearer {}", key.expose()))
+    http::secret_header(PROVIDER, &format!("Bearer {}", key.expose()))
 }
 
 /// The JSON body of a streaming Chat Completions request.
@@ -228,27 +229,27 @@ impl sse::Decoder for Decoder {
             return self.finish(None);
         }
         let data: Value = serde_json::from_str(&event.data)
-            .map_err(|_| sse::malformed(PROVIDER, "a chunk that is not valid JSON"))?;
+            .map_err(|_| http::malformed(PROVIDER, "a chunk that is not valid JSON"))?;
         // OpenAI sends `{"error": {…}}`; vLLM has sent a top-level
         // `{"object": "error", "message", "type", "code"}`.
         let is_error = data.get("error").is_some_and(|error| !error.is_null())
             || data.get("object").and_then(Value::as_str) == Some("error");
         if is_error {
             let detail =
-                sse::error_detail(&data).unwrap_or_else(|| "an unspecified error".to_owned());
+                http::error_detail(&data).unwrap_or_else(|| "an unspecified error".to_owned());
             return Err(LlmError::Reported {
                 provider: PROVIDER.to_owned(),
                 detail,
             });
         }
         if !data.is_object() {
-            return Err(sse::malformed(
+            return Err(http::malformed(
                 PROVIDER,
                 "a chunk that is not a JSON object",
             ));
         }
         let chunk: Chunk = serde_json::from_value(data)
-            .map_err(|_| sse::malformed(PROVIDER, "a chunk of an unexpected shape"))?;
+            .map_err(|_| http::malformed(PROVIDER, "a chunk of an unexpected shape"))?;
         let Some(choice) = chunk.choices.and_then(|choices| choices.into_iter().next()) else {
             return Ok(Vec::new());
         };
@@ -268,7 +269,7 @@ impl sse::Decoder for Decoder {
     }
 
     fn on_eof(&mut self) -> Result<Vec<LlmEvent>, LlmError> {
-        Err(sse::network(
+        Err(http::network(
             PROVIDER,
             "the stream ended before the answer was complete",
         ))
@@ -325,9 +326,9 @@ impl Decoder {
         let had_calls = !calls.is_empty();
         for call in calls {
             if call.name.is_empty() {
-                return Err(sse::malformed(PROVIDER, "a tool call without a name"));
+                return Err(http::malformed(PROVIDER, "a tool call without a name"));
             }
-            let arguments = sse::parse_arguments(PROVIDER, &call.arguments)?;
+            let arguments = super::parse_arguments(PROVIDER, &call.arguments)?;
             let id = if call.id.is_empty() {
                 // Some local servers send no id; the result must still be
                 // matched to its call.
@@ -363,7 +364,7 @@ mod tests {
     fn decode(body: &str) -> Vec<Result<LlmEvent, LlmError>> {
         let mut decoder = Decoder::default();
         let mut out = Vec::new();
-        for event in sse::SseParser::new().push(body.as_bytes()) {
+        for event in sse::events_of(body.as_bytes()) {
             match decoder.on_event(event) {
                 Ok(events) => {
                     let finished = events.iter().any(|e| matches!(e, LlmEvent::Finished(_)));

@@ -1,25 +1,42 @@
-//! Server-sent events over HTTP, for the two network providers.
+//! Reading a provider's `text/event-stream` body, for the two network
+//! providers ([`super::anthropic`], [`super::openai`]).
 //!
-//! Owns three things both [`super::anthropic`] and [`super::openai`] need:
+//! The parsing is `sse-stream`'s (WHATWG "event stream interpretation":
+//! <https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation>;
+//! chunk boundaries anywhere, CR / LF / CRLF, comments, a leading BOM,
+//! unterminated final events dropped). What it owns on top:
 //!
-//! - [`SseParser`], an incremental `text/event-stream` parser that follows
-//!   the WHATWG "event stream interpretation" rules
-//!   (<https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation>);
-//! - the request/response plumbing: sending a request and turning a failed
-//!   connection or a non-2xx status into an [`LlmError`] that carries no body,
-//!   no key and no URL (`send`), and reading a body event by event with an
-//!   idle timeout (`EventReader`);
+//! - `EventReader`: the thin adapter over `sse-stream`, kept only where the
+//!   crate falls short of what we need from a model's stream:
+//!   - **invalid UTF-8 is replaced, not fatal.** The crate ends the stream
+//!     with an error at the first invalid byte in a field; the spec (and
+//!     our tests) decode with U+FFFD, so one bad byte from a proxy does not
+//!     cost the user the rest of the answer. Bytes pass through
+//!     `Utf8Lossy` first (a character split across chunks waits for its
+//!     other half).
+//!   - **the dispatch rules of an `EventSource`.** The crate returns raw
+//!     blocks: metadata-only blocks too, and ids that do not carry over.
+//!     The reader drops blocks without data (forgetting their `event:`) and
+//!     carries the last event id forward, as a browser does.
+//!   - **a memory bound.** The crate buffers an event of any size; the reader
+//!     gives up when more than `MAX_EVENT_BYTES` arrive without an event
+//!     completing.
+//!   - **an idle timeout** between two chunks, and errors in our words.
 //! - the task that drives a provider's `Decoder` and feeds the
 //!   [`LlmStream`] channel (`spawn`), stopping as soon as the receiver is
 //!   dropped.
 //!
-//! It knows nothing of either provider's JSON: that lives in their modules.
+//! It knows nothing of either provider's JSON (their modules) nor of HTTP
+//! status codes and requests (`http.rs`).
 
-use super::{HttpSettings, LlmError, LlmEvent, LlmStream};
-use reqwest::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
-use reqwest::{RequestBuilder, Response, StatusCode, Url};
-use serde_json::Value;
-use std::collections::VecDeque;
+use super::http::{malformed, network, seconds};
+use super::{LlmError, LlmEvent, LlmStream};
+use bytes::Bytes;
+use futures_util::stream::{self, BoxStream, StreamExt as _};
+use reqwest::Response;
+use sse_stream_v03::{Sse, SseByteStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -36,130 +53,6 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
-/// An incremental `text/event-stream` parser: feed it bytes as they arrive,
-/// get back the events they complete.
-///
-/// Chunk boundaries may fall anywhere, including between a `\r` and its `\n`
-/// or inside a multi-byte UTF-8 character: lines are split on bytes and only
-/// decoded once complete. An event still unterminated when the stream ends is
-/// never returned, as the spec requires.
-#[derive(Debug, Default)]
-pub struct SseParser {
-    /// Bytes of the line being received.
-    line: Vec<u8>,
-    /// The last byte seen was a `\r`: a `\n` right after it is part of the
-    /// same line ending.
-    after_cr: bool,
-    /// At least one line has been processed (the first may start with a BOM).
-    seen_line: bool,
-    /// The `event:` field of the event being built.
-    event: Option<String>,
-    /// The data buffer of the event being built (each line plus `\n`).
-    data: String,
-    /// The last event id buffer.
-    last_id: Option<String>,
-}
-
-impl SseParser {
-    /// A parser at the start of a stream.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Feeds the next bytes of the stream; returns the events they complete,
-    /// in order.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
-        let mut events = Vec::new();
-        let mut rest = bytes;
-        if rest.is_empty() {
-            return events;
-        }
-        if self.after_cr {
-            self.after_cr = false;
-            if rest[0] == b'\n' {
-                rest = &rest[1..];
-            }
-        }
-        while let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
-            self.line.extend_from_slice(&rest[..end]);
-            let line = std::mem::take(&mut self.line);
-            self.process_line(&line, &mut events);
-            // Keep the allocation for the next line.
-            self.line = line;
-            self.line.clear();
-            if rest[end] == b'\r' {
-                match rest.get(end + 1) {
-                    Some(b'\n') => rest = &rest[end + 2..],
-                    Some(_) => rest = &rest[end + 1..],
-                    None => {
-                        self.after_cr = true;
-                        rest = &[];
-                    }
-                }
-            } else {
-                rest = &rest[end + 1..];
-            }
-        }
-        self.line.extend_from_slice(rest);
-        events
-    }
-
-    /// Bytes held for an event not yet complete (to bound memory against a
-    /// stream that never ends its lines or events).
-    pub fn buffered_len(&self) -> usize {
-        self.line.len() + self.data.len()
-    }
-
-    fn process_line(&mut self, line: &[u8], events: &mut Vec<SseEvent>) {
-        let mut line = line;
-        if !self.seen_line {
-            self.seen_line = true;
-            line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-        }
-        if line.is_empty() {
-            self.dispatch(events);
-            return;
-        }
-        if line[0] == b':' {
-            return; // A comment (keep-alives use these).
-        }
-        let (field, value) = match line.iter().position(|&b| b == b':') {
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
-            }
-            None => (line, &b""[..]),
-        };
-        let value = String::from_utf8_lossy(value);
-        match field {
-            b"event" => self.event = Some(value.into_owned()),
-            b"data" => {
-                self.data.push_str(&value);
-                self.data.push('\n');
-            }
-            b"id" if !value.contains('\0') => self.last_id = Some(value.into_owned()),
-            // `retry` only matters to reconnecting clients; we never reconnect
-            // a model's stream. Unknown fields are ignored per the spec.
-            _ => {}
-        }
-    }
-
-    fn dispatch(&mut self, events: &mut Vec<SseEvent>) {
-        let event = self.event.take();
-        if self.data.is_empty() {
-            return;
-        }
-        let mut data = std::mem::take(&mut self.data);
-        data.pop(); // The spec drops the data buffer's last `\n`.
-        events.push(SseEvent {
-            event,
-            data,
-            id: self.last_id.clone(),
-        });
-    }
-}
-
-/// What a provider's decoder does with the events of one response.
 pub(crate) trait Decoder: Send + 'static {
     /// Handles one event; returns what to send on. A
     /// [`LlmEvent::Finished`] among them ends the stream.
@@ -173,11 +66,9 @@ pub(crate) trait Decoder: Send + 'static {
 /// Items buffered between the reading task and the consumer.
 const CHANNEL_CAPACITY: usize = 64;
 
-/// Longest event (or line) we hold in memory before giving up on a stream.
+/// Most bytes we read without an event completing before giving up on a
+/// stream (comments count: they are bytes we were made to read).
 const MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
-
-/// Largest non-streamed body we read (model lists).
-const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// Runs `decoder` over `reader` in a task; returns the receiving end.
 ///
@@ -232,320 +123,173 @@ async fn pump(
     }
 }
 
-/// Reads a streaming response body event by event.
-#[derive(Debug)]
+/// Reads a streaming response body event by event (see the module doc for
+/// what it adds to `sse-stream`).
 pub(crate) struct EventReader {
     provider: &'static str,
-    response: Response,
-    parser: SseParser,
-    pending: VecDeque<SseEvent>,
-    idle_timeout: Duration,
+    blocks: BoxStream<'static, Result<Sse, sse_stream_v03::Error>>,
+    /// Bytes received since the last block completed; the chunk source
+    /// refuses to read on past [`MAX_EVENT_BYTES`].
+    unfinished: Arc<AtomicUsize>,
+    /// The last event id buffer.
+    last_id: Option<String>,
+}
+
+impl std::fmt::Debug for EventReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventReader")
+            .field("provider", &self.provider)
+            .field("last_id", &self.last_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl EventReader {
     /// Reads `response`'s body; a silence longer than `idle_timeout` between
     /// two chunks is an error.
     pub(crate) fn new(provider: &'static str, response: Response, idle_timeout: Duration) -> Self {
+        let chunks = stream::unfold(response, move |mut response| async move {
+            let chunk = match tokio::time::timeout(idle_timeout, response.chunk()).await {
+                Err(_elapsed) => Err(network(
+                    provider,
+                    format!("no data for {}", seconds(idle_timeout)),
+                )),
+                Ok(Err(error)) => {
+                    tracing::debug!(provider, error = %error.without_url(), "stream read failed");
+                    Err(network(provider, "the stream was interrupted"))
+                }
+                Ok(Ok(None)) => return None,
+                Ok(Ok(Some(chunk))) => Ok(chunk),
+            };
+            Some((chunk, response))
+        });
+        Self::from_chunks(provider, chunks)
+    }
+
+    /// Reads the events of a body that arrives as `chunks`.
+    fn from_chunks(
+        provider: &'static str,
+        chunks: impl futures_util::Stream<Item = Result<Bytes, LlmError>> + Send + 'static,
+    ) -> Self {
+        let unfinished = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&unfinished);
+        let mut lossy = Utf8Lossy::default();
+        let chunks = chunks.map(move |chunk| {
+            // Checked before the next chunk is handed over: by then the
+            // crate has returned every event the earlier ones completed.
+            if counted.load(Ordering::Relaxed) > MAX_EVENT_BYTES {
+                return Err(malformed(provider, "an event larger than 8 MiB"));
+            }
+            let chunk = chunk?;
+            counted.fetch_add(chunk.len(), Ordering::Relaxed);
+            Ok(lossy.push(chunk))
+        });
         Self {
             provider,
-            response,
-            parser: SseParser::new(),
-            pending: VecDeque::new(),
-            idle_timeout,
+            blocks: SseByteStream::new(chunks).boxed(),
+            unfinished,
+            last_id: None,
         }
     }
 
     /// The next event; `None` at the end of the body.
     pub(crate) async fn next(&mut self) -> Result<Option<SseEvent>, LlmError> {
         loop {
-            if let Some(event) = self.pending.pop_front() {
-                return Ok(Some(event));
-            }
-            let chunk = match tokio::time::timeout(self.idle_timeout, self.response.chunk()).await {
-                Err(_elapsed) => {
-                    return Err(network(
-                        self.provider,
-                        format!("no data for {}", seconds(self.idle_timeout)),
-                    ));
+            let block = match self.blocks.next().await {
+                None => return Ok(None),
+                Some(Ok(block)) => block,
+                Some(Err(sse_stream_v03::Error::Body(error))) => {
+                    return Err(match error.downcast::<LlmError>() {
+                        Ok(error) => *error,
+                        Err(_) => network(self.provider, "the stream was interrupted"),
+                    });
                 }
-                Ok(Err(error)) => {
-                    tracing::debug!(provider = self.provider, error = %error.without_url(), "stream read failed");
-                    return Err(network(self.provider, "the stream was interrupted"));
-                }
-                Ok(Ok(None)) => return Ok(None),
-                Ok(Ok(Some(chunk))) => chunk,
+                // Not reached: every byte went through `Utf8Lossy` and the
+                // `strict-fields` feature is off.
+                Some(Err(_)) => return Err(malformed(self.provider, "an unreadable event")),
             };
-            self.pending.extend(self.parser.push(&chunk));
-            if self.parser.buffered_len() > MAX_EVENT_BYTES {
-                return Err(malformed(self.provider, "an event larger than 8 MiB"));
+            self.unfinished.store(0, Ordering::Relaxed);
+            if block.id.is_some() {
+                self.last_id = block.id;
+            }
+            // As an EventSource dispatches: a block without data is no
+            // event, and its `event:` is forgotten.
+            if let Some(data) = block.data {
+                return Ok(Some(SseEvent {
+                    event: block.event,
+                    data,
+                    id: self.last_id.clone(),
+                }));
             }
         }
     }
 }
 
-/// `{base_url}/{path}`, with a trailing slash of `base_url` ignored.
-pub(crate) fn endpoint(provider: &str, base_url: &str, path: &str) -> Result<Url, LlmError> {
-    Url::parse(&format!("{}/{path}", base_url.trim_end_matches('/')))
-        .map_err(|_| network(provider, "the configured base URL is not a valid URL"))
+/// Replaces invalid UTF-8 with U+FFFD across chunk boundaries, as
+/// `String::from_utf8_lossy` would over the whole body: an incomplete
+/// character at the end of a chunk waits for the next one.
+#[derive(Debug, Default)]
+struct Utf8Lossy {
+    /// The start of a character cut by the end of the last chunk.
+    carry: Vec<u8>,
 }
 
-/// A header value holding a secret, marked sensitive so that it is never
-/// printed by `Debug`.
-pub(crate) fn secret_header(provider: &str, value: &str) -> Result<HeaderValue, LlmError> {
-    let mut header = HeaderValue::from_str(value).map_err(|_| {
-        network(
-            provider,
-            "the API key contains characters that cannot be sent in a header",
-        )
-    })?;
-    header.set_sensitive(true);
-    Ok(header)
-}
-
-/// Sends a streaming request and checks its status and content type.
-///
-/// Waits at most `connect_timeout + idle_timeout` for the response head (the
-/// client's own connect timeout, if any, still applies).
-pub(crate) async fn send(
-    provider: &'static str,
-    settings: &HttpSettings,
-    request: RequestBuilder,
-) -> Result<Response, LlmError> {
-    let wait = settings.connect_timeout + settings.idle_timeout;
-    let response = execute(provider, wait, settings.idle_timeout, request).await?;
-    let is_json = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.trim_start().starts_with("application/json"));
-    if is_json {
-        // A proxy's error page or a server that ignored `stream: true`.
-        return Err(malformed(
-            provider,
-            "a JSON document instead of an event stream",
-        ));
-    }
-    Ok(response)
-}
-
-/// Sends a request, waiting at most `wait` for the response head, and checks
-/// its status (see [`check_status`]).
-pub(crate) async fn execute(
-    provider: &'static str,
-    wait: Duration,
-    read_timeout: Duration,
-    request: RequestBuilder,
-) -> Result<Response, LlmError> {
-    let response = match tokio::time::timeout(wait, request.send()).await {
-        Err(_elapsed) => {
-            return Err(network(
-                provider,
-                format!("no response for {}", seconds(wait)),
-            ));
+impl Utf8Lossy {
+    fn push(&mut self, chunk: Bytes) -> Bytes {
+        if self.carry.is_empty() && std::str::from_utf8(&chunk).is_ok() {
+            return chunk; // The usual case: nothing to copy.
         }
-        Ok(result) => result.map_err(|error| request_error(provider, error))?,
-    };
-    check_status(provider, response, read_timeout).await
-}
-
-/// Turns a non-2xx response into an [`LlmError`]; passes a 2xx one through.
-///
-/// The body is never put in the error: it may echo the key or the request.
-/// For statuses other than 401/403, the provider's error *message* is
-/// logged, because "model not found" is what an operator needs to see.
-pub(crate) async fn check_status(
-    provider: &'static str,
-    mut response: Response,
-    read_timeout: Duration,
-) -> Result<Response, LlmError> {
-    let status = response.status();
-    if status.is_success() {
-        return Ok(response);
-    }
-    let provider_name = provider.to_owned();
-    match status {
-        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Err(LlmError::Unauthorized {
-            provider: provider_name,
-            status: status.as_u16(),
-        }),
-        StatusCode::TOO_MANY_REQUESTS => {
-            let retry_after = response
-                .headers()
-                .get(RETRY_AFTER)
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.trim().parse::<u64>().ok());
-            Err(LlmError::RateLimited {
-                provider: provider_name,
-                retry_after,
-            })
+        let mut bytes = std::mem::take(&mut self.carry);
+        bytes.extend_from_slice(&chunk);
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut rest = &bytes[..];
+        while let Err(error) = std::str::from_utf8(rest) {
+            let (valid, after) = rest.split_at(error.valid_up_to());
+            out.extend_from_slice(valid);
+            let Some(invalid) = error.error_len() else {
+                self.carry = after.to_vec();
+                return Bytes::from(out);
+            };
+            out.extend_from_slice("\u{FFFD}".as_bytes());
+            rest = &after[invalid..];
         }
-        _ => {
-            // Only for the log line: never wait long for it.
-            let wait = read_timeout.min(Duration::from_secs(5));
-            let body = tokio::time::timeout(wait, read_capped(&mut response, 64 * 1024))
-                .await
-                .ok()
-                .and_then(Result::ok);
-            let reported = body
-                .and_then(|body| serde_json::from_slice::<Value>(&body).ok())
-                .and_then(|body| error_detail(&body));
-            tracing::warn!(
-                provider,
-                http.status = status.as_u16(),
-                error.message = reported.as_deref().unwrap_or("(none)"),
-                "model provider answered with an error status"
-            );
-            Err(LlmError::Upstream {
-                provider: provider_name,
-                status: status.as_u16(),
-            })
-        }
+        out.extend_from_slice(rest);
+        Bytes::from(out)
     }
 }
 
-/// Reads a whole (non-streamed) body, refusing more than `cap` bytes.
-pub(crate) async fn read_capped(
-    response: &mut Response,
-    cap: usize,
-) -> Result<Vec<u8>, reqwest::Error> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        body.extend_from_slice(&chunk);
-        if body.len() > cap {
-            body.truncate(cap);
-            break;
-        }
-    }
-    Ok(body)
+/// The events of a whole body, for the providers' decoder tests.
+#[cfg(test)]
+pub(crate) fn events_of(body: &[u8]) -> Vec<SseEvent> {
+    parse_chunks(std::iter::once(body))
 }
 
-/// Reads a whole JSON body of at most [`MAX_BODY_BYTES`].
-pub(crate) async fn read_json(
-    provider: &str,
-    response: &mut Response,
-    read_timeout: Duration,
-) -> Result<Value, LlmError> {
-    let body =
-        match tokio::time::timeout(read_timeout, read_capped(response, MAX_BODY_BYTES + 1)).await {
-            Err(_elapsed) => {
-                return Err(network(
-                    provider,
-                    format!("no data for {}", seconds(read_timeout)),
-                ));
-            }
-            Ok(Err(error)) => return Err(request_error(provider, error)),
-            Ok(Ok(body)) => body,
-        };
-    if body.len() > MAX_BODY_BYTES {
-        return Err(malformed(provider, "a response larger than 4 MiB"));
-    }
-    serde_json::from_slice(&body).map_err(|_| malformed(provider, "a response that is not JSON"))
-}
-
-/// The `message (type)` of a provider error object, for
-/// [`LlmError::Reported`] and logs.
-///
-/// Accepts `{"error": {"type", "message"}}` (both providers' shape) and a
-/// bare `{"type", "message"}`; some OpenAI-compatible servers put a string in
-/// `error`. The text is bounded and stripped of control characters: it comes
-/// from the network and ends up in front of a user.
-pub(crate) fn error_detail(body: &Value) -> Option<String> {
-    let error = body.get("error").unwrap_or(body);
-    let (kind, message) = match error {
-        Value::String(message) => (None, Some(message.as_str())),
-        Value::Object(fields) => (
-            fields
-                .get("type")
-                .and_then(Value::as_str)
-                .or_else(|| fields.get("code").and_then(Value::as_str)),
-            fields.get("message").and_then(Value::as_str),
-        ),
-        _ => (None, None),
-    };
-    let detail = match (message.map(str::trim), kind.map(str::trim)) {
-        (Some(message), Some(kind)) if !message.is_empty() && !kind.is_empty() => {
-            format!("{message} ({kind})")
-        }
-        (Some(message), _) if !message.is_empty() => message.to_owned(),
-        (_, Some(kind)) if !kind.is_empty() => kind.to_owned(),
-        _ => return None,
-    };
-    const MAX_CHARS: usize = 300;
-    let mut clean: String = detail
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX_CHARS)
+/// The events of a body that arrives in these chunks (all in memory, so
+/// reading never waits).
+#[cfg(test)]
+fn parse_chunks<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Vec<SseEvent> {
+    use futures_util::FutureExt as _;
+    let chunks: Vec<Result<Bytes, LlmError>> = chunks
+        .into_iter()
+        .map(|chunk| Ok(Bytes::copy_from_slice(chunk)))
         .collect();
-    if detail.chars().count() > MAX_CHARS {
-        clean.push('…');
+    let mut reader = EventReader::from_chunks("test", stream::iter(chunks));
+    let mut events = Vec::new();
+    while let Some(event) = reader
+        .next()
+        .now_or_never()
+        .expect("an in-memory body never waits")
+        .expect("a readable body")
+    {
+        events.push(event);
     }
-    Some(clean)
-}
-
-/// Parses a tool call's accumulated arguments: empty means `{}`, anything
-/// else must be a JSON object.
-pub(crate) fn parse_arguments(provider: &str, json: &str) -> Result<Value, LlmError> {
-    if json.trim().is_empty() {
-        return Ok(Value::Object(serde_json::Map::new()));
-    }
-    match serde_json::from_str::<Value>(json) {
-        Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(_) => Err(malformed(
-            provider,
-            "tool call arguments that are not a JSON object",
-        )),
-        Err(_) => Err(malformed(
-            provider,
-            "tool call arguments that are not valid JSON",
-        )),
-    }
-}
-
-/// An [`LlmError::Network`].
-pub(crate) fn network(provider: &str, detail: impl Into<String>) -> LlmError {
-    LlmError::Network {
-        provider: provider.to_owned(),
-        detail: detail.into(),
-    }
-}
-
-/// An [`LlmError::Malformed`].
-pub(crate) fn malformed(provider: &str, detail: impl Into<String>) -> LlmError {
-    LlmError::Malformed {
-        provider: provider.to_owned(),
-        detail: detail.into(),
-    }
-}
-
-/// A reqwest failure in words, without the URL reqwest would print.
-fn request_error(provider: &str, error: reqwest::Error) -> LlmError {
-    let detail = if error.is_connect() {
-        "could not connect"
-    } else if error.is_timeout() {
-        "the request timed out"
-    } else if error.is_builder() {
-        "the request could not be built"
-    } else if error.is_redirect() {
-        "too many redirects"
-    } else {
-        "the request failed"
-    };
-    tracing::debug!(provider, error = %error.without_url(), "model request failed");
-    network(provider, detail)
-}
-
-/// `12 s`, or `0.2 s` for durations that are not whole seconds.
-fn seconds(duration: Duration) -> String {
-    if duration.subsec_nanos() == 0 {
-        format!("{} s", duration.as_secs())
-    } else {
-        format!("{:.1} s", duration.as_secs_f64())
-    }
+    events
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn event(event: Option<&str>, data: &str, id: Option<&str>) -> SseEvent {
         SseEvent {
@@ -556,8 +300,7 @@ mod tests {
     }
 
     fn parse_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
-        let mut parser = SseParser::new();
-        chunks.iter().flat_map(|chunk| parser.push(chunk)).collect()
+        parse_chunks(chunks.iter().copied())
     }
 
     #[test]
@@ -714,11 +457,7 @@ mod tests {
     fn a_real_anthropic_body_fed_one_byte_at_a_time_gives_every_event() {
         let body = include_str!("../../tests/providers/fixtures/anthropic_tool_use.sse");
         let whole = parse_all(&[body.as_bytes()]);
-        let mut parser = SseParser::new();
-        let mut byte_by_byte = Vec::new();
-        for byte in body.as_bytes() {
-            byte_by_byte.extend(parser.push(std::slice::from_ref(byte)));
-        }
+        let byte_by_byte = parse_chunks(body.as_bytes().chunks(1));
         assert_eq!(byte_by_byte, whole);
         assert_eq!(
             whole.first().and_then(|e| e.event.as_deref()),
@@ -743,11 +482,7 @@ mod tests {
     #[test]
     fn a_real_openai_body_fed_one_byte_at_a_time_gives_every_chunk() {
         let body = include_str!("../../tests/providers/fixtures/openai_tool_calls.sse");
-        let mut parser = SseParser::new();
-        let mut events = Vec::new();
-        for byte in body.as_bytes() {
-            events.extend(parser.push(std::slice::from_ref(byte)));
-        }
+        let events = parse_chunks(body.as_bytes().chunks(1));
         assert_eq!(events, parse_all(&[body.as_bytes()]));
         assert_eq!(events.last().map(|e| e.data.as_str()), Some("[DONE]"));
         assert!(
@@ -759,90 +494,40 @@ mod tests {
     }
 
     #[test]
-    fn buffered_bytes_grow_with_an_unfinished_event_and_drop_once_it_is_dispatched() {
-        let mut parser = SseParser::new();
-        assert!(parser.push(b"data: abc\ndata: de").is_empty());
-        assert_eq!(parser.buffered_len(), "abc\n".len() + "data: de".len());
-        assert_eq!(parser.push(b"\n\n").len(), 1);
-        assert_eq!(parser.buffered_len(), 0);
-    }
-
-    #[test]
-    fn error_details_keep_the_message_and_type_and_nothing_else() {
-        let cases = [
-            (
-                "Anthropic's in-stream error",
-                serde_json::json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-                Some("Overloaded (overloaded_error)"),
-            ),
-            (
-                "OpenAI's error object",
-                serde_json::json!({"error": {"message": "The server had an error", "type": "server_error", "param": null, "code": null}}),
-                Some("The server had an error (server_error)"),
-            ),
-            (
-                "a null type falls back to the code",
-                serde_json::json!({"error": {"message": "Bad key", "type": null, "code": "invalid_api_key"}}),
-                Some("Bad key (invalid_api_key)"),
-            ),
-            (
-                "vLLM's top-level error object",
-                serde_json::json!({"object": "error", "message": "context too long", "type": "BadRequestError", "code": 400}),
-                Some("context too long (BadRequestError)"),
-            ),
-            (
-                "a bare string error",
-                serde_json::json!({"error": "model not loaded"}),
-                Some("model not loaded"),
-            ),
-            (
-                "control characters are blanked",
-                serde_json::json!({"error": {"message": "a\nb\u{1b}[31m"}}),
-                Some("a b [31m"),
-            ),
-            ("no message at all", serde_json::json!({"error": {}}), None),
-        ];
-        for (message, body, expected) in cases {
-            assert_eq!(error_detail(&body).as_deref(), expected, "{message}");
-        }
-        let long = serde_json::json!({"error": {"message": "x".repeat(1000)}});
-        let detail = error_detail(&long).expect("a long message still gives a detail");
+    fn an_event_over_8_mib_is_refused_and_the_bound_resets_with_every_event() {
+        use futures_util::FutureExt as _;
+        let read = |chunks: Vec<Bytes>| {
+            let mut reader = EventReader::from_chunks(
+                "P",
+                stream::iter(chunks.into_iter().map(Ok::<_, LlmError>)),
+            );
+            let mut events = 0;
+            loop {
+                match reader.next().now_or_never().expect("in memory") {
+                    Ok(Some(_)) => events += 1,
+                    Ok(None) => return Ok(events),
+                    Err(error) => return Err(error),
+                }
+            }
+        };
+        let mib = |n: usize| Bytes::from(vec![b'x'; n * 1024 * 1024]);
+        let one_event = [vec![Bytes::from_static(b"data: ")], vec![mib(1); 9]].concat();
         assert_eq!(
-            detail.chars().count(),
-            301,
-            "capped at 300 characters and an ellipsis"
+            read(one_event),
+            Err(malformed("P", "an event larger than 8 MiB")),
+            "one 9 MiB event"
         );
-    }
-
-    #[test]
-    fn tool_arguments_must_be_an_object_and_empty_means_no_arguments() {
-        let cases = [
-            ("empty string", "", Ok(serde_json::json!({}))),
-            ("whitespace", "  ", Ok(serde_json::json!({}))),
-            ("an object", r#"{"a": 1}"#, Ok(serde_json::json!({"a": 1}))),
-            (
-                "an array",
-                "[1]",
-                Err("tool call arguments that are not a JSON object"),
-            ),
-            (
-                "truncated JSON",
-                r#"{"a": "#,
-                Err("tool call arguments that are not valid JSON"),
-            ),
-        ];
-        for (message, input, expected) in cases {
-            let got = parse_arguments("P", input).map_err(|error| match error {
-                LlmError::Malformed { detail, .. } => detail,
-                other => other.to_string(),
-            });
-            assert_eq!(got, expected.map_err(str::to_owned), "{message}");
-        }
-    }
-
-    #[test]
-    fn durations_print_as_seconds() {
-        assert_eq!(seconds(Duration::from_secs(120)), "120 s");
-        assert_eq!(seconds(Duration::from_millis(200)), "0.2 s");
+        let event_of = |n| {
+            vec![
+                Bytes::from_static(b"data: "),
+                mib(n),
+                Bytes::from_static(b"\n\n"),
+            ]
+        };
+        assert_eq!(
+            read([event_of(5), event_of(5)].concat()),
+            Ok(2),
+            "two 5 MiB events in a row"
+        );
     }
 }

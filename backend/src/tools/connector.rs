@@ -20,7 +20,7 @@ use crate::{
     approvals::{self, Waited},
     audit,
     connectors::refresh::open_session,
-    db,
+    db, digest,
     gate::{self, AlwaysGrant, Decision, Facts},
     ids::{ChatId, ConnectorId, PendingCallId, TurnId, UserId},
     llm::{ToolCall, ToolSpec},
@@ -451,7 +451,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     };
     // Shown = signed = sent: a number JCS would change is refused before
     // any card or call, and the model is told how to pass it.
-    if let Some((path, number)) = approvals::inexact_number(&call.arguments) {
+    if let Some((path, number)) = digest::inexact_number(&call.arguments) {
         let outcome = Err(format!(
             "The argument `{path}` is the number {number}, which cannot be carried exactly \
              (integers must lie within ±9007199254740992, and -0 is not allowed). Pass it as \
@@ -482,7 +482,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         connector_id: tool.connector_id,
         connector_name: tool.connector_name.clone(),
         tool_name: tool.tool_name.clone(),
-        arguments_digest: approvals::sha256_hex(&approvals::canonical(&call.arguments)),
+        arguments_digest: digest::sha256_hex(digest::canonical(&call.arguments)),
     };
     // The facts, read now: grants from the ledger and the user's rules.
     let turn_grant = approvals::turn_grant(

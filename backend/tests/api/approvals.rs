@@ -177,7 +177,7 @@ pub(crate) async fn trust(s: &Setup) {
 }
 
 fn sha256_hex(s: &str) -> String {
-    approvals::sha256_hex(s)
+    countersign::digest::sha256_hex(s)
 }
 
 #[tokio::test]

@@ -30,23 +30,37 @@ pub(crate) struct Authenticator {
 }
 
 impl Authenticator {
-    fn now_step() -> i64 {
+    fn now_secs() -> i64 {
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .expect("clock")
             .as_secs();
-        mfa::step_of(i64::try_from(secs).expect("time"))
+        i64::try_from(secs).expect("time")
     }
 
     /// A code the server has not seen yet (the server accepts ±1 step).
+    ///
+    /// A code for the step just past stops working when the next step
+    /// starts, so it is only used with 10 s to spare: a request slowed by
+    /// a loaded machine must not cross that boundary (a test failed so
+    /// once). When no fresh step is left, this waits for the clock to
+    /// reach the next one, as a person would wait for the app's next code.
     fn next(&mut self) -> String {
-        let step = (Self::now_step() - 1).max(self.last + 1);
-        assert!(
-            step <= Self::now_step() + 1,
-            "out of fresh codes this minute"
-        );
-        self.last = step;
-        mfa::code_at(&self.secret, step)
+        loop {
+            let secs = Self::now_secs();
+            let now = mfa::step_of(secs);
+            let secs_left = (now + 1) * 30 - secs;
+            let earliest = if secs_left > 10 { now - 1 } else { now };
+            let step = earliest.max(self.last + 1);
+            if step <= now + 1 {
+                self.last = step;
+                return mfa::code_at(&self.secret, step);
+            }
+            // Waiting on the clock itself: there is no event to await.
+            std::thread::sleep(std::time::Duration::from_secs(
+                u64::try_from(secs_left).unwrap_or(1),
+            ));
+        }
     }
 }
 

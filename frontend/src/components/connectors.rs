@@ -26,8 +26,8 @@ use crate::components::{FormError, StepUp, ToolReviewList};
 use crate::session::SessionState;
 use crate::tool_review::{counts_summary, grant_count_text, not_offered_line};
 
-/// Most custom headers a connector may carry (the server's limit too).
-const MAX_HEADERS: usize = 20;
+// Most custom headers a connector may carry: the server's own limit.
+use countersign_api::MAX_HEADERS;
 
 /// The connectors as last loaded, shared by the list, the add form and the
 /// one-click offers; every change the server answers is written back here.

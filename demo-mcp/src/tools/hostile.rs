@@ -18,6 +18,7 @@
 use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
+pub use crate::state::HostileMode;
 use crate::state::ToolSetShape;
 
 /// Listed in `huge_descriptor` mode: a 70 KiB description.
@@ -32,35 +33,6 @@ pub const MANY_TOOLS: usize = 600;
 pub const HUGE_LISTING_TOOLS: usize = 300;
 /// The size of `huge_result`'s text, in bytes.
 pub const HUGE_RESULT_BYTES: usize = 17 * 1024 * 1024;
-
-/// A hostile mode of `POST /admin/hostile`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostileMode {
-    /// 600 extra tools.
-    ManyTools,
-    /// One tool with a 70 KiB description.
-    HugeDescriptor,
-    /// 300 tools of 60 KiB each.
-    HugeListing,
-    /// A tool whose result is 17 MiB.
-    HugeResult,
-    /// A tool with an invalid `x-mcp-header`.
-    BadHeader,
-}
-
-impl HostileMode {
-    /// Parses the wire name (`many_tools`, `huge_descriptor`, …).
-    pub fn parse(mode: &str) -> Option<Self> {
-        match mode {
-            "many_tools" => Some(Self::ManyTools),
-            "huge_descriptor" => Some(Self::HugeDescriptor),
-            "huge_listing" => Some(Self::HugeListing),
-            "huge_result" => Some(Self::HugeResult),
-            "bad_header" => Some(Self::BadHeader),
-            _ => None,
-        }
-    }
-}
 
 /// The extra tools `shape`'s hostile modes list.
 pub(crate) fn descriptors(shape: ToolSetShape) -> Vec<Tool> {
@@ -134,7 +106,7 @@ fn padding(bytes: usize) -> String {
 }
 
 fn read_only(name: String, description: String, schema: Value) -> Tool {
-    Tool::new(name, description, crate::tools::object(schema)).with_annotations(
+    Tool::new(name, description, super::object(schema)).with_annotations(
         ToolAnnotations::new()
             .read_only(true)
             .destructive(false)
