@@ -12,6 +12,7 @@
 //! SSRF guard and the MCP client.
 
 pub mod refresh;
+pub mod session;
 
 use crate::{
     db::{self, Tx},

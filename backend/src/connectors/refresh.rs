@@ -1,19 +1,13 @@
-//! Test and Refresh: the one place that connects to a connector. It runs
-//! the SSRF guard (`ssrf::check`), connects through the guarded client,
-//! lists the tools as the server sends them, digests each descriptor and
+//! Test and Refresh: connects (through [`super::session::open_session`],
+//! which runs the SSRF guard and the guarded client), lists the tools as the server sends them, digests each descriptor and
 //! merges the listing into the stored tools. The outcome (ok, or the
 //! error in words a user can act on) is recorded on the connector, with
 //! the tools the listing dropped (`mcp::DroppedTool`). A listing past the
 //! bounds on what a server sends (DESIGN §2) fails whole: the stored tools
 //! stay exactly as they were.
 
-use super::{Auth, ConnectorError, Listed, apply_listing, load_auth};
-use crate::{
-    AppState, db,
-    mcp::{self, McpSettings, McpTarget},
-    ssrf,
-};
-use std::time::Duration;
+use super::{ConnectorError, Listed, apply_listing, session::open_session};
+use crate::{AppState, db, mcp};
 use uuid::Uuid;
 
 /// What a successful refresh found.
@@ -25,17 +19,6 @@ pub struct Refreshed {
     pub tools: usize,
     /// How many it dropped.
     pub dropped: usize,
-}
-
-/// Checks `url` against the SSRF guard, for the add and edit forms.
-pub async fn check_url(state: &AppState, url: &str) -> Result<ssrf::GuardedTarget, ConnectorError> {
-    ssrf::check(
-        url,
-        state.resolver.as_ref(),
-        &state.config.allow_private_connectors,
-    )
-    .await
-    .map_err(|e| ConnectorError::Refused(e.to_string()))
 }
 
 /// Connects, lists and stores the tools of connector `id`.
@@ -87,37 +70,6 @@ pub async fn refresh(
     };
     tx.commit().await?;
     result
-}
-
-/// Opens an MCP session to connector `id` of `user_id` at `url`: the SSRF
-/// guard, the user's credentials, the guarded client. The one way in, for
-/// listing and for calls.
-pub async fn open_session(
-    state: &AppState,
-    user_id: Uuid,
-    id: Uuid,
-    url: &str,
-) -> Result<mcp::McpSession, ConnectorError> {
-    let guarded = check_url(state, url).await?;
-    let auth = load_auth(&state.db, state.secrets.as_ref(), user_id, id).await?;
-    let mut target = McpTarget::new(guarded.url().clone());
-    match auth {
-        Auth::None => {}
-        Auth::Bearer(token) => target.bearer = Some(crate::config::Secret::new(token)),
-        Auth::Headers(headers) => {
-            target.headers = headers
-                .into_iter()
-                .map(|(k, v)| (k, crate::config::Secret::new(v)))
-                .collect();
-        }
-    }
-    let settings = McpSettings {
-        call_timeout: Duration::from_secs(state.config.mcp_timeout_secs),
-        ..McpSettings::default()
-    };
-    mcp::connect(state.connector_http.clone(), &target, &settings)
-        .await
-        .map_err(|e| ConnectorError::Unreachable(e.to_string()))
 }
 
 async fn list(

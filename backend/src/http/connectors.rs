@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     AppState,
-    connectors::{self, Auth, refresh},
+    connectors::{self, Auth, refresh, session},
     db,
 };
 use axum::{extract::State, http::StatusCode, response::IntoResponse};
@@ -140,7 +140,7 @@ pub async fn create_connector(
         super::mfa::require_step_up(&state, &user).await?;
     }
     // Refused here, with the reason, and again on every connection.
-    refresh::check_url(&state, req.url.trim()).await?;
+    session::check_url(&state, req.url.trim()).await?;
     let id = connectors::create(
         &state.db,
         state.secrets.as_ref(),
@@ -197,7 +197,7 @@ pub async fn update_connector(
     }
     if let Some(new_url) = &new_url {
         // Refused here, with the reason, and again on every connection.
-        refresh::check_url(&state, new_url.as_str()).await?;
+        session::check_url(&state, new_url.as_str()).await?;
         connectors::repoint(&state.db, user.user_id, id, new_url).await?;
         tracing::info!(user.id = %user.user_id, connector.id = %id, "connector re-pointed");
     }

@@ -19,7 +19,7 @@ use crate::{
     AppState,
     approvals::{self, Waited},
     audit,
-    connectors::refresh::open_session,
+    connectors::session::open_session,
     db, digest,
     gate::{self, AlwaysGrant, Decision, Facts},
     ids::{ChatId, ConnectorId, PendingCallId, TurnId, UserId},

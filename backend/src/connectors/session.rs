@@ -1,0 +1,59 @@
+//! Connecting to a connector: the one way in, for Test/Refresh and for
+//! every tool call. [`check_url`] runs the SSRF guard (also on add and URL
+//! change, to refuse early with the reason); [`open_session`] runs it
+//! again, loads the user's credentials and opens an MCP session through the
+//! guarded client.
+//!
+//! What it deliberately does not do: list or store tools (`refresh`), or
+//! decide whether a call may run (`gate`, `approvals`).
+
+use super::{Auth, ConnectorError, load_auth};
+use crate::{
+    AppState,
+    mcp::{self, McpSettings, McpTarget},
+    ssrf,
+};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Checks `url` against the SSRF guard, for the add and edit forms.
+pub async fn check_url(state: &AppState, url: &str) -> Result<ssrf::GuardedTarget, ConnectorError> {
+    ssrf::check(
+        url,
+        state.resolver.as_ref(),
+        &state.config.allow_private_connectors,
+    )
+    .await
+    .map_err(|e| ConnectorError::Refused(e.to_string()))
+}
+
+/// Opens an MCP session to connector `id` of `user_id` at `url`: the SSRF
+/// guard, the user's credentials, the guarded client. The one way in, for
+/// listing and for calls.
+pub async fn open_session(
+    state: &AppState,
+    user_id: Uuid,
+    id: Uuid,
+    url: &str,
+) -> Result<mcp::McpSession, ConnectorError> {
+    let guarded = check_url(state, url).await?;
+    let auth = load_auth(&state.db, state.secrets.as_ref(), user_id, id).await?;
+    let mut target = McpTarget::new(guarded.url().clone());
+    match auth {
+        Auth::None => {}
+        Auth::Bearer(token) => target.bearer = Some(crate::config::Secret::new(token)),
+        Auth::Headers(headers) => {
+            target.headers = headers
+                .into_iter()
+                .map(|(k, v)| (k, crate::config::Secret::new(v)))
+                .collect();
+        }
+    }
+    let settings = McpSettings {
+        call_timeout: Duration::from_secs(state.config.mcp_timeout_secs),
+        ..McpSettings::default()
+    };
+    mcp::connect(state.connector_http.clone(), &target, &settings)
+        .await
+        .map_err(|e| ConnectorError::Unreachable(e.to_string()))
+}
