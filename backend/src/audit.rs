@@ -16,7 +16,8 @@ use crate::{
     ids::{ChatId, ConnectorId, TurnId, UserId},
 };
 use countersign_api::{ActivityDecision, ActivityKind, ActivityOutcome, GrantKind};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -62,27 +63,125 @@ pub struct Entry<'a> {
     pub duration_ms: Option<u64>,
 }
 
+/// One entry exactly as the chain stores it (`activity.entry`, the JSON
+/// the hash covers): written and read through this one struct, so the
+/// writer and the activity page cannot disagree on a field. Every field
+/// has a default, so an entry is readable whatever it lacks; what is read
+/// back is never re-hashed (`verify` hashes the stored JSON itself).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Stored {
+    /// Place in the chain.
+    pub seq: i64,
+    /// RFC 3339 with microseconds, UTC, by the database's clock.
+    pub at: String,
+    /// Owner.
+    pub user_id: Uuid,
+    /// Chat.
+    pub chat_id: Uuid,
+    /// Turn.
+    pub turn_id: Uuid,
+    /// Entries of one call share it.
+    pub call_ref: String,
+    /// `decided` or `outcome`.
+    pub kind: ActivityKind,
+    /// Connector.
+    pub connector_id: Uuid,
+    /// Its name then.
+    pub connector_name: String,
+    /// Tool name on its server.
+    pub tool_name: String,
+    /// SHA-256 of the canonical arguments.
+    pub arguments_digest: String,
+    /// The decision or rule, `""` on outcome entries (as always stored).
+    pub decision: String,
+    /// With `approved`.
+    pub grant: Option<GrantKind>,
+    /// `running`, `not_run`, `ok`, `error`.
+    pub outcome: ActivityOutcome,
+    /// Why, when not ok.
+    pub error: Option<String>,
+    /// For outcome entries.
+    pub duration_ms: Option<u64>,
+}
+
+impl Default for Stored {
+    /// What a field an entry lacks reads as (`Unknown` words, nil ids).
+    fn default() -> Self {
+        Self {
+            seq: 0,
+            at: String::new(),
+            user_id: Uuid::nil(),
+            chat_id: Uuid::nil(),
+            turn_id: Uuid::nil(),
+            call_ref: String::new(),
+            kind: ActivityKind::Unknown,
+            connector_id: Uuid::nil(),
+            connector_name: String::new(),
+            tool_name: String::new(),
+            arguments_digest: String::new(),
+            decision: String::new(),
+            grant: None,
+            outcome: ActivityOutcome::Unknown,
+            error: None,
+            duration_ms: None,
+        }
+    }
+}
+
 impl Entry<'_> {
-    fn to_json(&self, seq: i64, at: &str) -> Value {
-        json!({
-            "seq": seq,
-            "at": at,
-            "user_id": self.user_id,
-            "chat_id": self.chat_id,
-            "turn_id": self.turn_id,
-            "call_ref": self.call_ref,
-            "kind": self.kind,
-            "connector_id": self.connector_id,
-            "connector_name": self.connector_name,
-            "tool_name": self.tool_name,
-            "arguments_digest": self.arguments_digest,
+    fn stored(&self, seq: i64, at: &str) -> Stored {
+        Stored {
+            seq,
+            at: at.to_owned(),
+            user_id: self.user_id.0,
+            chat_id: self.chat_id.0,
+            turn_id: self.turn_id.0,
+            call_ref: self.call_ref.to_owned(),
+            kind: self.kind,
+            connector_id: self.connector_id.0,
+            connector_name: self.connector_name.to_owned(),
+            tool_name: self.tool_name.to_owned(),
+            arguments_digest: self.arguments_digest.to_owned(),
             // An outcome entry has always said `""` here; the chain keeps it.
-            "decision": self.decision.map_or("", ActivityDecision::as_str),
-            "grant": self.grant,
-            "outcome": self.outcome,
-            "error": self.error,
-            "duration_ms": self.duration_ms,
-        })
+            decision: self
+                .decision
+                .map_or("", ActivityDecision::as_str)
+                .to_owned(),
+            grant: self.grant,
+            outcome: self.outcome,
+            error: self.error.map(str::to_owned),
+            duration_ms: self.duration_ms,
+        }
+    }
+
+    fn to_json(&self, seq: i64, at: &str) -> Value {
+        #[expect(clippy::expect_used, reason = "a struct of strings, ids and enums")]
+        serde_json::to_value(self.stored(seq, at)).expect("an activity entry is JSON")
+    }
+}
+
+impl Stored {
+    /// As `GET /api/activity` shows it, with its chain hash.
+    pub fn to_api(self, hash: String) -> countersign_api::ActivityEntry {
+        countersign_api::ActivityEntry {
+            seq: self.seq,
+            hash,
+            at: self.at,
+            call_ref: self.call_ref,
+            kind: self.kind,
+            chat_id: self.chat_id.to_string(),
+            connector_id: self.connector_id.to_string(),
+            connector_name: self.connector_name,
+            tool_name: self.tool_name,
+            arguments_digest: self.arguments_digest,
+            decision: (!self.decision.is_empty())
+                .then(|| ActivityDecision::from_wire(&self.decision)),
+            grant: self.grant,
+            outcome: self.outcome,
+            error: self.error,
+            duration_ms: self.duration_ms,
+        }
     }
 }
 
@@ -187,9 +286,9 @@ pub async fn for_user(
     pool: &PgPool,
     user_id: Uuid,
     limit: i64,
-) -> Result<Vec<(i64, String, Value)>, sqlx::Error> {
+) -> Result<Vec<(String, Stored)>, sqlx::Error> {
     let mut tx = db::user_tx(pool, user_id).await?;
-    let rows = sqlx::query_as(
+    let rows: Vec<(i64, String, Value)> = sqlx::query_as(
         "select seq, hash, entry from activity where user_id = $1 order by seq desc limit $2",
     )
     .bind(user_id)
@@ -197,7 +296,17 @@ pub async fn for_user(
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(rows)
+    Ok(rows
+        .into_iter()
+        .map(|(seq, hash, entry)| {
+            let mut stored = serde_json::from_value::<Stored>(entry).unwrap_or_else(|err| {
+                tracing::warn!(activity.seq = seq, error = %err, "unreadable activity entry");
+                Stored::default()
+            });
+            stored.seq = seq;
+            (hash, stored)
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -230,6 +339,48 @@ mod tests {
     }
 
     #[test]
+    fn the_stored_struct_writes_the_json_the_chain_always_held_and_reads_it_back() {
+        let id = Uuid::from_u128(7);
+        let entry = Entry {
+            user_id: UserId(id),
+            chat_id: ChatId(id),
+            turn_id: TurnId(id),
+            call_ref: "c1",
+            kind: ActivityKind::Outcome,
+            connector_id: ConnectorId(id),
+            connector_name: "Docs",
+            tool_name: "search",
+            arguments_digest: "ab",
+            decision: None,
+            grant: None,
+            outcome: ActivityOutcome::Error,
+            error: Some("boom"),
+            duration_ms: Some(12),
+        };
+        let written = entry.to_json(3, "2026-11-30T10:00:00.000000Z");
+        // What the hand-written `json!` of earlier versions produced, so
+        // the chain's hashes and old rows stay valid.
+        let before = serde_json::json!({
+            "seq": 3, "at": "2026-11-30T10:00:00.000000Z", "user_id": id, "chat_id": id,
+            "turn_id": id, "call_ref": "c1", "kind": "outcome", "connector_id": id,
+            "connector_name": "Docs", "tool_name": "search", "arguments_digest": "ab",
+            "decision": "", "grant": null, "outcome": "error", "error": "boom",
+            "duration_ms": 12
+        });
+        assert_eq!(written, before);
+        assert_eq!(digest::canonical(&written), digest::canonical(&before));
+        let read: Stored = serde_json::from_value(written).expect("reads back");
+        let api = read.to_api("h".into());
+        assert_eq!(api.decision, None, "an outcome entry's empty decision");
+        assert_eq!(api.error.as_deref(), Some("boom"));
+        assert_eq!(api.chat_id, id.to_string());
+        // A row lacking fields still reads, as unknown words.
+        let sparse: Stored =
+            serde_json::from_value(serde_json::json!({"call_ref": "x"})).expect("lenient");
+        assert_eq!(sparse.kind, ActivityKind::Unknown);
+    }
+
+    #[test]
     fn each_hash_covers_the_previous_one_and_the_entry() {
         let entry = Entry {
             user_id: UserId(Uuid::nil()),
@@ -259,7 +410,7 @@ mod tests {
             "the previous hash counts"
         );
         let mut changed = entry.clone();
-        changed["decision"] = json!(ActivityDecision::Denied);
+        changed["decision"] = serde_json::json!(ActivityDecision::Denied);
         assert_ne!(chain_hash(GENESIS, &changed), first, "the content counts");
     }
 }

@@ -17,8 +17,7 @@ use crate::{
 };
 use axum::{extract::State, http::StatusCode};
 use countersign_api::{
-    ActivityDecision, ActivityEntry, ActivityKind, ActivityOutcome, DecideRequest, DecideResponse,
-    Decision, Grant, GrantKind, PendingCall,
+    ActivityEntry, DecideRequest, DecideResponse, Decision, Grant, GrantKind, PendingCall,
 };
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use uuid::Uuid;
@@ -156,29 +155,9 @@ pub async fn list_activity(
     CurrentUser(user): CurrentUser,
 ) -> Result<axum::Json<Vec<ActivityEntry>>, ApiError> {
     let rows = crate::audit::for_user(&state.db, user.user_id, 500).await?;
-    let text =
-        |e: &serde_json::Value, k: &str| e.get(k).and_then(|v| v.as_str()).map(str::to_owned);
     Ok(axum::Json(
         rows.into_iter()
-            .map(|(seq, hash, e)| ActivityEntry {
-                seq,
-                hash,
-                at: text(&e, "at").unwrap_or_default(),
-                call_ref: text(&e, "call_ref").unwrap_or_default(),
-                kind: ActivityKind::from_wire(&text(&e, "kind").unwrap_or_default()),
-                chat_id: text(&e, "chat_id").unwrap_or_default(),
-                connector_id: text(&e, "connector_id").unwrap_or_default(),
-                connector_name: text(&e, "connector_name").unwrap_or_default(),
-                tool_name: text(&e, "tool_name").unwrap_or_default(),
-                arguments_digest: text(&e, "arguments_digest").unwrap_or_default(),
-                decision: text(&e, "decision")
-                    .filter(|d| !d.is_empty())
-                    .map(|d| ActivityDecision::from_wire(&d)),
-                grant: text(&e, "grant").map(|g| GrantKind::from_wire(&g)),
-                outcome: ActivityOutcome::from_wire(&text(&e, "outcome").unwrap_or_default()),
-                error: text(&e, "error"),
-                duration_ms: e.get("duration_ms").and_then(serde_json::Value::as_u64),
-            })
+            .map(|(hash, stored)| stored.to_api(hash))
             .collect(),
     ))
 }
