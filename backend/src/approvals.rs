@@ -23,8 +23,7 @@ use crate::{
     AppState, Config, db,
     digest::{canonical, sha256_hex},
     events,
-    ids::{ChatId, ConnectorId, PendingCallId, TurnId, UserId},
-    tools::ToolContext,
+    ids::{ChatId, ConnectorId, PendingCallId, ToolContext, TurnId, UserId},
 };
 use countersign_api::{
     ChatEvent, GrantKind, PendingCall, PendingCallStatus, Resolution, ToolCallStatus,
@@ -614,7 +613,7 @@ impl Waited {
 pub struct Hooks {
     /// Runs after the wait gave up and before the expiry UPDATE.
     pub before_expire:
-        Option<Arc<dyn Fn(Uuid) -> crate::tools::BoxFuture<'static, ()> + Send + Sync>>,
+        Option<Arc<dyn Fn(Uuid) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>>,
 }
 
 impl std::fmt::Debug for Hooks {

@@ -74,6 +74,18 @@ id!(
     PendingCallId
 );
 
+/// Who is calling, from where: the three ids a tool call carries (the
+/// model's user, the chat, the turn), which the type keeps apart.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolContext {
+    /// The user whose model made the call.
+    pub user_id: UserId,
+    /// The chat.
+    pub chat_id: ChatId,
+    /// The turn.
+    pub turn_id: TurnId,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,6 @@ pub mod connector;
 
 use crate::{
     AppState,
-    ids::{ChatId, TurnId, UserId},
     llm::{ToolCall, ToolSpec},
 };
 use countersign_api::ChatEvent;
@@ -19,16 +18,7 @@ use uuid::Uuid;
 /// A boxed future, for object-safe async methods.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Who is calling, from where.
-#[derive(Debug, Clone, Copy)]
-pub struct ToolContext {
-    /// The user whose model made the call.
-    pub user_id: UserId,
-    /// The chat.
-    pub chat_id: ChatId,
-    /// The turn.
-    pub turn_id: TurnId,
-}
+pub use crate::ids::ToolContext;
 
 /// Where a tool box writes the chat events of a call (cards, outcomes).
 pub trait EventSink: Send + Sync {
