@@ -37,22 +37,6 @@ async fn add_connector(app: &TestApp, body: Value) -> String {
     created["id"].as_str().expect("id").to_owned()
 }
 
-async fn send(
-    app: &TestApp,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> reqwest::Response {
-    let mut req = app
-        .client
-        .request(method, app.url(path))
-        .header("x-csrf-token", app.csrf_token());
-    if let Some(body) = body {
-        req = req.json(&body);
-    }
-    req.send().await.expect("request")
-}
-
 #[tokio::test]
 async fn a_connector_is_added_listed_renamed_and_deleted_and_secrets_never_come_back() {
     let app = app_with_key().await;
@@ -99,26 +83,26 @@ async fn a_connector_is_added_listed_renamed_and_deleted_and_secrets_never_come_
     .expect("decrypt");
     assert!(matches!(auth, connectors::Auth::Headers(h) if h["X-Api-Key"] == secret));
 
-    let res = send(
-        &app,
-        reqwest::Method::PATCH,
-        &format!("/api/connectors/{id}"),
-        Some(json!({"name": "Notes", "auth": {"type": "bearer", "token": "tok-123"}})),
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::PATCH,
+            &format!("/api/connectors/{id}"),
+            Some(json!({"name": "Notes", "auth": {"type": "bearer", "token": "tok-123"}})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     let changed: Value = res.json().await.expect("JSON");
     assert_eq!(changed["name"], "Notes");
     assert_eq!(changed["token_set"], true);
     assert_eq!(changed["header_names"], json!([]));
 
-    let res = send(
-        &app,
-        reqwest::Method::DELETE,
-        &format!("/api/connectors/{id}"),
-        None,
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/api/connectors/{id}"),
+            None,
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
     assert_eq!(
         app.get(&format!("/api/connectors/{id}")).await.status(),
@@ -269,9 +253,7 @@ async fn review_keeps_and_declines_and_refresh_marks_new_and_changed() {
     );
     assert_eq!(tools[1]["model_name"], "notes__search");
 
-    let res = send(
-        &app,
-        reqwest::Method::PUT,
+    let res = app.request(reqwest::Method::PUT,
         &format!("/api/connectors/{id}/tools/review"),
         Some(
             json!({"keep": crate::approvals::seen(&app, &id, Some(&["search"])).await, "decline": ["delete"]}),
@@ -325,18 +307,17 @@ async fn review_keeps_and_declines_and_refresh_marks_new_and_changed() {
         "stable across refreshes"
     );
 
-    let res = send(
-        &app,
-        reqwest::Method::PUT,
-        &format!("/api/connectors/{id}/tools/review"),
-        Some(json!({"keep": [{"name": "ghost", "descriptor_digest": "0".repeat(64)}]})),
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::PUT,
+            &format!("/api/connectors/{id}/tools/review"),
+            Some(json!({"keep": [{"name": "ghost", "descriptor_digest": "0".repeat(64)}]})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
 
     // Deleted and added again with the same name and URL: nothing inherited.
-    send(
-        &app,
+    app.request(
         reqwest::Method::DELETE,
         &format!("/api/connectors/{id}"),
         None,
@@ -380,13 +361,13 @@ async fn another_users_connector_is_invisible() {
         StatusCode::NOT_FOUND
     );
     assert_eq!(other.get_json("/api/connectors").await, json!([]));
-    let res = send(
-        &other,
-        reqwest::Method::DELETE,
-        &format!("/api/connectors/{id}"),
-        None,
-    )
-    .await;
+    let res = other
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/api/connectors/{id}"),
+            None,
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
 }
 
@@ -437,13 +418,13 @@ async fn test_and_refresh_against_the_demo_server_store_tools_and_mark_new_and_c
         .expect("JSON");
     let id = created["id"].as_str().expect("id").to_owned();
 
-    let res = send(
-        &app,
-        reqwest::Method::POST,
-        &format!("/api/connectors/{id}/test"),
-        None,
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::POST,
+            &format!("/api/connectors/{id}/test"),
+            None,
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     let tested: Value = res.json().await.expect("JSON");
     assert_eq!(tested["status"], "ok");
@@ -478,9 +459,7 @@ async fn test_and_refresh_against_the_demo_server_store_tools_and_mark_new_and_c
     );
     assert_eq!(by_name("search_notes")["model_name"], "demo__search_notes");
 
-    let res = send(
-        &app,
-        reqwest::Method::PUT,
+    let res = app.request(reqwest::Method::PUT,
         &format!("/api/connectors/{id}/tools/review"),
         Some(json!({
             "keep": crate::approvals::seen(&app, &id, Some(&["search_notes", "drifting_tool"])).await,
@@ -493,13 +472,13 @@ async fn test_and_refresh_against_the_demo_server_store_tools_and_mark_new_and_c
     demo.state()
         .drift(countersign_demo_mcp::DriftField::Description);
     demo.state().add_late_arrival();
-    let res = send(
-        &app,
-        reqwest::Method::POST,
-        &format!("/api/connectors/{id}/refresh"),
-        None,
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::POST,
+            &format!("/api/connectors/{id}/refresh"),
+            None,
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     let tools = app.get_json(&format!("/api/connectors/{id}/tools")).await;
     let state_of = |name: &str| {
@@ -536,13 +515,13 @@ async fn a_refresh_that_cannot_connect_says_why_and_records_it() {
         json!({"name": "Down", "url": format!("http://{closed}/mcp")}),
     )
     .await;
-    let res = send(
-        &app,
-        reqwest::Method::POST,
-        &format!("/api/connectors/{id}/refresh"),
-        None,
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::POST,
+            &format!("/api/connectors/{id}/refresh"),
+            None,
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::BAD_GATEWAY);
     let body: Value = res.json().await.expect("JSON");
     assert!(
@@ -568,13 +547,13 @@ async fn a_tls_failure_is_named_as_such() {
         json!({"name": "Not TLS", "url": format!("https://{}/mcp", demo.addr())}),
     )
     .await;
-    let res = send(
-        &app,
-        reqwest::Method::POST,
-        &format!("/api/connectors/{id}/test"),
-        None,
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::POST,
+            &format!("/api/connectors/{id}/test"),
+            None,
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::BAD_GATEWAY);
     let body: Value = res.json().await.expect("JSON");
     assert!(

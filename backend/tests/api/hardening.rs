@@ -13,13 +13,12 @@ use serde_json::{Value, json};
 
 async fn patch(s: &Setup, body: Value) -> reqwest::Response {
     s.app
-        .client
-        .patch(s.app.url(&format!("/api/connectors/{}", s.connector)))
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&body)
-        .send()
+        .request(
+            reqwest::Method::PATCH,
+            &format!("/api/connectors/{}", s.connector),
+            Some(body),
+        )
         .await
-        .expect("PATCH")
 }
 
 async fn refresh(s: &Setup) {
@@ -50,16 +49,12 @@ async fn tool(s: &Setup, name: &str) -> Value {
 /// `PUT …/tools/review` keeping `name` with `digest` (what the user saw).
 async fn keep(s: &Setup, name: &str, digest: &Value) -> reqwest::Response {
     s.app
-        .client
-        .put(
-            s.app
-                .url(&format!("/api/connectors/{}/tools/review", s.connector)),
+        .request(
+            reqwest::Method::PUT,
+            &format!("/api/connectors/{}/tools/review", s.connector),
+            Some(json!({"keep": [{"name": name, "descriptor_digest": digest}], "decline": []})),
         )
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({"keep": [{"name": name, "descriptor_digest": digest}], "decline": []}))
-        .send()
         .await
-        .expect("review")
 }
 
 async fn turn_events(s: &Setup, stream: &mut SseReader, message: &str) -> Vec<Value> {

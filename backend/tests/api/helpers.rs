@@ -202,6 +202,24 @@ impl TestApp {
         req.send().await.expect("request")
     }
 
+    /// Any method, with the current CSRF token (if any) and an optional
+    /// JSON body: the one way tests send PUT, PATCH and DELETE.
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> reqwest::Response {
+        let mut req = self.client.request(method, self.url(path));
+        if let Some(token) = self.csrf.lock().expect("lock").clone() {
+            req = req.header("x-csrf-token", token);
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        req.send().await.expect("request")
+    }
+
     /// GET.
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.client

@@ -64,22 +64,6 @@ impl Authenticator {
     }
 }
 
-async fn send(
-    app: &TestApp,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> reqwest::Response {
-    let mut req = app
-        .client
-        .request(method, app.url(path))
-        .header("x-csrf-token", app.csrf_token());
-    if let Some(body) = body {
-        req = req.json(&body);
-    }
-    req.send().await.expect("request")
-}
-
 /// A user with MFA on; returns their authenticator and recovery codes.
 pub(crate) async fn enrolled(app: &TestApp) -> (Authenticator, Vec<String>) {
     let res = app
@@ -182,21 +166,21 @@ async fn sign_in_asks_for_the_code_and_refuses_wrong_or_reused_ones() {
     );
 
     // Disabling needs a code; then sign-in needs none.
-    let res = send(
-        &tab,
-        reqwest::Method::POST,
-        "/api/auth/mfa/disable",
-        Some(json!({"code": "000000"})),
-    )
-    .await;
+    let res = tab
+        .request(
+            reqwest::Method::POST,
+            "/api/auth/mfa/disable",
+            Some(json!({"code": "000000"})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-    let res = send(
-        &tab,
-        reqwest::Method::POST,
-        "/api/auth/mfa/disable",
-        Some(json!({"code": authenticator.next()})),
-    )
-    .await;
+    let res = tab
+        .request(
+            reqwest::Method::POST,
+            "/api/auth/mfa/disable",
+            Some(json!({"code": authenticator.next()})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
     let (status, _) = login(&third, &email, None).await;
     assert_eq!(status, StatusCode::OK);
@@ -271,7 +255,7 @@ async fn the_four_trust_changing_actions_need_a_recent_step_up() {
         ),
     ];
     for (method, path, body, what) in actions.clone() {
-        let res = send(&app, method, path, Some(body)).await;
+        let res = app.request(method, path, Some(body)).await;
         assert_eq!(res.status(), StatusCode::FORBIDDEN, "{what}");
         assert_eq!(
             res.json::<Value>().await.expect("JSON"),
@@ -279,46 +263,46 @@ async fn the_four_trust_changing_actions_need_a_recent_step_up() {
             "{what}"
         );
     }
-    let res = send(
-        &app,
-        reqwest::Method::DELETE,
-        "/api/settings/provider-keys/anthropic",
-        None,
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::DELETE,
+            "/api/settings/provider-keys/anthropic",
+            None,
+        )
+        .await;
     assert_eq!(
         res.status(),
         StatusCode::FORBIDDEN,
         "removing a provider key"
     );
     // Turning trust off and allowing once need none.
-    let res = send(
-        &app,
-        reqwest::Method::PATCH,
-        &connector_path,
-        Some(json!({"trust_annotations": false})),
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::PATCH,
+            &connector_path,
+            Some(json!({"trust_annotations": false})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
 
-    let res = send(
-        &app,
-        reqwest::Method::POST,
-        "/api/auth/mfa/step-up",
-        Some(json!({"code": "999999"})),
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::POST,
+            "/api/auth/mfa/step-up",
+            Some(json!({"code": "999999"})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-    let res = send(
-        &app,
-        reqwest::Method::POST,
-        "/api/auth/mfa/step-up",
-        Some(json!({"code": authenticator.next()})),
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::POST,
+            "/api/auth/mfa/step-up",
+            Some(json!({"code": authenticator.next()})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
     for (method, path, body, what) in actions {
-        let res = send(&app, method, path, Some(body)).await;
+        let res = app.request(method, path, Some(body)).await;
         assert!(res.status().is_success(), "{what}: {}", res.status());
     }
     stream.until("turn_finished").await;
@@ -530,7 +514,7 @@ async fn with_require_mfa_an_account_without_mfa_must_enrol_before_widening_trus
         ),
     ];
     for (method, path, body, what) in actions.clone() {
-        let res = send(&app, method, path, body).await;
+        let res = app.request(method, path, body).await;
         assert_eq!(res.status(), StatusCode::FORBIDDEN, "{what}");
         assert_eq!(
             res.json::<Value>().await.expect("JSON"),
@@ -539,19 +523,19 @@ async fn with_require_mfa_an_account_without_mfa_must_enrol_before_widening_trus
         );
     }
     // Narrowing trust needs nothing.
-    let res = send(
-        &app,
-        reqwest::Method::PATCH,
-        &connector_path,
-        Some(json!({"trust_annotations": false})),
-    )
-    .await;
+    let res = app
+        .request(
+            reqwest::Method::PATCH,
+            &connector_path,
+            Some(json!({"trust_annotations": false})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
 
     // Enrolling (confirming counts as a step-up) opens them.
     enrolled(&app).await;
     for (method, path, body, what) in actions {
-        let res = send(&app, method, path, body).await;
+        let res = app.request(method, path, body).await;
         assert!(res.status().is_success(), "{what}: {}", res.status());
     }
     stream.until("turn_finished").await;
