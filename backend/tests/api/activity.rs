@@ -2,7 +2,7 @@
 //! ended, hash-chained; `countersign audit verify` finds tampering; a call
 //! that cannot be written down does not run.
 
-use crate::approvals::{Setup, decide, event_of, ledger, propose, setup, trust};
+use crate::helpers::{Setup, decide, event_of, ledger, propose, setup, trust};
 use countersign::audit::{self, Verified};
 use countersign_api::PendingCallStatus;
 use reqwest::StatusCode;

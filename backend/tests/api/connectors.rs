@@ -256,7 +256,7 @@ async fn review_keeps_and_declines_and_refresh_marks_new_and_changed() {
     let res = app.request(reqwest::Method::PUT,
         &format!("/api/connectors/{id}/tools/review"),
         Some(
-            json!({"keep": crate::approvals::seen(&app, &id, Some(&["search"])).await, "decline": ["delete"]}),
+            json!({"keep": crate::helpers::seen(&app, &id, Some(&["search"])).await, "decline": ["delete"]}),
         ),
     )
     .await;
@@ -462,7 +462,7 @@ async fn test_and_refresh_against_the_demo_server_store_tools_and_mark_new_and_c
     let res = app.request(reqwest::Method::PUT,
         &format!("/api/connectors/{id}/tools/review"),
         Some(json!({
-            "keep": crate::approvals::seen(&app, &id, Some(&["search_notes", "drifting_tool"])).await,
+            "keep": crate::helpers::seen(&app, &id, Some(&["search_notes", "drifting_tool"])).await,
             "decline": ["delete_note"]
         })),
     )

@@ -2,7 +2,7 @@
 //! ledger row, "Always allow this tool" as a rule pinned to the tool's
 //! descriptor digest; and every way a rule must not apply.
 
-use crate::approvals::{Setup, add_demo_connector, decide_with, propose, setup};
+use crate::helpers::{Setup, add_demo_connector, decide_with, propose, setup};
 use countersign_demo_mcp::DriftField;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -61,7 +61,7 @@ async fn keep_again(s: &Setup, name: &str) {
         )
         .header("x-csrf-token", s.app.csrf_token())
         .json(&json!({
-            "keep": crate::approvals::seen(&s.app, &s.connector, Some(&[name])).await,
+            "keep": crate::helpers::seen(&s.app, &s.connector, Some(&[name])).await,
             "decline": []
         }))
         .send()
@@ -316,7 +316,7 @@ async fn a_deleted_connector_or_a_removed_tool_takes_its_rules_along() {
         )
         .header("x-csrf-token", s.app.csrf_token())
         .json(&json!({
-            "keep": crate::approvals::seen(&s.app, &s.connector, Some(&["late_arrival"])).await,
+            "keep": crate::helpers::seen(&s.app, &s.connector, Some(&["late_arrival"])).await,
             "decline": []
         }))
         .send()

@@ -3,8 +3,8 @@
 //! new trust decision, what is shown is what runs, and a review binds the
 //! descriptor the user saw. The demo MCP server counts every execution.
 
-use crate::approvals::{Setup, decide_with, ledger, propose, setup, state_of};
 use crate::helpers::SseReader;
+use crate::helpers::{Setup, decide_with, ledger, propose, setup, state_of};
 use countersign::tools::ToolBox as _;
 use countersign_api::PendingCallStatus;
 use countersign_demo_mcp::DriftField;
@@ -165,13 +165,13 @@ async fn a_turn_grant_does_not_cover_a_tool_that_changed_and_was_kept_again_in_t
             r#"use demo__drifting_tool with {"matter": "M-1"} then use demo__echo with {"text": "hold"} then use demo__drifting_tool with {"matter": "M-2"}"#,
         )
         .await;
-    let first = crate::approvals::event_of(
+    let first = crate::helpers::event_of(
         &stream.until("mcp_confirmation_required").await,
         "mcp_confirmation_required",
     );
     assert_eq!(approve(&s, &first, "turn").await.status(), StatusCode::OK);
     // The echo card holds the turn while the tool changes and is kept again.
-    let hold = crate::approvals::event_of(
+    let hold = crate::helpers::event_of(
         &stream.until("mcp_confirmation_required").await,
         "mcp_confirmation_required",
     );
@@ -187,7 +187,7 @@ async fn a_turn_grant_does_not_cover_a_tool_that_changed_and_was_kept_again_in_t
     );
     assert_eq!(approve(&s, &hold, "once").await.status(), StatusCode::OK);
     let events = stream.until("mcp_confirmation_required").await;
-    let third = crate::approvals::event_of(&events, "mcp_confirmation_required");
+    let third = crate::helpers::event_of(&events, "mcp_confirmation_required");
     assert_eq!(third["tool_name"], "drifting_tool", "the third call asks");
     assert_eq!(s.demo.calls().count("drifting_tool"), 1);
     decide_with(
@@ -312,7 +312,7 @@ async fn a_url_change_is_a_new_trust_decision_that_clears_credentials_grants_tru
     assert_eq!(secrets, 0, "the sealed token is gone");
     // The waiting call ended denied; the server never saw it.
     let events = stream.until("turn_finished").await;
-    let resolved = crate::approvals::event_of(&events, "mcp_confirmation_resolved");
+    let resolved = crate::helpers::event_of(&events, "mcp_confirmation_resolved");
     assert_eq!(resolved["decision"], "denied");
     assert_eq!(
         ledger(&s.app, waiting["id"].as_str().expect("id")).await.0,
@@ -348,7 +348,7 @@ async fn an_approved_call_never_runs_against_another_url_than_the_one_it_was_pro
         .expect("move");
     assert_eq!(approve(&s, &card, "once").await.status(), StatusCode::OK);
     let events = stream.until("turn_finished").await;
-    let call = crate::approvals::event_of(&events, "mcp_tool_call");
+    let call = crate::helpers::event_of(&events, "mcp_tool_call");
     assert_eq!(call["status"], "error");
     assert!(
         call["error"]

@@ -1,8 +1,14 @@
-//! `spawn_app()`: a server on a free port over its own new database.
+//! `spawn_app()`: a server on a free port over its own new database; the
+//! approval fixtures (the demo MCP server, a user with the demo connector
+//! and an offline chat, proposing and deciding calls, reading the ledger)
+//! that the gate, grant and hardening tests share.
 
-use countersign::{AppState, Config, db, tools::ToolBox};
+use countersign::{AppState, Config, config::Secret, db, tools::ToolBox};
+use countersign_api::PendingCallStatus;
+use countersign_demo_mcp::DemoServer;
 use reqwest::{StatusCode, Url, header};
 use serde_json::{Value, json};
+use sqlx::Row as _;
 use sqlx::{Connection as _, PgConnection, PgPool};
 use std::{net::SocketAddr, sync::Arc};
 use uuid::Uuid;
@@ -467,4 +473,175 @@ impl countersign::ssrf::HostResolver for TestResolver {
             }
         })
     }
+}
+
+// ---- The approval fixtures.
+
+/// The deployment key the fixtures' servers seal credentials with.
+const KEY_HEX: &str = "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+pub(crate) struct Setup {
+    pub demo: DemoServer,
+    pub app: TestApp,
+    pub user: Uuid,
+    pub connector: String,
+    pub chat: String,
+}
+
+pub(crate) async fn setup(configure: impl FnOnce(&mut Config)) -> Setup {
+    setup_custom(configure, |_| {}).await
+}
+
+/// The demo server, an app allowed to reach it, a user with the demo
+/// connector (every tool kept) and an offline chat.
+pub(crate) async fn setup_custom(
+    configure: impl FnOnce(&mut Config),
+    customize: impl FnOnce(&mut AppState),
+) -> Setup {
+    let demo = DemoServer::start("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("demo server");
+    let allow = demo.addr().to_string().parse().expect("allow list");
+    let app = spawn_app_custom(
+        |c| {
+            c.secret_key = Some(Secret::new(KEY_HEX));
+            c.allow_private_connectors = allow;
+            configure(c);
+        },
+        customize,
+    )
+    .await;
+    let (user, _) = app.signed_up_user().await;
+    let connector = add_demo_connector(&app, &demo).await;
+    let chat = app.create_chat("offline/demo").await;
+    Setup {
+        demo,
+        app,
+        user,
+        connector,
+        chat,
+    }
+}
+
+pub(crate) async fn add_demo_connector(app: &TestApp, demo: &DemoServer) -> String {
+    let res = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Demo", "url": demo.mcp_url()}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let id = res.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let res = app
+        .post(&format!("/api/connectors/{id}/refresh"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK, "refresh");
+    let seen = seen(app, &id, None).await;
+    let res = app
+        .client
+        .put(app.url(&format!("/api/connectors/{id}/tools/review")))
+        .header("x-csrf-token", app.csrf_token())
+        .json(&json!({"keep": seen, "decline": []}))
+        .send()
+        .await
+        .expect("review");
+    assert!(res.status().is_success(), "review: {}", res.status());
+    id
+}
+
+/// The connector's tools (or only those named) as a review names them:
+/// `{"name", "descriptor_digest"}`, as the user sees them now.
+pub(crate) async fn seen(app: &TestApp, connector: &str, only: Option<&[&str]>) -> Vec<Value> {
+    let tools = app
+        .get_json(&format!("/api/connectors/{connector}/tools"))
+        .await;
+    tools
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter(|t| only.is_none_or(|names| names.iter().any(|n| t["name"] == *n)))
+        .map(|t| json!({"name": t["name"], "descriptor_digest": t["descriptor_digest"]}))
+        .collect()
+}
+
+/// Asks the offline model to call `tool` with `arguments`; returns the
+/// turn id and the card's event.
+pub(crate) async fn propose(
+    s: &Setup,
+    stream: &mut SseReader,
+    tool: &str,
+    arguments: Value,
+) -> (String, Value) {
+    let turn = s
+        .app
+        .send(&s.chat, &format!("use demo__{tool} with {arguments}"))
+        .await;
+    let events = stream.until("mcp_confirmation_required").await;
+    let (_, card) = events.last().expect("card").clone();
+    assert_eq!(card["turn_id"], turn.as_str());
+    (turn, card)
+}
+
+pub(crate) async fn decide(app: &TestApp, card: &Value, decision: &str) -> reqwest::Response {
+    decide_with(
+        app,
+        card,
+        json!({"decision": decision, "arguments_digest": card["arguments_digest"]}),
+    )
+    .await
+}
+
+pub(crate) async fn decide_with(app: &TestApp, card: &Value, body: Value) -> reqwest::Response {
+    let id = card["id"].as_str().expect("id");
+    app.post(&format!("/api/mcp-pending-calls/{id}"), &body)
+        .await
+}
+
+/// A ledger row's status (a word of the vocabulary, or the test fails) and
+/// error, read as the superuser.
+pub(crate) async fn ledger(app: &TestApp, id: &str) -> (PendingCallStatus, Option<String>) {
+    let mut db = app.superuser().await;
+    let row = sqlx::query("select status, error from mcp_pending_calls where id = $1::uuid")
+        .bind(id)
+        .fetch_one(&mut db)
+        .await
+        .expect("ledger row");
+    let status: String = row.get("status");
+    (
+        status.parse().expect("a ledger status word"),
+        row.get("error"),
+    )
+}
+
+/// The first event of `kind` among `events` (panics when there is none).
+pub(crate) fn event_of(events: &[(i64, Value)], kind: &str) -> Value {
+    events
+        .iter()
+        .find(|(_, e)| e["type"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} event"))
+        .1
+        .clone()
+}
+
+/// Switches "Trust this server's safety annotations" on.
+pub(crate) async fn trust(s: &Setup) {
+    let res = s
+        .app
+        .client
+        .patch(s.app.url(&format!("/api/connectors/{}", s.connector)))
+        .header("x-csrf-token", s.app.csrf_token())
+        .json(&json!({"trust_annotations": true}))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(res.status(), StatusCode::OK);
+}
+
+pub(crate) async fn state_of(app: &TestApp) -> AppState {
+    AppState::new(app.pool.clone(), app.config.clone())
+        .await
+        .expect("state")
 }

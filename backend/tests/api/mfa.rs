@@ -198,7 +198,7 @@ async fn the_four_trust_changing_actions_need_a_recent_step_up() {
     })
     .await;
     app.signed_up_user().await;
-    let connector = crate::approvals::add_demo_connector(&app, &demo).await;
+    let connector = crate::helpers::add_demo_connector(&app, &demo).await;
     let chat = app.create_chat("offline/demo").await;
     let mut stream = app.stream(&chat, None).await;
     app.send(&chat, r#"use search_notes with {"query": "lease"}"#)
@@ -462,7 +462,7 @@ async fn with_require_mfa_an_account_without_mfa_must_enrol_before_widening_trus
     })
     .await;
     app.signed_up_user().await;
-    let connector = crate::approvals::add_demo_connector(&app, &demo).await;
+    let connector = crate::helpers::add_demo_connector(&app, &demo).await;
     let chat = app.create_chat("offline/demo").await;
     let mut stream = app.stream(&chat, None).await;
     app.send(&chat, r#"use search_notes with {"query": "lease"}"#)

@@ -5,7 +5,7 @@
 //! past a bound fails whole, with a clear error on the connector, and the
 //! stored tools stay exactly as they were.
 
-use crate::approvals::{Setup, setup, trust};
+use crate::helpers::{Setup, setup, trust};
 use countersign_demo_mcp::HostileMode;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -220,7 +220,7 @@ async fn a_tool_result_over_16_mib_reaches_the_model_as_a_clear_error() {
         )
         .header("x-csrf-token", s.app.csrf_token())
         .json(&json!({
-            "keep": crate::approvals::seen(&s.app, &s.connector, Some(&["huge_result"])).await,
+            "keep": crate::helpers::seen(&s.app, &s.connector, Some(&["huge_result"])).await,
             "decline": []
         }))
         .send()
