@@ -2,7 +2,9 @@
 //! ledger row, "Always allow this tool" as a rule pinned to the tool's
 //! descriptor digest; and every way a rule must not apply.
 
-use crate::helpers::{Setup, add_demo_connector, decide_with, propose, setup};
+use crate::helpers::{
+    Setup, add_demo_connector, decide_with, keep_as_seen, propose, refreshed, setup,
+};
 use countersign_demo_mcp::DriftField;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -38,36 +40,6 @@ fn asked(events: &[Value]) -> bool {
     events
         .iter()
         .any(|e| e["type"] == "mcp_confirmation_required")
-}
-
-async fn refresh(s: &Setup) {
-    let res = s
-        .app
-        .post(
-            &format!("/api/connectors/{}/refresh", s.connector),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::OK, "refresh");
-}
-
-async fn keep_again(s: &Setup, name: &str) {
-    let res = s
-        .app
-        .client
-        .put(
-            s.app
-                .url(&format!("/api/connectors/{}/tools/review", s.connector)),
-        )
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({
-            "keep": crate::helpers::seen(&s.app, &s.connector, Some(&[name])).await,
-            "decline": []
-        }))
-        .send()
-        .await
-        .expect("review");
-    assert_eq!(res.status(), StatusCode::NO_CONTENT, "keep {name} again");
 }
 
 async fn grants(s: &Setup) -> Vec<Value> {
@@ -223,7 +195,7 @@ async fn a_changed_tool_suspends_its_rule_for_each_field_and_allowing_again_pins
         DriftField::Annotations,
     ] {
         assert!(s.demo.state().drift(field), "{field:?} drifts");
-        refresh(&s).await;
+        refreshed(&s).await;
         assert_eq!(grants(&s).await[0]["suspended"], true, "{field:?}");
         // Until the user keeps the change, the tool runs only as reviewed.
         let (_, card) = propose(&s, &mut stream, "drifting_tool", args.clone()).await;
@@ -239,7 +211,7 @@ async fn a_changed_tool_suspends_its_rule_for_each_field_and_allowing_again_pins
         .await;
         assert_eq!(res.status(), StatusCode::OK);
         stream.until("turn_finished").await;
-        keep_again(&s, "drifting_tool").await;
+        keep_as_seen(&s, &["drifting_tool"]).await;
         // Kept again: the rule is still for the old descriptor.
         let (_, card) = propose(&s, &mut stream, "drifting_tool", args.clone()).await;
         assert_eq!(
@@ -306,23 +278,8 @@ async fn a_deleted_connector_or_a_removed_tool_takes_its_rules_along() {
     let s = setup(|_| {}).await;
     // A tool the server adds later, kept and always allowed, then removed.
     s.demo.state().add_late_arrival();
-    refresh(&s).await;
-    let res = s
-        .app
-        .client
-        .put(
-            s.app
-                .url(&format!("/api/connectors/{}/tools/review", s.connector)),
-        )
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({
-            "keep": crate::helpers::seen(&s.app, &s.connector, Some(&["late_arrival"])).await,
-            "decline": []
-        }))
-        .send()
-        .await
-        .expect("review");
-    assert!(res.status().is_success());
+    refreshed(&s).await;
+    keep_as_seen(&s, &["late_arrival"]).await;
     let mut stream = s.app.stream(&s.chat, None).await;
     let (_, card) = propose(&s, &mut stream, "late_arrival", json!({})).await;
     approve(&s, &card, "always").await;
@@ -333,7 +290,7 @@ async fn a_deleted_connector_or_a_removed_tool_takes_its_rules_along() {
     assert_eq!(grants(&s).await.len(), 2);
 
     s.demo.state().reset();
-    refresh(&s).await;
+    refreshed(&s).await;
     let left = grants(&s).await;
     assert_eq!(left.len(), 1, "the removed tool lost its rule");
     assert_eq!(left[0]["tool_name"], "search_notes");

@@ -4,7 +4,7 @@
 //! descriptor the user saw. The demo MCP server counts every execution.
 
 use crate::helpers::SseReader;
-use crate::helpers::{Setup, decide_with, ledger, propose, setup, state_of};
+use crate::helpers::{Setup, decide_with, ledger, propose, refreshed, setup, state_of};
 use countersign::tools::ToolBox as _;
 use countersign_api::PendingCallStatus;
 use countersign_demo_mcp::DriftField;
@@ -19,17 +19,6 @@ async fn patch(s: &Setup, body: Value) -> reqwest::Response {
             Some(body),
         )
         .await
-}
-
-async fn refresh(s: &Setup) {
-    let res = s
-        .app
-        .post(
-            &format!("/api/connectors/{}/refresh", s.connector),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::OK, "refresh");
 }
 
 async fn tool(s: &Setup, name: &str) -> Value {
@@ -89,7 +78,7 @@ async fn a_changed_tool_runs_only_as_reviewed_even_when_it_re_declares_itself_sa
     );
     let reviewed = tool(&s, "delete_note").await;
     assert!(s.demo.state().drift(DriftField::Disguise));
-    refresh(&s).await;
+    refreshed(&s).await;
     let changed = tool(&s, "delete_note").await;
     assert_eq!(changed["review_state"], "changed");
     assert_ne!(changed["descriptor_digest"], reviewed["descriptor_digest"]);
@@ -177,7 +166,7 @@ async fn a_turn_grant_does_not_cover_a_tool_that_changed_and_was_kept_again_in_t
     );
     assert_eq!(hold["tool_name"], "echo");
     assert!(s.demo.state().drift(DriftField::Description));
-    refresh(&s).await;
+    refreshed(&s).await;
     let changed = tool(&s, "drifting_tool").await;
     assert_eq!(
         keep(&s, "drifting_tool", &changed["descriptor_digest"])
@@ -321,7 +310,7 @@ async fn a_url_change_is_a_new_trust_decision_that_clears_credentials_grants_tru
     assert_eq!(s.demo.calls().count("delete_note"), 0);
     // After a refresh the tools are new again, and nothing is offered
     // until the user keeps them.
-    refresh(&s).await;
+    refreshed(&s).await;
     assert_eq!(tool(&s, "add_note").await["review_state"], "new");
     let state = state_of(&s.app).await;
     let specs = countersign::tools::connector::ConnectorTools
@@ -411,12 +400,12 @@ async fn a_review_naming_a_stale_digest_is_a_409_and_changes_nothing() {
     let s = setup(|_| {}).await;
     let reviewed = tool(&s, "drifting_tool").await;
     assert!(s.demo.state().drift(DriftField::Description));
-    refresh(&s).await;
+    refreshed(&s).await;
     let looked_at = tool(&s, "drifting_tool").await;
     assert_eq!(looked_at["review_state"], "changed");
     // While the user reads "what changed", the server changes it again.
     assert!(s.demo.state().drift(DriftField::Annotations));
-    refresh(&s).await;
+    refreshed(&s).await;
     let now = tool(&s, "drifting_tool").await;
     assert_ne!(now["descriptor_digest"], looked_at["descriptor_digest"]);
 

@@ -645,3 +645,29 @@ pub(crate) async fn state_of(app: &TestApp) -> AppState {
         .await
         .expect("state")
 }
+
+/// Refreshes the fixture's connector, asserting 200.
+pub(crate) async fn refreshed(s: &Setup) {
+    let res = s
+        .app
+        .post(
+            &format!("/api/connectors/{}/refresh", s.connector),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK, "refresh");
+}
+
+/// Keeps `names` of the fixture's connector as the user sees them now
+/// (each with its current digest), asserting 204.
+pub(crate) async fn keep_as_seen(s: &Setup, names: &[&str]) {
+    let res = s
+        .app
+        .request(
+            reqwest::Method::PUT,
+            &format!("/api/connectors/{}/tools/review", s.connector),
+            Some(json!({"keep": seen(&s.app, &s.connector, Some(names)).await, "decline": []})),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::NO_CONTENT, "keep {names:?}");
+}

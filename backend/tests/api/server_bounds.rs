@@ -211,22 +211,7 @@ async fn a_tool_result_over_16_mib_reaches_the_model_as_a_clear_error() {
     s.demo.state().make_hostile(HostileMode::HugeResult);
     let (status, body) = refresh(&s).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let res = s
-        .app
-        .client
-        .put(
-            s.app
-                .url(&format!("/api/connectors/{}/tools/review", s.connector)),
-        )
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({
-            "keep": crate::helpers::seen(&s.app, &s.connector, Some(&["huge_result"])).await,
-            "decline": []
-        }))
-        .send()
-        .await
-        .expect("review");
-    assert!(res.status().is_success(), "review: {}", res.status());
+    crate::helpers::keep_as_seen(&s, &["huge_result"]).await;
     trust(&s).await;
 
     let mut stream = s.app.stream(&s.chat, None).await;
