@@ -94,13 +94,13 @@ impl std::fmt::Debug for ApprovalKeys {
 pub struct Binding<'a> {
     /// Ledger id.
     pub id: PendingCallId,
-    /// Owner.
+    /// The only user who may decide it.
     pub user_id: UserId,
-    /// Chat.
+    /// Where the card is shown.
     pub chat_id: ChatId,
-    /// Turn.
+    /// The turn that waits for it (a turn grant is scoped to it).
     pub turn_id: TurnId,
-    /// Connector.
+    /// Re-checked as the user's, kept tool's connector at the claim.
     pub connector_id: ConnectorId,
     /// The connector URL the call was proposed for (and may only run on).
     pub destination_url: &'a str,
@@ -196,15 +196,15 @@ impl ApprovalKeys {
 pub struct Row {
     /// Ledger id.
     pub id: PendingCallId,
-    /// Owner.
+    /// The only user who may decide it.
     pub user_id: UserId,
-    /// Chat.
     pub chat_id: ChatId,
-    /// Turn.
+    /// The turn that waits for it.
     pub turn_id: TurnId,
     /// The model's call id.
     pub call_id: String,
-    /// Connector.
+    /// No foreign key: a connector deleted while the call waits leaves the
+    /// evidence; the claim re-checks that the tool is still the user's.
     pub connector_id: ConnectorId,
     /// Its name when proposed.
     pub connector_name: String,
@@ -362,7 +362,7 @@ pub struct Proposal<'a> {
     pub ctx: ToolContext,
     /// The model's call id.
     pub call_id: &'a str,
-    /// Connector.
+    /// The kept tool's connector.
     pub connector_id: ConnectorId,
     /// Its name.
     pub connector_name: &'a str,
@@ -584,7 +584,7 @@ pub async fn decide(
 pub enum Waited {
     /// Approved: claim and run it.
     Approved,
-    /// Declined.
+    /// Declined (the model is told; the server is never contacted).
     Denied,
     /// Nobody decided in time.
     Expired,

@@ -30,18 +30,15 @@ const CHAIN_LOCK: i64 = 0x636f_756e_7465_7273; // "counters"
 /// One entry, before it is chained.
 #[derive(Debug, Clone)]
 pub struct Entry<'a> {
-    /// Owner.
     pub user_id: UserId,
-    /// Chat.
     pub chat_id: ChatId,
-    /// Turn.
     pub turn_id: TurnId,
     /// Which call (the ledger id when a card was shown, else the model's
     /// call id): entries of one call share it.
     pub call_ref: &'a str,
     /// `decided` (before the call runs, or when it will not), `outcome`.
     pub kind: ActivityKind,
-    /// Connector.
+    /// No foreign key: the log outlives a deleted connector.
     pub connector_id: ConnectorId,
     /// Its name.
     pub connector_name: &'a str,
@@ -75,17 +72,15 @@ pub struct Stored {
     pub seq: i64,
     /// RFC 3339 with microseconds, UTC, by the database's clock.
     pub at: String,
-    /// Owner.
+    /// Whose log it is (`GET /api/activity` shows only theirs).
     pub user_id: Uuid,
-    /// Chat.
     pub chat_id: Uuid,
-    /// Turn.
     pub turn_id: Uuid,
     /// Entries of one call share it.
     pub call_ref: String,
     /// `decided` or `outcome`.
     pub kind: ActivityKind,
-    /// Connector.
+    /// No foreign key: the log outlives a deleted connector.
     pub connector_id: Uuid,
     /// Its name then.
     pub connector_name: String,

@@ -63,7 +63,7 @@ pub enum ConnectorError {
 /// Validated credentials.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Auth {
-    /// None.
+    /// No credentials are sent.
     #[default]
     None,
     /// `Authorization: Bearer …`.

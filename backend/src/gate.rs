@@ -30,7 +30,7 @@ use serde_json::Value;
 /// The always-allow grant for this user, connector and tool, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AlwaysGrant {
-    /// None.
+    /// The user has no rule for this tool.
     None,
     /// One exists and names the tool's current descriptor digest.
     Current,

@@ -44,10 +44,7 @@ pub struct ChatRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
     /// What the user wrote.
-    User {
-        /// Text.
-        text: String,
-    },
+    User { text: String },
     /// What the model answered: text, tool calls, or both.
     Assistant {
         /// Text (may be empty when there are tool calls).

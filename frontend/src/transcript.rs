@@ -163,7 +163,7 @@ impl Grant {
 pub enum Decision {
     /// One of the Allow buttons.
     Approve(Grant),
-    /// Decline.
+    /// "Decline": the server is never contacted.
     Deny,
 }
 

@@ -62,7 +62,7 @@ pub struct ChatMessage {
 pub struct ChatDetail {
     /// Chat id.
     pub id: String,
-    /// Title.
+    /// Shown in the sidebar; the first message's start until renamed.
     pub title: String,
     /// `provider/model`.
     pub model: String,

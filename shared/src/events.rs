@@ -151,6 +151,6 @@ pub enum ChatEvent {
 pub struct ChatEventMessage {
     /// Message id.
     pub id: String,
-    /// Text.
+    /// The message's text, unrendered (the web app renders Markdown safely).
     pub content: String,
 }

@@ -10,7 +10,7 @@ use tokio::sync::{OnceCell, Semaphore};
 pub const ARGON2_M_KIB: u32 = 19_456;
 /// Passes over memory.
 pub const ARGON2_T: u32 = 2;
-/// Lanes.
+/// Lanes (argon2's parallelism): one, as OWASP's minimum.
 pub const ARGON2_P: u32 = 1;
 
 /// zxcvbn looks at this many characters: its matching is superlinear, and a

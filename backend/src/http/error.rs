@@ -41,7 +41,7 @@ pub enum ApiError {
     TooManyRequests {
         /// Shown to the user.
         message: String,
-        /// Seconds.
+        /// Seconds, for the `Retry-After` header.
         retry_after_secs: u64,
     },
     /// 502: a remote server (a connector) failed.
