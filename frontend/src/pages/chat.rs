@@ -156,6 +156,13 @@ fn ChatView(chat_id: String) -> impl IntoView {
     let auto_top = StoredValue::new(0);
     let scroll_to_bottom = move || {
         request_animation_frame(move || {
+            // The reader may have scrolled up between the request and this
+            // frame (scroll events run before animation frames): their
+            // position wins. Seen as a flaky e2e run: a text delta landing
+            // in the same frame as the scroll-up pulled the view back down.
+            if !follow.get_untracked() {
+                return;
+            }
             if let Some(el) = scroller.get_untracked() {
                 el.set_scroll_top(el.scroll_height());
                 auto_top.set_value(el.scroll_top());
