@@ -188,30 +188,15 @@ async fn sign_in_asks_for_the_code_and_refuses_wrong_or_reused_ones() {
 
 #[tokio::test]
 async fn the_four_trust_changing_actions_need_a_recent_step_up() {
-    let demo = countersign_demo_mcp::DemoServer::start("127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("demo");
-    let allow = demo.addr().to_string().parse().expect("allow");
-    let app = spawn_app_with(|c| {
-        c.secret_key = Some(Secret::new(KEY_HEX));
-        c.allow_private_connectors = allow;
-    })
-    .await;
-    app.signed_up_user().await;
-    let connector = crate::helpers::add_demo_connector(&app, &demo).await;
-    let chat = app.create_chat("offline/demo").await;
-    let mut stream = app.stream(&chat, None).await;
-    app.send(&chat, r#"use search_notes with {"query": "lease"}"#)
-        .await;
-    let card = stream
-        .until("mcp_confirmation_required")
-        .await
-        .last()
-        .expect("card")
-        .1
-        .clone();
+    // The shared fixture: the demo server, a user with its tools kept, a
+    // card waiting.
+    let s = crate::helpers::setup(|_| {}).await;
+    let (app, connector) = (&s.app, &s.connector);
+    let mut stream = app.stream(&s.chat, None).await;
+    let (_, card) =
+        crate::helpers::propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
 
-    let (mut authenticator, _) = enrolled(&app).await;
+    let (mut authenticator, _) = enrolled(app).await;
     // Confirming counted as a step-up; let it lapse.
     let mut db = app.superuser().await;
     let lapse =
@@ -451,29 +436,13 @@ async fn enrolling_mfa_needs_the_current_password() {
 
 #[tokio::test]
 async fn with_require_mfa_an_account_without_mfa_must_enrol_before_widening_trust() {
-    let demo = countersign_demo_mcp::DemoServer::start("127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("demo");
-    let allow = demo.addr().to_string().parse().expect("allow");
-    let app = spawn_app_with(|c| {
-        c.secret_key = Some(Secret::new(KEY_HEX));
-        c.allow_private_connectors = allow;
-        c.require_mfa = true;
-    })
-    .await;
-    app.signed_up_user().await;
-    let connector = crate::helpers::add_demo_connector(&app, &demo).await;
-    let chat = app.create_chat("offline/demo").await;
-    let mut stream = app.stream(&chat, None).await;
-    app.send(&chat, r#"use search_notes with {"query": "lease"}"#)
-        .await;
-    let card = stream
-        .until("mcp_confirmation_required")
-        .await
-        .last()
-        .expect("card")
-        .1
-        .clone();
+    // The shared fixture: the demo server, a user with its tools kept, a
+    // card waiting.
+    let s = crate::helpers::setup(|c| c.require_mfa = true).await;
+    let (app, connector) = (&s.app, &s.connector);
+    let mut stream = app.stream(&s.chat, None).await;
+    let (_, card) =
+        crate::helpers::propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
     let connector_path = format!("/api/connectors/{connector}");
     let decide_path = format!(
         "/api/mcp-pending-calls/{}",
@@ -533,7 +502,7 @@ async fn with_require_mfa_an_account_without_mfa_must_enrol_before_widening_trus
     assert_eq!(res.status(), StatusCode::OK);
 
     // Enrolling (confirming counts as a step-up) opens them.
-    enrolled(&app).await;
+    enrolled(app).await;
     for (method, path, body, what) in actions {
         let res = app.request(method, path, body).await;
         assert!(res.status().is_success(), "{what}: {}", res.status());
