@@ -6,6 +6,7 @@
 //! - `test`: every check CI runs: fmt, clippy (host and wasm32), unit and
 //!   API tests against a throwaway Postgres, the schema drift check, and the
 //!   browser e2e in headless Chromium.
+//! - `e2e`: only the browser journeys, against a throwaway Postgres.
 //! - `schema`: regenerate `schema.sql` from a freshly migrated database.
 //! - `cycles`: the module-import cycle check (also run as a test).
 //! - `bench`: time to first token added by the server, memory per idle
@@ -31,6 +32,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   run      run the product: embedded Postgres, server on http://127.0.0.1:3000
   test     run every check (what CI runs)
+  e2e      only the browser journeys (headless Chromium), for iterating
   schema   regenerate schema.sql from a freshly migrated database
   bench    print the server's figures (time to first token, memory per stream)
   cycles   check that no module imports itself through others (also a test)
@@ -41,6 +43,7 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("run") => run::run(),
         Some("test") => test::test(),
+        Some("e2e") => test::e2e_only(),
         Some("schema") => schema::write(),
         Some("bench") => bench::bench(),
         Some("cycles") => cycles::print(),

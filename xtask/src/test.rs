@@ -119,6 +119,17 @@ pub fn test() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `cargo xtask e2e`: only the browser journeys, against a throwaway
+/// Postgres (for iterating on the web app; `test` runs them too).
+pub fn e2e_only() -> anyhow::Result<()> {
+    let cluster = throwaway_cluster("pg-e2e")?;
+    let _stop = StopOnDrop(&cluster);
+    let mut counts = Counts::default();
+    let result = e2e(&cluster, &mut counts);
+    println!("\n{} passed, {} failed", counts.passed, counts.failed);
+    result
+}
+
 /// Builds the web app and the server, serves them on a free port against a
 /// fresh database, and runs the Playwright specs in `e2e/` against it.
 fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
