@@ -192,7 +192,7 @@ impl ApprovalKeys {
 }
 
 /// A ledger row.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct Row {
     /// Ledger id.
     pub id: PendingCallId,
@@ -230,7 +230,6 @@ pub struct Row {
     /// words; read them with [`Row::offered_grants`]).
     pub offered_grants_stored: Vec<String>,
     /// Where it stands.
-    #[sqlx(try_from = "String")]
     pub status: PendingCallStatus,
     /// `once`, `turn` or `always` once approved, as stored (read it with
     /// [`Row::grant`]).
@@ -344,17 +343,6 @@ impl Row {
     }
 }
 
-/// The columns of [`Row`], for `concat!` into literal SQL.
-macro_rules! columns {
-    () => {
-        "id, user_id, chat_id, turn_id, call_id, connector_id, connector_name, \
-     tool_name, model_tool_name, arguments, arguments_canonical, arguments_digest, \
-         descriptor_digest, destination, destination_url, reason, \
-         offered_grants as offered_grants_stored, status, \
-         grant_kind, hmac_key_id, hmac, error, expires_at, decided_at"
-    };
-}
-
 /// A gated call to put before the user.
 #[derive(Debug, Clone)]
 pub struct Proposal<'a> {
@@ -394,10 +382,11 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
     let arguments_digest = sha256_hex(&arguments_canonical);
     let id = PendingCallId::new_v4();
     let mut tx = db::service_tx(&state.db).await?;
-    let expires_at: OffsetDateTime = sqlx::query_scalar(
-        "select date_trunc('microseconds', now() + make_interval(secs => $1::float8))",
+    let expires_at = sqlx::query_scalar!(
+        r#"select date_trunc('microseconds', now() + make_interval(secs => $1::float8))
+                  as "expires_at!""#,
+        state.config.approval_ttl_secs as f64,
     )
-    .bind(state.config.approval_ttl_secs as f64)
     .fetch_one(&mut *tx)
     .await?;
     let (hmac_key_id, hmac) = state.approval_keys.sign(&Binding {
@@ -411,46 +400,49 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
         arguments_digest: &arguments_digest,
         expires_at_micros: expires_at.unix_timestamp_nanos() / 1000,
     });
-    let row: Row = sqlx::query_as(concat!(
-        "insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
+    let offered_grants: Vec<&str> = if p.grants_allowed {
+        GrantKind::ALL
+    } else {
+        &[GrantKind::Once][..]
+    }
+    .iter()
+    .map(|g| g.as_str())
+    .collect();
+    let row = sqlx::query_as!(
+        Row,
+        r#"insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
              connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
              arguments_digest, descriptor_digest, destination, destination_url, reason,
              offered_grants, hmac_key_id, hmac, expires_at)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                  $18, $19, $20)
-         returning ",
-        columns!(),
-        ""
-    ))
-    .bind(id)
-    .bind(p.ctx.user_id)
-    .bind(p.ctx.chat_id)
-    .bind(p.ctx.turn_id)
-    .bind(p.call_id)
-    .bind(p.connector_id)
-    .bind(p.connector_name)
-    .bind(p.tool_name)
-    .bind(p.model_tool_name)
-    .bind(p.arguments)
-    .bind(&arguments_canonical)
-    .bind(&arguments_digest)
-    .bind(p.descriptor_digest)
-    .bind(destination(p.destination_url))
-    .bind(p.destination_url)
-    .bind(p.reason)
-    .bind(
-        if p.grants_allowed {
-            GrantKind::ALL
-        } else {
-            &[GrantKind::Once][..]
-        }
-        .iter()
-        .map(|g| g.as_str())
-        .collect::<Vec<_>>(),
+         returning id as "id: _", user_id as "user_id: _", chat_id as "chat_id: _",
+                   turn_id as "turn_id: _", call_id, connector_id as "connector_id: _",
+                   connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
+                   arguments_digest, descriptor_digest, destination, destination_url, reason,
+                   offered_grants as offered_grants_stored, status as "status: _", grant_kind,
+                   hmac_key_id, hmac, error, expires_at, decided_at"#,
+        id as PendingCallId,
+        p.ctx.user_id as UserId,
+        p.ctx.chat_id as ChatId,
+        p.ctx.turn_id as TurnId,
+        p.call_id,
+        p.connector_id as ConnectorId,
+        p.connector_name,
+        p.tool_name,
+        p.model_tool_name,
+        p.arguments,
+        &arguments_canonical,
+        &arguments_digest,
+        p.descriptor_digest,
+        destination(p.destination_url),
+        p.destination_url,
+        p.reason,
+        &offered_grants as &[&str],
+        &hmac_key_id,
+        &hmac,
+        expires_at,
     )
-    .bind(&hmac_key_id)
-    .bind(&hmac)
-    .bind(expires_at)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -463,26 +455,34 @@ pub async fn live_for_user(
     state: &AppState,
     user_id: UserId,
 ) -> Result<Vec<(Row, f64)>, sqlx::Error> {
-    #[derive(sqlx::FromRow)]
-    struct WithLeft {
-        #[sqlx(flatten)]
-        row: Row,
-        left: f64,
-    }
     let mut tx = db::service_tx(&state.db).await?;
-    let rows: Vec<WithLeft> = sqlx::query_as(concat!(
-        "select ",
-        columns!(),
-        ", extract(epoch from expires_at - now())::float8 as left
-           from mcp_pending_calls
-          where user_id = $1 and status = 'pending' and expires_at > now()
-          order by created_at"
-    ))
-    .bind(user_id)
+    // `now()` is the transaction's start, the same in both statements.
+    let now = sqlx::query_scalar!(r#"select now() as "now!""#)
+        .fetch_one(&mut *tx)
+        .await?;
+    let rows = sqlx::query_as!(
+        Row,
+        r#"select id as "id: _", user_id as "user_id: _", chat_id as "chat_id: _",
+                  turn_id as "turn_id: _", call_id, connector_id as "connector_id: _",
+                  connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
+                  arguments_digest, descriptor_digest, destination, destination_url, reason,
+                  offered_grants as offered_grants_stored, status as "status: _", grant_kind,
+                  hmac_key_id, hmac, error, expires_at, decided_at
+             from mcp_pending_calls
+            where user_id = $1 and status = 'pending' and expires_at > now()
+            order by created_at"#,
+        user_id as UserId,
+    )
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(rows.into_iter().map(|r| (r.row, r.left)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let left = (row.expires_at - now).as_seconds_f64();
+            (row, left)
+        })
+        .collect())
 }
 
 /// A user's decision.
@@ -539,16 +539,16 @@ pub async fn decide(
     let status = verdict.status();
     let grant = (verdict == Verdict::Approve).then_some(grant.as_str());
     let mut tx = db::service_tx(&state.db).await?;
-    let decided = sqlx::query(
+    let decided = sqlx::query!(
         "update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now()
           where id = $1 and user_id = $2 and status = 'pending' and expires_at > now()
             and arguments_digest = $3 and ($5::text is null or $5 = any (offered_grants))",
+        id as PendingCallId,
+        user_id as UserId,
+        arguments_digest,
+        status.as_str(),
+        grant,
     )
-    .bind(id)
-    .bind(user_id)
-    .bind(arguments_digest)
-    .bind(status.as_str())
-    .bind(grant)
     .execute(&mut *tx)
     .await?;
     if decided.rows_affected() == 1 {
@@ -556,21 +556,21 @@ pub async fn decide(
         tx.commit().await?;
         return Ok(status);
     }
-    let why: Option<(String, bool, bool, bool)> = sqlx::query_as(
-        "select status, expires_at <= now(), arguments_digest = $3,
-                $4::text is null or $4 = any (offered_grants)
-           from mcp_pending_calls where id = $1 and user_id = $2",
+    let why = sqlx::query!(
+        r#"select status as "status: PendingCallStatus", expires_at <= now() as "late!",
+                  arguments_digest = $3 as "same!",
+                  $4::text is null or $4 = any (offered_grants) as "offered!"
+             from mcp_pending_calls where id = $1 and user_id = $2"#,
+        id as PendingCallId,
+        user_id as UserId,
+        arguments_digest,
+        grant,
     )
-    .bind(id)
-    .bind(user_id)
-    .bind(arguments_digest)
-    .bind(grant)
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
     use PendingCallStatus::{Expired, Pending};
-    let why =
-        why.map(|(s, late, same, offered)| (PendingCallStatus::from_wire(&s), late, same, offered));
+    let why = why.map(|r| (r.status, r.late, r.same, r.offered));
     Err(match why {
         Some((Expired, _, _, _)) | Some((Pending, true, _, _)) => DecideError::Expired,
         Some((Pending, false, false, _)) => DecideError::DigestMismatch,
@@ -667,26 +667,28 @@ pub async fn wait(
 /// re-read once and honour it.
 pub async fn expire_or_honour(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    let expired = sqlx::query(
+    let expired = sqlx::query!(
         "update mcp_pending_calls set status = 'expired', decided_at = now()
           where id = $1 and status = 'pending'",
+        id as PendingCallId,
     )
-    .bind(id)
     .execute(&mut *tx)
     .await?;
     if expired.rows_affected() == 1 {
         tx.commit().await?;
         return Ok(Waited::Expired);
     }
-    let status: Option<String> =
-        sqlx::query_scalar("select status from mcp_pending_calls where id = $1")
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let status = sqlx::query_scalar!(
+        r#"select status as "status: PendingCallStatus" from mcp_pending_calls where id = $1"#,
+        id as PendingCallId,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(match status {
-        Some(status) => Waited::from_status(PendingCallStatus::from_wire(&status))
-            .unwrap_or(Waited::Gone(Some(PendingCallStatus::Pending))),
+        Some(status) => {
+            Waited::from_status(status).unwrap_or(Waited::Gone(Some(PendingCallStatus::Pending)))
+        }
         None => Waited::Gone(None),
     })
 }
@@ -695,21 +697,21 @@ pub async fn expire_or_honour(state: &AppState, id: PendingCallId) -> Result<Wai
 /// is honoured only if it was a denial (the turn is stopping: nothing runs).
 async fn cancel_one(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    sqlx::query(
+    sqlx::query!(
         "update mcp_pending_calls set status = 'denied', decided_at = now(),
                 error = 'The turn was stopped.'
           where id = $1 and status = 'pending'",
+        id as PendingCallId,
     )
-    .bind(id)
     .execute(&mut *tx)
     .await?;
     // An approval that landed first is never claimed: it is spent unused.
-    sqlx::query(
+    sqlx::query!(
         "update mcp_pending_calls set status = 'failed', executed_at = now(),
                 error = 'The turn was stopped before it ran.'
           where id = $1 and status = 'approved'",
+        id as PendingCallId,
     )
-    .bind(id)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -719,14 +721,18 @@ async fn cancel_one(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx:
 /// `approved → executing`, exactly one winner. Returns the row as stored.
 pub async fn claim(state: &AppState, id: PendingCallId) -> Result<Option<Row>, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    let row = sqlx::query_as(concat!(
-        "update mcp_pending_calls set status = 'executing', claimed_at = now()
-          where id = $1 and status = 'approved'
-          returning ",
-        columns!(),
-        ""
-    ))
-    .bind(id)
+    let row = sqlx::query_as!(
+        Row,
+        r#"update mcp_pending_calls set status = 'executing', claimed_at = now()
+            where id = $1 and status = 'approved'
+        returning id as "id: _", user_id as "user_id: _", chat_id as "chat_id: _",
+                  turn_id as "turn_id: _", call_id, connector_id as "connector_id: _",
+                  connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
+                  arguments_digest, descriptor_digest, destination, destination_url, reason,
+                  offered_grants as offered_grants_stored, status as "status: _", grant_kind,
+                  hmac_key_id, hmac, error, expires_at, decided_at"#,
+        id as PendingCallId,
+    )
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -743,7 +749,7 @@ pub async fn record(
     error: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    sqlx::query(
+    sqlx::query!(
         "with done as (
              update mcp_pending_calls
                 set status = case when $2::text is null then 'executed' else 'failed' end,
@@ -759,10 +765,10 @@ pub async fn record(
          on conflict (connector_id, tool_name) do update
             set descriptor_digest = excluded.descriptor_digest,
                 created_from = excluded.created_from, updated_at = now()",
+        id as PendingCallId,
+        error,
+        Uuid::new_v4(),
     )
-    .bind(id)
-    .bind(error)
-    .bind(Uuid::new_v4())
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -780,17 +786,17 @@ pub async fn turn_grant(
     descriptor_digest: &str,
 ) -> Result<bool, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    let granted = sqlx::query_scalar(
-        "select exists (select 1 from mcp_pending_calls
-                         where turn_id = $1 and user_id = $2 and connector_id = $3
-                           and tool_name = $4 and grant_kind = 'turn' and status = 'executed'
-                           and descriptor_digest = $5)",
+    let granted = sqlx::query_scalar!(
+        r#"select exists (select 1 from mcp_pending_calls
+                           where turn_id = $1 and user_id = $2 and connector_id = $3
+                             and tool_name = $4 and grant_kind = 'turn' and status = 'executed'
+                             and descriptor_digest = $5) as "granted!""#,
+        ctx.turn_id as TurnId,
+        ctx.user_id as UserId,
+        connector_id as ConnectorId,
+        tool_name,
+        descriptor_digest,
     )
-    .bind(ctx.turn_id)
-    .bind(ctx.user_id)
-    .bind(connector_id)
-    .bind(tool_name)
-    .bind(descriptor_digest)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -807,13 +813,13 @@ pub async fn deny_for_connector(
     user_id: UserId,
     connector_id: ConnectorId,
 ) -> Result<u64, sqlx::Error> {
-    let ids: Vec<PendingCallId> = sqlx::query_scalar(
-        "update mcp_pending_calls set status = 'denied', decided_at = now()
-          where user_id = $1 and connector_id = $2 and status = 'pending'
-          returning id",
+    let ids = sqlx::query_scalar!(
+        r#"update mcp_pending_calls set status = 'denied', decided_at = now()
+            where user_id = $1 and connector_id = $2 and status = 'pending'
+        returning id as "id: PendingCallId""#,
+        user_id as UserId,
+        connector_id as ConnectorId,
     )
-    .bind(user_id)
-    .bind(connector_id)
     .fetch_all(&mut **tx)
     .await?;
     for id in &ids {
@@ -840,14 +846,14 @@ pub fn destination(url: &str) -> String {
 /// at most 500 at a time. Returns how many.
 pub async fn sweep(state: &AppState) -> Result<u64, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    let deleted = sqlx::query(
+    let deleted = sqlx::query!(
         "delete from mcp_pending_calls where id in (
              select id from mcp_pending_calls
               where status in ('executed', 'failed', 'denied', 'expired')
                 and created_at < now() - make_interval(secs => $1::float8)
               limit 500)",
+        state.config.approval_retention_secs as f64,
     )
-    .bind(state.config.approval_retention_secs as f64)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -871,20 +877,19 @@ pub struct Recovered {
 /// hears of each, so no card stays open.
 pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    #[derive(sqlx::FromRow)]
     struct Closed {
         id: PendingCallId,
         user_id: UserId,
         chat_id: ChatId,
         turn_id: TurnId,
-        #[sqlx(try_from = "String")]
         was: PendingCallStatus,
         call_id: String,
         connector_name: String,
         tool_name: String,
     }
-    let rows: Vec<Closed> = sqlx::query_as(
-        "with orphaned as (
+    let rows = sqlx::query_as!(
+        Closed,
+        r#"with orphaned as (
              select p.id, p.status as was from mcp_pending_calls p
                left join turns t on t.id = p.turn_id
               where p.status in ('pending', 'approved', 'executing')
@@ -901,10 +906,11 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                 executed_at = case when o.was = 'pending' then null else now() end
            from orphaned o
           where p.id = o.id
-          returning p.id, p.user_id, p.chat_id, p.turn_id, o.was, p.call_id,
-                    p.connector_name, p.tool_name",
+          returning p.id as "id: _", p.user_id as "user_id: _", p.chat_id as "chat_id: _",
+                    p.turn_id as "turn_id: _", o.was as "was!: _", p.call_id,
+                    p.connector_name, p.tool_name"#,
+        stale_secs,
     )
-    .bind(stale_secs)
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -1057,17 +1063,15 @@ async fn decided_among(
     ids: &[PendingCallId],
 ) -> Result<Vec<(PendingCallId, PendingCallStatus)>, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    let rows: Vec<(PendingCallId, String)> = sqlx::query_as(
-        "select id, status from mcp_pending_calls where id = any($1) and status <> 'pending'",
+    let rows = sqlx::query!(
+        r#"select id as "id: PendingCallId", status as "status: PendingCallStatus"
+             from mcp_pending_calls where id = any($1) and status <> 'pending'"#,
+        ids as &[PendingCallId],
     )
-    .bind(ids)
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, status)| (id, PendingCallStatus::from_wire(&status)))
-        .collect())
+    Ok(rows.into_iter().map(|r| (r.id, r.status)).collect())
 }
 
 #[cfg(test)]

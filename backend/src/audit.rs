@@ -189,30 +189,28 @@ pub fn chain_hash(prev_hash: &str, entry: &Value) -> String {
 /// Appends `entry` to the chain; returns its sequence number.
 pub async fn append(pool: &PgPool, entry: &Entry<'_>) -> Result<i64, sqlx::Error> {
     let mut tx = db::service_tx(pool).await?;
-    sqlx::query("select pg_advisory_xact_lock($1)")
-        .bind(CHAIN_LOCK)
+    sqlx::query!("select pg_advisory_xact_lock($1)", CHAIN_LOCK,)
         .execute(&mut *tx)
         .await?;
-    let last: Option<(i64, String)> =
-        sqlx::query_as("select seq, hash from activity order by seq desc limit 1")
-            .fetch_optional(&mut *tx)
-            .await?;
-    let (seq, prev_hash) = last.map_or((1, GENESIS.to_owned()), |(seq, hash)| (seq + 1, hash));
-    let at: String = sqlx::query_scalar(
-        "select to_char(now() at time zone 'utc', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+    let last = sqlx::query!("select seq, hash from activity order by seq desc limit 1")
+        .fetch_optional(&mut *tx)
+        .await?;
+    let (seq, prev_hash) = last.map_or((1, GENESIS.to_owned()), |r| (r.seq + 1, r.hash));
+    let at = sqlx::query_scalar!(
+        r#"select to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "at!""#
     )
     .fetch_one(&mut *tx)
     .await?;
     let value = entry.to_json(seq, &at);
     let hash = chain_hash(&prev_hash, &value);
-    sqlx::query(
+    sqlx::query!(
         "insert into activity (seq, user_id, entry, prev_hash, hash) values ($1, $2, $3, $4, $5)",
+        seq,
+        entry.user_id as UserId,
+        &value,
+        &prev_hash,
+        &hash,
     )
-    .bind(seq)
-    .bind(entry.user_id)
-    .bind(&value)
-    .bind(&prev_hash)
-    .bind(&hash)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -240,17 +238,18 @@ pub async fn verify(pool: &PgPool) -> Result<Verified, sqlx::Error> {
     let mut checked = 0_u64;
     loop {
         let mut tx = db::service_tx(pool).await?;
-        let rows: Vec<(i64, Value, String, String)> = sqlx::query_as(
+        let rows = sqlx::query!(
             "select seq, entry, prev_hash, hash from activity where seq >= $1 order by seq limit 1000",
+            expected_seq,
         )
-        .bind(expected_seq)
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
         if rows.is_empty() {
             return Ok(Verified::Intact(checked));
         }
-        for (seq, entry, prev_hash, hash) in rows {
+        for row in rows {
+            let (seq, entry, prev_hash, hash) = (row.seq, row.entry, row.prev_hash, row.hash);
             let broken = |reason: &str| {
                 Ok(Verified::Broken {
                     seq,
@@ -283,17 +282,18 @@ pub async fn for_user(
     limit: i64,
 ) -> Result<Vec<(String, Stored)>, sqlx::Error> {
     let mut tx = db::user_tx(pool, user_id).await?;
-    let rows: Vec<(i64, String, Value)> = sqlx::query_as(
+    let rows = sqlx::query!(
         "select seq, hash, entry from activity where user_id = $1 order by seq desc limit $2",
+        user_id,
+        limit,
     )
-    .bind(user_id)
-    .bind(limit)
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
     Ok(rows
         .into_iter()
-        .map(|(seq, hash, entry)| {
+        .map(|r| {
+            let (seq, hash, entry) = (r.seq, r.hash, r.entry);
             let mut stored = serde_json::from_value::<Stored>(entry).unwrap_or_else(|err| {
                 tracing::warn!(activity.seq = seq, error = %err, "unreadable activity entry");
                 Stored::default()

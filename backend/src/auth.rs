@@ -185,34 +185,37 @@ pub async fn sign_up(
 
     let mut tx = db::service_tx(pool).await?;
     // Serialise sign-ups so exactly one can be the first (admin).
-    sqlx::query("select pg_advisory_xact_lock(7305447302)")
+    sqlx::query!("select pg_advisory_xact_lock(7305447302)")
         .execute(&mut *tx)
         .await?;
-    let is_first: bool = sqlx::query_scalar("select not exists (select 1 from users)")
-        .fetch_one(&mut *tx)
-        .await?;
+    let is_first: bool =
+        sqlx::query_scalar!(r#"select not exists (select 1 from users) as "exists!""#)
+            .fetch_one(&mut *tx)
+            .await?;
     if !allow_signup && !is_first {
         return Err(AuthError::SignupClosed);
     }
     let user_id = Uuid::new_v4();
-    let inserted = sqlx::query(
+    let inserted = sqlx::query!(
         "insert into users (id, email, password_hash, is_admin) values ($1, $2, $3, $4)
          on conflict (email) do nothing",
+        user_id,
+        email.as_str(),
+        &hash,
+        is_first,
     )
-    .bind(user_id)
-    .bind(email.as_str())
-    .bind(&hash)
-    .bind(is_first)
     .execute(&mut *tx)
     .await?;
     if inserted.rows_affected() == 0 {
         return Err(AuthError::EmailTaken);
     }
-    sqlx::query("insert into profiles (user_id, display_name) values ($1, $2)")
-        .bind(user_id)
-        .bind(display_name)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "insert into profiles (user_id, display_name) values ($1, $2)",
+        user_id,
+        display_name,
+    )
+    .execute(&mut *tx)
+    .await?;
     let session = session::create(&mut tx, user_id, client, session_absolute).await?;
     tx.commit().await?;
     tracing::info!(user.id = %user_id, user.is_admin = is_first, "account created");
@@ -272,11 +275,13 @@ pub async fn sign_in(
     let mut tx = db::service_tx(pool).await?;
     // Counted as a failure before it is verified (see `throttle`).
     let reservation = throttle::reserve(&mut tx, limits, &email_key, client.ip).await?;
-    let row: Option<(Uuid, String, bool)> =
-        sqlx::query_as("select id, password_hash, is_admin from users where email = $1")
-            .bind(&email_key)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let row = sqlx::query!(
+        "select id, password_hash, is_admin from users where email = $1",
+        &email_key,
+    )
+    .map(|r| (r.id, r.password_hash, r.is_admin))
+    .fetch_optional(&mut *tx)
+    .await?;
     // Hold no connection while hashing (~0.1 s of CPU).
     tx.commit().await?;
 
@@ -309,18 +314,21 @@ pub async fn sign_in(
     }
     let mut tx = db::service_tx(pool).await?;
     throttle::clear_account(&mut tx, &email_key).await?;
-    let display_name: String =
-        sqlx::query_scalar("select display_name from profiles where user_id = $1")
-            .bind(user_id)
-            .fetch_one(&mut *tx)
-            .await?;
+    let display_name: String = sqlx::query_scalar!(
+        "select display_name from profiles where user_id = $1",
+        user_id,
+    )
+    .fetch_one(&mut *tx)
+    .await?;
     let session = session::create(&mut tx, user_id, client, session_absolute).await?;
     if mfa_code.is_some() {
         // Signing in with the second factor counts as a step-up.
-        sqlx::query("update sessions set mfa_verified_at = now() where id = $1")
-            .bind(session.id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query!(
+            "update sessions set mfa_verified_at = now() where id = $1",
+            session.id,
+        )
+        .execute(&mut *tx)
+        .await?;
     }
     tx.commit().await?;
     tracing::info!(user.id = %user_id, "signed in");
@@ -352,10 +360,12 @@ pub async fn verify_current_password(
         .ok_or(AuthError::PasswordRequired)?;
     let mut tx = db::service_tx(pool).await?;
     let reservation = throttle::reserve(&mut tx, limits, &user.email, client.ip).await?;
-    let hash: String = sqlx::query_scalar("select password_hash from users where id = $1")
-        .bind(user.user_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let hash: String = sqlx::query_scalar!(
+        "select password_hash from users where id = $1",
+        user.user_id,
+    )
+    .fetch_one(&mut *tx)
+    .await?;
     tx.commit().await?;
     if !hasher.verify(password, &hash).await? {
         return Err(AuthError::WrongPassword);
@@ -383,17 +393,19 @@ pub async fn change_password(
     verify_current_password(pool, hasher, limits, user, Some(current), client).await?;
     let hash = hasher.hash(new).await?;
     let mut tx = db::service_tx(pool).await?;
-    sqlx::query("update users set password_hash = $2 where id = $1")
-        .bind(user.user_id)
-        .bind(&hash)
-        .execute(&mut *tx)
-        .await?;
-    let revoked = sqlx::query(
+    sqlx::query!(
+        "update users set password_hash = $2 where id = $1",
+        user.user_id,
+        &hash,
+    )
+    .execute(&mut *tx)
+    .await?;
+    let revoked = sqlx::query!(
         "update sessions set revoked_at = now()
           where user_id = $1 and id <> $2 and revoked_at is null",
+        user.user_id,
+        user.session_id,
     )
-    .bind(user.user_id)
-    .bind(user.session_id)
     .execute(&mut *tx)
     .await?
     .rows_affected();
@@ -408,7 +420,7 @@ pub async fn change_password(
 pub async fn profile(pool: &PgPool, session: &SessionUser) -> Result<UserProfile, AuthError> {
     let mut tx = db::user_tx(pool, session.user_id).await?;
     let display_name: Option<String> =
-        sqlx::query_scalar("select display_name from profiles where user_id = auth.uid()")
+        sqlx::query_scalar!("select display_name from profiles where user_id = auth.uid()")
             .fetch_optional(&mut *tx)
             .await?;
     tx.commit().await?;

@@ -366,30 +366,42 @@ pub async fn repoint(
     url: &reqwest::Url,
 ) -> Result<(), ConnectorError> {
     let mut tx = db::service_tx(pool).await?;
-    let updated = sqlx::query(
+    let updated = sqlx::query!(
         "update connectors
             set url = $3, trust_annotations = false, auth_type = 'none', header_names = '{}',
                 status = 'untested', last_error = null, protocol_version = null,
                 last_checked_at = null, updated_at = now()
           where id = $1 and user_id = $2",
+        id,
+        user_id,
+        url.as_str(),
     )
-    .bind(id)
-    .bind(user_id)
-    .bind(url.as_str())
     .execute(&mut *tx)
     .await?;
     if updated.rows_affected() == 0 {
         return Err(ConnectorError::NotFound);
     }
-    for table in ["connector_secrets", "tool_grants", "connector_tools"] {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "delete from {table} where connector_id = $1 and user_id = $2"
-        )))
-        .bind(id)
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-    }
+    sqlx::query!(
+        "delete from connector_secrets where connector_id = $1 and user_id = $2",
+        id,
+        user_id,
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "delete from tool_grants where connector_id = $1 and user_id = $2",
+        id,
+        user_id,
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "delete from connector_tools where connector_id = $1 and user_id = $2",
+        id,
+        user_id,
+    )
+    .execute(&mut *tx)
+    .await?;
     crate::approvals::deny_for_connector(&mut tx, user_id.into(), id.into()).await?;
     tx.commit().await?;
     Ok(())
@@ -404,10 +416,12 @@ pub async fn store_auth(
     connector_id: Uuid,
     auth: &Auth,
 ) -> Result<(), ConnectorError> {
-    sqlx::query("delete from connector_secrets where connector_id = $1")
-        .bind(connector_id)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query!(
+        "delete from connector_secrets where connector_id = $1",
+        connector_id,
+    )
+    .execute(&mut **tx)
+    .await?;
     if *auth == Auth::None {
         return Ok(());
     }
@@ -415,15 +429,15 @@ pub async fn store_auth(
         auth.to_json().to_string().as_bytes(),
         &aad(user_id, connector_id),
     );
-    sqlx::query(
+    sqlx::query!(
         "insert into connector_secrets (connector_id, user_id, key_id, nonce, ciphertext)
          values ($1, $2, $3, $4, $5)",
+        connector_id,
+        user_id,
+        &sealed.key_id,
+        &sealed.nonce,
+        &sealed.ciphertext,
     )
-    .bind(connector_id)
-    .bind(user_id)
-    .bind(&sealed.key_id)
-    .bind(&sealed.nonce)
-    .bind(&sealed.ciphertext)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -437,27 +451,21 @@ pub async fn load_auth(
     connector_id: Uuid,
 ) -> Result<Auth, ConnectorError> {
     let mut tx = db::service_tx(pool).await?;
-    let row: Option<(String, Vec<u8>, Vec<u8>)> = sqlx::query_as(
+    let sealed = sqlx::query_as!(
+        Sealed,
         "select key_id, nonce, ciphertext from connector_secrets where connector_id = $1 and user_id = $2",
+        connector_id,
+        user_id,
     )
-    .bind(connector_id)
-    .bind(user_id)
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
-    let Some((key_id, nonce, ciphertext)) = row else {
+    let Some(sealed) = sealed else {
         return Ok(Auth::None);
     };
     let plain = secrets
         .ok_or(ConnectorError::NoSecretKey)?
-        .open(
-            &Sealed {
-                key_id,
-                nonce,
-                ciphertext,
-            },
-            &aad(user_id, connector_id),
-        )
+        .open(&sealed, &aad(user_id, connector_id))
         .map_err(|e| ConnectorError::Invalid(e.to_string()))?;
     let value: Value =
         serde_json::from_slice(&plain).map_err(|e| ConnectorError::Invalid(e.to_string()))?;
@@ -467,7 +475,7 @@ pub async fn load_auth(
 /// Picks a slug for `name` that no other connector of the user has.
 pub async fn free_slug(tx: &mut Tx, name: &str) -> Result<String, ConnectorError> {
     let base = slugify(name);
-    let taken: Vec<String> = sqlx::query_scalar("select slug from connectors")
+    let taken: Vec<String> = sqlx::query_scalar!("select slug from connectors")
         .fetch_all(&mut **tx)
         .await?;
     if !taken.contains(&base) {
@@ -499,17 +507,17 @@ pub async fn create(
     let id = Uuid::new_v4();
     let mut tx = db::user_tx(pool, user_id).await?;
     let slug = free_slug(&mut tx, name).await?;
-    let inserted = sqlx::query(
+    let inserted = sqlx::query!(
         "insert into connectors (id, name, slug, url, auth_type, header_names)
          values ($1, $2, $3, $4, $5, $6)
          on conflict do nothing",
+        id,
+        name,
+        &slug,
+        url.as_str(),
+        auth.kind().as_str(),
+        &auth.header_names(),
     )
-    .bind(id)
-    .bind(name)
-    .bind(&slug)
-    .bind(url.as_str())
-    .bind(auth.kind().as_str())
-    .bind(auth.header_names())
     .execute(&mut *tx)
     .await?;
     if inserted.rows_affected() == 0 {
@@ -531,26 +539,16 @@ pub async fn apply_listing(
     slug: &str,
     listing: &[Listed],
 ) -> Result<(), ConnectorError> {
-    let rows: Vec<(String, String, String, Option<String>, bool)> = sqlx::query_as(
-        "select name, descriptor_digest, review_state, reviewed_digest, removed
-           from connector_tools where connector_id = $1",
+    let stored = sqlx::query_as!(
+        Stored,
+        r#"select name, descriptor_digest as digest, review_state as "review_state: _",
+                  reviewed_digest, removed
+             from connector_tools where connector_id = $1"#,
+        connector_id,
     )
-    .bind(connector_id)
     .fetch_all(&mut **tx)
     .await?;
-    let stored: Vec<Stored> = rows
-        .into_iter()
-        .map(
-            |(name, digest, review_state, reviewed_digest, removed)| Stored {
-                name,
-                digest,
-                review_state: ReviewState::from_wire(&review_state),
-                reviewed_digest,
-                removed,
-            },
-        )
-        .collect();
-    let mut taken: Vec<String> = sqlx::query_scalar("select model_name from connector_tools")
+    let mut taken: Vec<String> = sqlx::query_scalar!("select model_name from connector_tools")
         .fetch_all(&mut **tx)
         .await?;
     for change in merge(&stored, listing) {
@@ -558,16 +556,16 @@ pub async fn apply_listing(
             Change::Insert(tool) => {
                 let name = model_name(slug, &tool.name, &|n| taken.iter().any(|t| t == n));
                 taken.push(name.clone());
-                sqlx::query(
+                sqlx::query!(
                     "insert into connector_tools (id, connector_id, name, model_name, descriptor, descriptor_digest)
                      values ($1, $2, $3, $4, $5, $6)",
+                    Uuid::new_v4(),
+                    connector_id,
+                    &tool.name,
+                    name,
+                    &tool.descriptor,
+                    &tool.digest,
                 )
-                .bind(Uuid::new_v4())
-                .bind(connector_id)
-                .bind(&tool.name)
-                .bind(name)
-                .bind(&tool.descriptor)
-                .bind(&tool.digest)
                 .execute(&mut **tx)
                 .await?;
             }
@@ -576,35 +574,39 @@ pub async fn apply_listing(
                 review_state,
                 moved,
             } => {
-                sqlx::query(
+                sqlx::query!(
                     "update connector_tools
                         set descriptor = $3, descriptor_digest = $4, review_state = $5,
                             removed = false, last_seen_at = now(),
                             changed_at = case when $6 then now() else changed_at end
                       where connector_id = $1 and name = $2",
+                    connector_id,
+                    &listed.name,
+                    &listed.descriptor,
+                    &listed.digest,
+                    review_state.as_str(),
+                    moved,
                 )
-                .bind(connector_id)
-                .bind(&listed.name)
-                .bind(&listed.descriptor)
-                .bind(&listed.digest)
-                .bind(review_state.as_str())
-                .bind(moved)
                 .execute(&mut **tx)
                 .await?;
             }
             Change::Remove(name) => {
-                sqlx::query("update connector_tools set removed = true where connector_id = $1 and name = $2")
-                    .bind(connector_id)
-                    .bind(&name)
+                sqlx::query!(
+                    "update connector_tools set removed = true where connector_id = $1 and name = $2",
+                    connector_id,
+                    &name,
+                )
                     .execute(&mut **tx)
                     .await?;
                 // A removed tool loses its always-allow rule: if it comes
                 // back, it is allowed again only by the user.
-                sqlx::query("delete from tool_grants where connector_id = $1 and tool_name = $2")
-                    .bind(connector_id)
-                    .bind(name)
-                    .execute(&mut **tx)
-                    .await?;
+                sqlx::query!(
+                    "delete from tool_grants where connector_id = $1 and tool_name = $2",
+                    connector_id,
+                    name,
+                )
+                .execute(&mut **tx)
+                .await?;
             }
         }
     }
@@ -637,37 +639,39 @@ pub async fn review(
         )));
     }
     let mut tx = db::user_tx(pool, user_id).await?;
-    let exists: bool = sqlx::query_scalar("select exists (select 1 from connectors where id = $1)")
-        .bind(connector_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let exists: bool = sqlx::query_scalar!(
+        r#"select exists (select 1 from connectors where id = $1) as "exists!""#,
+        connector_id,
+    )
+    .fetch_one(&mut *tx)
+    .await?;
     if !exists {
         return Err(ConnectorError::NotFound);
     }
     // One transaction: a stale or unknown tool anywhere rolls back all.
     for (tools, state) in [(keep, ReviewState::Kept), (decline, ReviewState::Declined)] {
         for tool in tools {
-            let updated = sqlx::query(
+            let updated = sqlx::query!(
                 "update connector_tools
                     set review_state = $3,
                         reviewed_descriptor = case when $3 = 'kept' then descriptor else null end,
                         reviewed_digest = case when $3 = 'kept' then descriptor_digest else null end
                   where connector_id = $1 and name = $2
                     and ($4::text is null or descriptor_digest = $4)",
+                connector_id,
+                tool.name(),
+                state.as_str(),
+                tool.digest(),
             )
-            .bind(connector_id)
-            .bind(tool.name())
-            .bind(state.as_str())
-            .bind(tool.digest())
             .execute(&mut *tx)
             .await?;
             if updated.rows_affected() == 0 {
-                let exists: bool = sqlx::query_scalar(
-                    "select exists (select 1 from connector_tools
-                                     where connector_id = $1 and name = $2)",
+                let exists: bool = sqlx::query_scalar!(
+                    r#"select exists (select 1 from connector_tools
+                                     where connector_id = $1 and name = $2) as "exists!""#,
+                    connector_id,
+                    tool.name(),
                 )
-                .bind(connector_id)
-                .bind(tool.name())
                 .fetch_one(&mut *tx)
                 .await?;
                 let name = tool.name().to_owned();

@@ -56,12 +56,12 @@ pub async fn user_tx(
     user_id: impl Into<UserId> + std::fmt::Display,
 ) -> Result<Tx, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    sqlx::query(
-        "select set_config('role', 'authenticated', true), \
-                set_config('countersign.user_id', $1, true)",
+    sqlx::query!(
+        r#"select set_config('role', 'authenticated', true) as "role",
+                  set_config('countersign.user_id', $1, true) as "user_id""#,
+        user_id.into().to_string(),
     )
-    .bind(user_id.into().to_string())
-    .execute(&mut *tx)
+    .fetch_one(&mut *tx)
     .await?;
     Ok(tx)
 }
@@ -71,11 +71,11 @@ pub async fn user_tx(
 #[tracing::instrument(skip_all)]
 pub async fn service_tx(pool: &PgPool) -> Result<Tx, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    sqlx::query(
-        "select set_config('role', 'service_role', true), \
-                set_config('countersign.user_id', '', true)",
+    sqlx::query!(
+        r#"select set_config('role', 'service_role', true) as "role",
+                  set_config('countersign.user_id', '', true) as "user_id""#,
     )
-    .execute(&mut *tx)
+    .fetch_one(&mut *tx)
     .await?;
     Ok(tx)
 }
@@ -100,24 +100,25 @@ impl RoleRisk {
 
 /// Looks at the pool's role in the catalog.
 pub async fn role_risk(pool: &PgPool) -> Result<RoleRisk, sqlx::Error> {
-    let (superuser, bypass_rls, owned_relations): (bool, bool, i64) = sqlx::query_as(
-        "select
+    let row = sqlx::query!(
+        r#"select
             exists (select 1 from pg_roles r
-                    where r.rolsuper and pg_has_role(current_user, r.oid, 'member')),
+                    where r.rolsuper and pg_has_role(current_user, r.oid, 'member')) as "superuser!",
             exists (select 1 from pg_roles r
                     where (r.rolbypassrls or r.rolsuper)
-                      and pg_has_role(current_user, r.oid, 'member')),
+                      and pg_has_role(current_user, r.oid, 'member')) as "bypass_rls!",
             (select count(*) from pg_class c
               where pg_has_role(current_user, c.relowner, 'member')
                 and c.relnamespace in (select oid from pg_namespace
-                                       where nspname not in ('pg_catalog', 'information_schema', 'pg_toast')))",
+                                       where nspname not in ('pg_catalog', 'information_schema', 'pg_toast')))
+              as "owned_relations!""#,
     )
     .fetch_one(pool)
     .await?;
     Ok(RoleRisk {
-        superuser,
-        bypass_rls,
-        owned_relations,
+        superuser: row.superuser,
+        bypass_rls: row.bypass_rls,
+        owned_relations: row.owned_relations,
     })
 }
 
@@ -153,12 +154,12 @@ pub async fn bootstrap(
 ) -> Result<(), sqlx::Error> {
     let mut conn = PgConnection::connect(superuser_url).await?;
     // Roles are cluster-wide: serialise concurrent bootstraps (tests).
-    sqlx::query("select pg_advisory_lock(7305447301)")
+    sqlx::query!("select pg_advisory_lock(7305447301)")
         .execute(&mut conn)
         .await?;
     let result = bootstrap_locked(&mut conn, database, owner_password, app_password).await;
-    sqlx::query("select pg_advisory_unlock(7305447301)")
-        .execute(&mut conn)
+    sqlx::query!(r#"select pg_advisory_unlock(7305447301) as "unlocked""#)
+        .fetch_one(&mut conn)
         .await?;
     result?;
     conn.close().await
@@ -216,6 +217,12 @@ async fn bootstrap_locked(
 
 /// Quotes identifiers (`%I`) and literals (`%L`) with Postgres' own
 /// `format()`: DDL takes no bind parameters.
+///
+/// Dynamic SQL on purpose, like the rest of the bootstrap: the number of
+/// `format()` arguments varies, the catalog looked up varies, and the DDL
+/// it builds names roles and databases chosen at run time. None of it
+/// touches the application's tables, which is what the compile-checked
+/// queries guard.
 async fn format_sql(
     conn: &mut PgConnection,
     template: &str,

@@ -35,11 +35,13 @@ pub async fn notify_decided(
     tx: &mut crate::db::Tx,
     id: crate::ids::PendingCallId,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("select pg_notify($1, $2)")
-        .bind(APPROVALS_CHANNEL)
-        .bind(id.to_string())
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query!(
+        "select pg_notify($1, $2)",
+        APPROVALS_CHANNEL,
+        id.to_string(),
+    )
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 
@@ -68,27 +70,29 @@ pub async fn append(
         .unwrap_or("unknown")
         .to_owned();
     // The row lock of this UPDATE orders concurrent appends to one chat.
-    let seq: i64 = sqlx::query_scalar(
+    let seq: i64 = sqlx::query_scalar!(
         "update chats set last_seq = last_seq + 1 where id = $1 returning last_seq",
+        chat_id as ChatId,
     )
-    .bind(chat_id)
     .fetch_one(&mut **tx)
     .await?;
-    sqlx::query(
+    sqlx::query!(
         "insert into chat_events (chat_id, seq, turn_id, type, data) values ($1, $2, $3, $4, $5)",
+        chat_id as ChatId,
+        seq,
+        turn_id as Option<TurnId>,
+        kind,
+        data,
     )
-    .bind(chat_id)
-    .bind(seq)
-    .bind(turn_id)
-    .bind(kind)
-    .bind(data)
     .execute(&mut **tx)
     .await?;
-    sqlx::query("select pg_notify($1, $2)")
-        .bind(EVENTS_CHANNEL)
-        .bind(format!("{chat_id} {seq}"))
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query!(
+        "select pg_notify($1, $2)",
+        EVENTS_CHANNEL,
+        format!("{chat_id} {seq}"),
+    )
+    .execute(&mut **tx)
+    .await?;
     Ok(seq)
 }
 
@@ -100,23 +104,26 @@ pub async fn after(
     after: i64,
     limit: i64,
 ) -> Result<Vec<(i64, serde_json::Value)>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query!(
         "select seq, data from chat_events where chat_id = $1 and seq > $2 order by seq limit $3",
+        chat_id,
+        after,
+        limit,
     )
-    .bind(chat_id)
-    .bind(after)
-    .bind(limit)
+    .map(|r| (r.seq, r.data))
     .fetch_all(&mut **tx)
     .await
 }
 
 /// Asks every instance to stop `turn_id` (the one running it will).
 pub async fn request_cancel(tx: &mut Tx, turn_id: Uuid) -> Result<(), sqlx::Error> {
-    sqlx::query("select pg_notify($1, $2)")
-        .bind(CANCEL_CHANNEL)
-        .bind(turn_id.to_string())
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query!(
+        "select pg_notify($1, $2)",
+        CANCEL_CHANNEL,
+        turn_id.to_string(),
+    )
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 

@@ -66,18 +66,18 @@ pub async fn set_key(
     }
     let sealed = secret_box(state)?.seal(key.as_bytes(), &aad(user_id, provider));
     let mut tx = db::service_tx(&state.db).await?;
-    sqlx::query(
+    sqlx::query!(
         "insert into provider_keys (user_id, provider, key_id, nonce, ciphertext)
          values ($1, $2, $3, $4, $5)
          on conflict (user_id, provider) do update
            set key_id = excluded.key_id, nonce = excluded.nonce,
                ciphertext = excluded.ciphertext, updated_at = now()",
+        user_id,
+        provider,
+        &sealed.key_id,
+        &sealed.nonce,
+        &sealed.ciphertext,
     )
-    .bind(user_id)
-    .bind(provider)
-    .bind(&sealed.key_id)
-    .bind(&sealed.nonce)
-    .bind(&sealed.ciphertext)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -88,11 +88,13 @@ pub async fn set_key(
 pub async fn delete_key(state: &AppState, user_id: Uuid, provider: &str) -> Result<(), KeyError> {
     check_provider(provider)?;
     let mut tx = db::service_tx(&state.db).await?;
-    sqlx::query("delete from provider_keys where user_id = $1 and provider = $2")
-        .bind(user_id)
-        .bind(provider)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "delete from provider_keys where user_id = $1 and provider = $2",
+        user_id,
+        provider,
+    )
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -104,25 +106,19 @@ pub async fn user_key(
     provider: &str,
 ) -> Result<Option<Secret>, KeyError> {
     let mut tx = db::service_tx(&state.db).await?;
-    let row: Option<(String, Vec<u8>, Vec<u8>)> = sqlx::query_as(
+    let sealed = sqlx::query_as!(
+        Sealed,
         "select key_id, nonce, ciphertext from provider_keys where user_id = $1 and provider = $2",
+        user_id,
+        provider,
     )
-    .bind(user_id)
-    .bind(provider)
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
-    let Some((key_id, nonce, ciphertext)) = row else {
+    let Some(sealed) = sealed else {
         return Ok(None);
     };
-    let plain = secret_box(state)?.open(
-        &Sealed {
-            key_id,
-            nonce,
-            ciphertext,
-        },
-        &aad(user_id, provider),
-    )?;
+    let plain = secret_box(state)?.open(&sealed, &aad(user_id, provider))?;
     Ok(Some(Secret::new(
         String::from_utf8_lossy(&plain).into_owned(),
     )))
@@ -134,11 +130,12 @@ pub async fn key_status(
     user_id: Uuid,
 ) -> Result<Vec<ProviderKeyStatus>, KeyError> {
     let mut tx = db::service_tx(&state.db).await?;
-    let set: Vec<String> =
-        sqlx::query_scalar("select provider from provider_keys where user_id = $1")
-            .bind(user_id)
-            .fetch_all(&mut *tx)
-            .await?;
+    let set: Vec<String> = sqlx::query_scalar!(
+        "select provider from provider_keys where user_id = $1",
+        user_id,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(KEYED_PROVIDERS
         .iter()

@@ -13,6 +13,7 @@ use crate::{
     AppState,
     db::{self, Tx},
     events,
+    ids::{ChatId, TurnId},
     llm::{self, ChatRequest, LlmEvent, Message, ToolCall},
     models,
     tools::{BoxFuture, EventSink, NotRun, ToolContext, ToolRun},
@@ -77,14 +78,14 @@ pub enum TurnError {
 /// Marks running turns of `chat_id` whose task stopped beating as failed,
 /// with events saying so. Returns how many.
 async fn reap_stale(tx: &mut Tx, chat_id: Uuid) -> Result<usize, sqlx::Error> {
-    let reaped: Vec<Uuid> = sqlx::query_scalar(
+    let reaped: Vec<Uuid> = sqlx::query_scalar!(
         "update turns set status = 'failed', error = 'interrupted', finished_at = now()
           where chat_id = $1 and status = 'running'
             and heartbeat_at < now() - make_interval(secs => $2)
           returning id",
+        chat_id,
+        STALE_AFTER_SECS,
     )
-    .bind(chat_id)
-    .bind(STALE_AFTER_SECS)
     .fetch_all(&mut **tx)
     .await?;
     for turn_id in &reaped {
@@ -135,43 +136,49 @@ pub async fn start(
     }
 
     let mut tx = db::user_tx(&state.db, user_id).await?;
-    let chat: Option<(String, String)> =
-        sqlx::query_as("select model, title from chats where id = $1 for update")
-            .bind(chat_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let chat = sqlx::query!(
+        "select model, title from chats where id = $1 for update",
+        chat_id,
+    )
+    .map(|r| (r.model, r.title))
+    .fetch_optional(&mut *tx)
+    .await?;
     let Some((model, title)) = chat else {
         return Err(TurnError::ChatNotFound);
     };
     reap_stale(&mut tx, chat_id).await?;
 
     let turn_id = Uuid::new_v4();
-    let inserted = sqlx::query(
+    let inserted = sqlx::query!(
         "insert into turns (id, chat_id, model, started_seq) values ($1, $2, $3, 0)
          on conflict (chat_id) where status = 'running' do nothing",
+        turn_id,
+        chat_id,
+        &model,
     )
-    .bind(turn_id)
-    .bind(chat_id)
-    .bind(&model)
     .execute(&mut *tx)
     .await?;
     if inserted.rows_affected() == 0 {
         return Err(TurnError::Busy);
     }
     let message_id = Uuid::new_v4();
-    sqlx::query("insert into messages (id, chat_id, turn_id, role, content) values ($1, $2, $3, 'user', $4)")
-        .bind(message_id)
-        .bind(chat_id)
-        .bind(turn_id)
-        .bind(content)
+    sqlx::query!(
+        "insert into messages (id, chat_id, turn_id, role, content) values ($1, $2, $3, 'user', $4)",
+        message_id,
+        chat_id,
+        turn_id,
+        content,
+    )
         .execute(&mut *tx)
         .await?;
     if title.is_empty() {
-        sqlx::query("update chats set title = $2 where id = $1")
-            .bind(chat_id)
-            .bind(default_title(content))
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query!(
+            "update chats set title = $2 where id = $1",
+            chat_id,
+            default_title(content),
+        )
+        .execute(&mut *tx)
+        .await?;
     }
     let seq = events::append(
         &mut tx,
@@ -187,13 +194,14 @@ pub async fn start(
         },
     )
     .await?;
-    sqlx::query("update turns set started_seq = $2 where id = $1")
-        .bind(turn_id)
-        .bind(seq)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("update chats set updated_at = now() where id = $1")
-        .bind(chat_id)
+    sqlx::query!(
+        "update turns set started_seq = $2 where id = $1",
+        turn_id,
+        seq,
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!("update chats set updated_at = now() where id = $1", chat_id,)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
@@ -232,21 +240,24 @@ pub async fn cancel(
     turn_id: Uuid,
 ) -> Result<(), TurnError> {
     let mut tx = db::user_tx(&state.db, user_id).await?;
-    let status: Option<String> =
-        sqlx::query_scalar("select status from turns where id = $1 and chat_id = $2")
-            .bind(turn_id)
-            .bind(chat_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let status: Option<String> = sqlx::query_scalar!(
+        "select status from turns where id = $1 and chat_id = $2",
+        turn_id,
+        chat_id,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
     match status.as_deref() {
         None => return Err(TurnError::TurnNotFound),
         Some("running") => {}
         Some(_) => return Err(TurnError::AlreadyFinished),
     }
-    sqlx::query("update turns set cancel_requested = true where id = $1")
-        .bind(turn_id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "update turns set cancel_requested = true where id = $1",
+        turn_id,
+    )
+    .execute(&mut *tx)
+    .await?;
     events::request_cancel(&mut tx, turn_id).await?;
     tx.commit().await?;
     state.hub.cancel_local(turn_id);
@@ -364,11 +375,12 @@ async fn heartbeat(state: AppState) {
         }
         let result = async {
             let mut tx = db::service_tx(&state.db).await?;
-            let rows: Vec<(Uuid, bool)> = sqlx::query_as(
+            let rows = sqlx::query!(
                 "update turns set heartbeat_at = now() where id = any($1) and status = 'running'
                  returning id, cancel_requested",
+                &running,
             )
-            .bind(&running)
+            .map(|r| (r.id, r.cancel_requested))
             .fetch_all(&mut *tx)
             .await?;
             tx.commit().await?;
@@ -668,23 +680,25 @@ fn remove_ascii_case_insensitive(haystack: &str, needle: &str, with: &str) -> St
 /// events, or without an answer. Never an empty assistant message.
 async fn history(state: &AppState, ctx: ToolContext) -> Result<Vec<Message>, sqlx::Error> {
     let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
-    let rows: Vec<(Uuid, String, String)> = sqlx::query_as(
+    let rows = sqlx::query!(
         "select turn_id, role, content from messages where chat_id = $1
           order by created_at, (role = 'assistant')",
+        ctx.chat_id as ChatId,
     )
-    .bind(ctx.chat_id)
+    .map(|r| (r.turn_id, r.role, r.content))
     .fetch_all(&mut *tx)
     .await?;
-    let recovered: Vec<(Uuid, String)> = sqlx::query_as(
-        "select e.turn_id, string_agg(e.data->>'text', '' order by e.seq)
+    let recovered = sqlx::query!(
+        r#"select e.turn_id as "turn_id!", string_agg(e.data->>'text', '' order by e.seq) as "text!"
            from chat_events e
           where e.chat_id = $1 and e.type = 'text_delta' and e.turn_id <> $2
             and not exists (select 1 from messages m
                              where m.turn_id = e.turn_id and m.role = 'assistant')
-          group by e.turn_id",
+          group by e.turn_id"#,
+        ctx.chat_id as ChatId,
+        ctx.turn_id as TurnId,
     )
-    .bind(ctx.chat_id)
-    .bind(ctx.turn_id)
+    .map(|r| (r.turn_id, r.text))
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -732,15 +746,15 @@ async fn finish(
             Ending::Failed => MessageStatus::Failed,
         }
         .as_str();
-        sqlx::query(
+        sqlx::query!(
             "insert into messages (id, chat_id, turn_id, role, content, status)
              values ($1, $2, $3, 'assistant', $4, $5)",
+            id,
+            ctx.chat_id as ChatId,
+            ctx.turn_id as TurnId,
+            text,
+            status,
         )
-        .bind(id)
-        .bind(ctx.chat_id)
-        .bind(ctx.turn_id)
-        .bind(text)
-        .bind(status)
         .execute(&mut *tx)
         .await?;
         Some(id)
@@ -758,13 +772,13 @@ async fn finish(
         )
         .await?;
     }
-    let updated = sqlx::query(
+    let updated = sqlx::query!(
         "update turns set status = $2, finished_at = now(), no_prose_reason = $3
           where id = $1 and status = 'running'",
+        ctx.turn_id as TurnId,
+        ending.as_str(),
+        no_prose_reason.map(NoProseReason::as_str),
     )
-    .bind(ctx.turn_id)
-    .bind(ending.as_str())
-    .bind(no_prose_reason.map(NoProseReason::as_str))
     .execute(&mut *tx)
     .await?;
     if updated.rows_affected() == 1 {
@@ -780,10 +794,12 @@ async fn finish(
             },
         )
         .await?;
-        sqlx::query("update chats set updated_at = now() where id = $1")
-            .bind(ctx.chat_id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query!(
+            "update chats set updated_at = now() where id = $1",
+            ctx.chat_id as ChatId,
+        )
+        .execute(&mut *tx)
+        .await?;
     }
     tx.commit().await?;
     tracing::info!(turn.id = %ctx.turn_id, turn.status = ending.as_str(), "turn finished");

@@ -17,10 +17,13 @@
 //! externally-tagged map form a derived enum would also take
 //! (`{"approve": null}`) is refused, as it always was.
 //!
-//! This module deliberately holds no SQL: `shared` depends on serde only.
-//! The server binds [`PendingCallStatus::as_str`] (and friends) and reads
-//! columns back with [`FromStr`] / `TryFrom<String>` (sqlx's
-//! `#[sqlx(try_from = "String")]`).
+//! With the `sqlx` feature (the server's, never the web app's) each enum
+//! is also a Postgres `text` value: it decodes a column with [`FromStr`]
+//! (a word the vocabulary does not know is a decode error, not
+//! `Unknown`: the tables' CHECK constraints admit only known words) and
+//! encodes [`as_str`](PendingCallStatus::as_str). Compile-checked queries
+//! read it with a type override (`status as "status: PendingCallStatus"`)
+//! and bind `as_str()`, which the macros check against the `text` parameter.
 
 use serde::{Deserialize, Serialize};
 use std::{fmt, str::FromStr};
@@ -116,6 +119,36 @@ macro_rules! vocabulary {
 
             fn try_from(word: String) -> Result<Self, UnknownWord> {
                 word.parse()
+            }
+        }
+
+        #[cfg(feature = "sqlx")]
+        impl sqlx::Type<sqlx::Postgres> for $name {
+            fn type_info() -> sqlx::postgres::PgTypeInfo {
+                <&str as sqlx::Type<sqlx::Postgres>>::type_info()
+            }
+
+            fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+                <&str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
+            }
+        }
+
+        #[cfg(feature = "sqlx")]
+        impl<'r> sqlx::Decode<'r, sqlx::Postgres> for $name {
+            fn decode(
+                value: sqlx::postgres::PgValueRef<'r>,
+            ) -> Result<Self, sqlx::error::BoxDynError> {
+                Ok(<&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?.parse()?)
+            }
+        }
+
+        #[cfg(feature = "sqlx")]
+        impl sqlx::Encode<'_, sqlx::Postgres> for $name {
+            fn encode_by_ref(
+                &self,
+                buf: &mut sqlx::postgres::PgArgumentBuffer,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <&str as sqlx::Encode<sqlx::Postgres>>::encode(self.as_str(), buf)
             }
         }
     };

@@ -8,6 +8,8 @@
 //!   browser e2e in headless Chromium.
 //! - `e2e`: only the browser journeys, against a throwaway Postgres.
 //! - `schema`: regenerate `schema.sql` from a freshly migrated database.
+//! - `sqlx`: regenerate `backend/.sqlx/`, the offline data of the server's
+//!   compile-checked queries, from a freshly migrated database.
 //! - `cycles`: the module-import cycle check (also run as a test).
 //! - `bench`: time to first token added by the server, memory per idle
 //!   stream (printed figures, never asserted).
@@ -21,6 +23,7 @@ mod pg;
 mod proc;
 mod run;
 mod schema;
+mod sqlx;
 mod test;
 mod tools;
 mod web;
@@ -34,6 +37,7 @@ commands:
   test     run every check (what CI runs)
   e2e      only the browser journeys (headless Chromium), for iterating
   schema   regenerate schema.sql from a freshly migrated database
+  sqlx     regenerate backend/.sqlx (the compile-checked queries' offline data)
   bench    print the server's figures (time to first token, memory per stream)
   cycles   check that no module imports itself through others (also a test)
   web      build the web app into frontend/dist/pkg";
@@ -45,6 +49,7 @@ fn main() {
         Some("test") => test::test(),
         Some("e2e") => test::e2e_only(),
         Some("schema") => schema::write(),
+        Some("sqlx") => sqlx::write(),
         Some("bench") => bench::bench(),
         Some("cycles") => cycles::print(),
         Some("web") => tools::ensure_wasm_bindgen().and_then(|()| web::build()),

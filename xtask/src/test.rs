@@ -5,7 +5,7 @@ use crate::{
     pg::{Cluster, StopOnDrop, throwaway_cluster},
     proc::{Counts, cmd, free_port, run, run_counting, spawn, terminate, wait_for_http},
     run::{bootstrap_db, build_server, server_bin},
-    schema, tools, web,
+    schema, sqlx, tools, web,
 };
 use std::time::{Duration, Instant};
 
@@ -44,6 +44,13 @@ pub fn test() -> anyhow::Result<()> {
     step(&mut t, "rustfmt", || {
         run(cargo().args(["fmt", "--all", "--check"]))
     })?;
+    let cluster = throwaway_cluster("pg-test")?;
+    let _stop = StopOnDrop(&cluster);
+    step(
+        &mut t,
+        "compile-checked SQL (backend/.sqlx up to date)",
+        || sqlx::prepare(&cluster, true),
+    )?;
     step(&mut t, "clippy (host crates)", || {
         run(cargo().args([
             "clippy",
@@ -89,8 +96,6 @@ pub fn test() -> anyhow::Result<()> {
         Ok(())
     })?;
 
-    let cluster = throwaway_cluster("pg-test")?;
-    let _stop = StopOnDrop(&cluster);
     step(&mut t, "unit and API tests (real Postgres)", || {
         run_counting(
             cargo()

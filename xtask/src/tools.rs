@@ -40,13 +40,14 @@ pub fn ensure_wasm_target() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `wasm-bindgen` version `Cargo.lock` pins.
-pub fn locked_wasm_bindgen_version() -> anyhow::Result<String> {
+/// The version of `package` that `Cargo.lock` pins (its first entry).
+pub fn locked_version(package: &str) -> anyhow::Result<String> {
     let lock =
         std::fs::read_to_string(crate::root().join("Cargo.lock")).context("reading Cargo.lock")?;
+    let name = format!("name = \"{package}\"");
     let mut lines = lock.lines();
     while let Some(line) = lines.next() {
-        if line == "name = \"wasm-bindgen\""
+        if line == name
             && let Some(v) = lines
                 .next()
                 .and_then(|l| l.strip_prefix("version = \""))
@@ -55,7 +56,7 @@ pub fn locked_wasm_bindgen_version() -> anyhow::Result<String> {
             return Ok(v.to_owned());
         }
     }
-    bail!("Cargo.lock has no wasm-bindgen package")
+    bail!("Cargo.lock has no {package} package")
 }
 
 /// `wasm-bindgen` CLI at exactly the locked version. Installed without
@@ -63,11 +64,33 @@ pub fn locked_wasm_bindgen_version() -> anyhow::Result<String> {
 /// lacks (RECIPES.md).
 pub fn ensure_wasm_bindgen() -> anyhow::Result<()> {
     ensure_wasm_target()?;
-    let want = locked_wasm_bindgen_version()?;
+    let want = locked_version("wasm-bindgen")?;
     let have = output(cmd("wasm-bindgen").arg("--version")).unwrap_or_default();
     if have.split_whitespace().nth(1) != Some(want.as_str()) {
         println!("wasm-bindgen-cli {want} is missing: installing it (about 3 minutes, once)");
         run(cmd("cargo").args(["install", "wasm-bindgen-cli", "--version", &want]))?;
+    }
+    Ok(())
+}
+
+/// `sqlx-cli` (`cargo sqlx`) at the locked `sqlx` version, Postgres
+/// only: it writes and checks the compile-checked queries' offline data
+/// (`backend/.sqlx/`).
+pub fn ensure_sqlx_cli() -> anyhow::Result<()> {
+    let want = locked_version("sqlx")?;
+    let have = output(cmd("cargo").args(["sqlx", "--version"])).unwrap_or_default();
+    if have.split_whitespace().nth(1) != Some(want.as_str()) {
+        println!("sqlx-cli {want} is missing: installing it (about 3 minutes, once)");
+        run(cmd("cargo").args([
+            "install",
+            "sqlx-cli",
+            "--version",
+            &want,
+            "--locked",
+            "--no-default-features",
+            "--features",
+            "postgres",
+        ]))?;
     }
     Ok(())
 }

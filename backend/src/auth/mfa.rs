@@ -138,17 +138,17 @@ pub async fn enrol(
     let secret: [u8; 20] = rand::random();
     let sealed = secrets.seal(&secret, &aad(user_id));
     let mut tx = db::service_tx(pool).await?;
-    let stored = sqlx::query(
+    let stored = sqlx::query!(
         "insert into mfa_totp (user_id, key_id, nonce, ciphertext) values ($1, $2, $3, $4)
          on conflict (user_id) do update
             set key_id = excluded.key_id, nonce = excluded.nonce,
                 ciphertext = excluded.ciphertext, created_at = now(), last_step = null
           where mfa_totp.confirmed_at is null",
+        user_id,
+        &sealed.key_id,
+        &sealed.nonce,
+        &sealed.ciphertext,
     )
-    .bind(user_id)
-    .bind(&sealed.key_id)
-    .bind(&sealed.nonce)
-    .bind(&sealed.ciphertext)
     .execute(&mut *tx)
     .await?;
     if stored.rows_affected() == 0 {
@@ -178,10 +178,10 @@ pub async fn enrol(
 /// Whether the user has confirmed MFA.
 pub async fn enabled(pool: &PgPool, user_id: Uuid) -> Result<bool, sqlx::Error> {
     let mut tx = db::service_tx(pool).await?;
-    let on: bool = sqlx::query_scalar(
-        "select exists (select 1 from mfa_totp where user_id = $1 and confirmed_at is not null)",
+    let on: bool = sqlx::query_scalar!(
+        r#"select exists (select 1 from mfa_totp where user_id = $1 and confirmed_at is not null) as "exists!""#,
+        user_id,
     )
-    .bind(user_id)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -200,7 +200,6 @@ enum Stage {
     Enabled,
 }
 
-#[derive(sqlx::FromRow)]
 struct StoredSecret {
     key_id: String,
     nonce: Vec<u8>,
@@ -221,14 +220,16 @@ async fn check_code(
     // The account's throttle lock is held until `tx` ends, across the
     // check, the verification and the recorded failure (see `throttle`).
     throttle::lock_and_check(tx, limits, email, None).await?;
-    let row: Option<StoredSecret> = sqlx::query_as(
-        "select key_id, nonce, ciphertext, last_step, extract(epoch from now())::int8 as now
-           from mfa_totp
-          where user_id = $1 and (confirmed_at is not null) = $2
-          for update",
+    let row = sqlx::query_as!(
+        StoredSecret,
+        r#"select key_id, nonce, ciphertext, last_step,
+                  extract(epoch from now())::int8 as "now!"
+             from mfa_totp
+            where user_id = $1 and (confirmed_at is not null) = $2
+            for update"#,
+        user_id,
+        confirmed,
     )
-    .bind(user_id)
-    .bind(confirmed)
     .fetch_optional(&mut **tx)
     .await?;
     let Some(StoredSecret {
@@ -262,20 +263,22 @@ async fn check_code(
             throttle::record_failure(tx, email, None).await?;
             return Ok(false);
         }
-        sqlx::query("update mfa_totp set last_step = $2 where user_id = $1")
-            .bind(user_id)
-            .bind(step)
-            .execute(&mut **tx)
-            .await?;
+        sqlx::query!(
+            "update mfa_totp set last_step = $2 where user_id = $1",
+            user_id,
+            step,
+        )
+        .execute(&mut **tx)
+        .await?;
         return Ok(true);
     }
     if recovery {
-        let used = sqlx::query(
+        let used = sqlx::query!(
             "update mfa_recovery_codes set used_at = now()
               where user_id = $1 and code_hash = $2 and used_at is null",
+            user_id,
+            recovery_hash(code),
         )
-        .bind(user_id)
-        .bind(recovery_hash(code))
         .execute(&mut **tx)
         .await?;
         if used.rows_affected() == 1 {
@@ -310,23 +313,26 @@ pub async fn confirm(
         tx.commit().await?;
         return Err(MfaError::WrongCode);
     }
-    sqlx::query("update mfa_totp set confirmed_at = now() where user_id = $1")
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("delete from mfa_recovery_codes where user_id = $1")
-        .bind(user_id)
+    sqlx::query!(
+        "update mfa_totp set confirmed_at = now() where user_id = $1",
+        user_id,
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!("delete from mfa_recovery_codes where user_id = $1", user_id,)
         .execute(&mut *tx)
         .await?;
     let mut codes = Vec::with_capacity(RECOVERY_CODES);
     for _ in 0..RECOVERY_CODES {
         let raw = base32(&rand::random::<[u8; 7]>());
         let code = format!("{}-{}", &raw[..5], &raw[5..10]);
-        sqlx::query("insert into mfa_recovery_codes (user_id, code_hash) values ($1, $2)")
-            .bind(user_id)
-            .bind(recovery_hash(&code))
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query!(
+            "insert into mfa_recovery_codes (user_id, code_hash) values ($1, $2)",
+            user_id,
+            recovery_hash(&code),
+        )
+        .execute(&mut *tx)
+        .await?;
         codes.push(code);
     }
     throttle::clear_account(&mut tx, email).await?;
@@ -365,10 +371,12 @@ pub async fn verify(
 /// Marks the session as stepped up now.
 pub async fn mark_step_up(pool: &PgPool, session_id: Uuid) -> Result<(), sqlx::Error> {
     let mut tx = db::service_tx(pool).await?;
-    sqlx::query("update sessions set mfa_verified_at = now() where id = $1")
-        .bind(session_id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "update sessions set mfa_verified_at = now() where id = $1",
+        session_id,
+    )
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await
 }
 
@@ -392,18 +400,19 @@ pub async fn step_up_status(
     session_id: Uuid,
 ) -> Result<StepUp, sqlx::Error> {
     let mut tx = db::service_tx(pool).await?;
-    let (enrolled, fresh): (bool, bool) = sqlx::query_as(
-        "select exists (select 1 from mfa_totp where user_id = $1 and confirmed_at is not null),
-                exists (select 1 from sessions where id = $2 and user_id = $1
-                          and mfa_verified_at > now() - make_interval(secs => $3))",
+    let row = sqlx::query!(
+        r#"select exists (select 1 from mfa_totp
+                           where user_id = $1 and confirmed_at is not null) as "enrolled!",
+                  exists (select 1 from sessions where id = $2 and user_id = $1
+                            and mfa_verified_at > now() - make_interval(secs => $3)) as "fresh!""#,
+        user_id,
+        session_id,
+        STEP_UP_SECS as f64,
     )
-    .bind(user_id)
-    .bind(session_id)
-    .bind(STEP_UP_SECS as f64)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(match (enrolled, fresh) {
+    Ok(match (row.enrolled, row.fresh) {
         (false, _) => StepUp::NotEnrolled,
         (true, true) => StepUp::Fresh,
         (true, false) => StepUp::Needed,
@@ -413,12 +422,10 @@ pub async fn step_up_status(
 /// Turns MFA off (after a valid code) and forgets the recovery codes.
 pub async fn disable(pool: &PgPool, user_id: Uuid) -> Result<(), sqlx::Error> {
     let mut tx = db::service_tx(pool).await?;
-    sqlx::query("delete from mfa_totp where user_id = $1")
-        .bind(user_id)
+    sqlx::query!("delete from mfa_totp where user_id = $1", user_id,)
         .execute(&mut *tx)
         .await?;
-    sqlx::query("delete from mfa_recovery_codes where user_id = $1")
-        .bind(user_id)
+    sqlx::query!("delete from mfa_recovery_codes where user_id = $1", user_id,)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;

@@ -72,17 +72,17 @@ pub async fn create(
         .user_agent
         .as_deref()
         .map(|ua| ua.chars().take(256).collect::<String>());
-    sqlx::query(
+    sqlx::query!(
         "insert into sessions (id, user_id, token_hash, csrf_token, expires_at, user_agent, ip)
          values ($1, $2, $3, $4, now() + make_interval(secs => $5), $6, $7)",
+        session.id,
+        user_id,
+        token_hash(&session.token),
+        &session.csrf_token,
+        absolute.as_secs_f64(),
+        user_agent,
+        client.ip.map(sqlx::types::ipnet::IpNet::from),
     )
-    .bind(session.id)
-    .bind(user_id)
-    .bind(token_hash(&session.token))
-    .bind(&session.csrf_token)
-    .bind(absolute.as_secs_f64())
-    .bind(user_agent)
-    .bind(client.ip.map(sqlx::types::ipnet::IpNet::from))
     .execute(&mut **tx)
     .await?;
     Ok(session)
@@ -98,28 +98,32 @@ pub async fn lookup(
     idle: Duration,
 ) -> Result<Option<SessionUser>, AuthError> {
     let mut tx = db::service_tx(pool).await?;
-    let row: Option<(Uuid, Uuid, String, bool, String, bool)> = sqlx::query_as(
-        "select s.id, s.user_id, u.email, u.is_admin, s.csrf_token,
-                s.last_seen_at < now() - interval '60 seconds'
-           from sessions s join users u on u.id = s.user_id
-          where s.token_hash = $1
-            and s.revoked_at is null
-            and s.expires_at > now()
-            and s.last_seen_at > now() - make_interval(secs => $2)",
+    let row = sqlx::query!(
+        r#"select s.id, s.user_id, u.email, u.is_admin, s.csrf_token,
+                  s.last_seen_at < now() - interval '60 seconds' as "stale!"
+             from sessions s join users u on u.id = s.user_id
+            where s.token_hash = $1
+              and s.revoked_at is null
+              and s.expires_at > now()
+              and s.last_seen_at > now() - make_interval(secs => $2)"#,
+        token_hash(token),
+        idle.as_secs_f64(),
     )
-    .bind(token_hash(token))
-    .bind(idle.as_secs_f64())
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((session_id, user_id, email, is_admin, csrf_token, stale)) = row else {
+    let Some((session_id, user_id, email, is_admin, csrf_token, stale)) =
+        row.map(|r| (r.id, r.user_id, r.email, r.is_admin, r.csrf_token, r.stale))
+    else {
         tx.commit().await?;
         return Ok(None);
     };
     if stale {
-        sqlx::query("update sessions set last_seen_at = now() where id = $1")
-            .bind(session_id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query!(
+            "update sessions set last_seen_at = now() where id = $1",
+            session_id,
+        )
+        .execute(&mut *tx)
+        .await?;
     }
     tx.commit().await?;
     Ok(Some(SessionUser {
@@ -140,15 +144,15 @@ pub async fn lookup(
 #[tracing::instrument(skip_all)]
 pub async fn is_live(pool: &PgPool, token_hash: &[u8], idle: Duration) -> Result<bool, AuthError> {
     let mut tx = db::service_tx(pool).await?;
-    let live: bool = sqlx::query_scalar(
-        "select exists (select 1 from sessions
+    let live: bool = sqlx::query_scalar!(
+        r#"select exists (select 1 from sessions
                          where token_hash = $1
                            and revoked_at is null
                            and expires_at > now()
-                           and last_seen_at > now() - make_interval(secs => $2))",
+                           and last_seen_at > now() - make_interval(secs => $2)) as "exists!""#,
+        token_hash,
+        idle.as_secs_f64(),
     )
-    .bind(token_hash)
-    .bind(idle.as_secs_f64())
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -158,10 +162,12 @@ pub async fn is_live(pool: &PgPool, token_hash: &[u8], idle: Duration) -> Result
 /// Revokes one session (sign-out).
 pub async fn revoke(pool: &PgPool, session_id: Uuid) -> Result<(), AuthError> {
     let mut tx = db::service_tx(pool).await?;
-    sqlx::query("update sessions set revoked_at = now() where id = $1 and revoked_at is null")
-        .bind(session_id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "update sessions set revoked_at = now() where id = $1 and revoked_at is null",
+        session_id,
+    )
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(())
 }

@@ -82,11 +82,13 @@ enum LockClass {
 /// Holds the lock of (`class`, `key`) until `tx` ends. Keys are hashed to
 /// 32 bits: a collision only makes two keys queue behind each other.
 async fn lock(tx: &mut Tx, class: LockClass, key: &str) -> Result<(), AuthError> {
-    sqlx::query("select pg_advisory_xact_lock($1, hashtext($2))")
-        .bind(class as i32)
-        .bind(key)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query!(
+        "select pg_advisory_xact_lock($1, hashtext($2))",
+        class as i32,
+        key,
+    )
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 
@@ -108,29 +110,30 @@ async fn check(
     ip: Option<IpAddr>,
 ) -> Result<(), AuthError> {
     let window = limits.window.as_secs_f64();
-    let (account_failures, account_retry, ip_failures, ip_retry): (
-        i64,
-        Option<f64>,
-        i64,
-        Option<f64>,
-    ) = sqlx::query_as(
-        "with recent as (
+    let counted = sqlx::query!(
+        r#"with recent as (
              select email, ip, failed_at from login_failures
               where failed_at > now() - make_interval(secs => $3)
                 and (email = $1 or ip = $2))
          select
-           (select count(*) from recent where email = $1),
+           (select count(*) from recent where email = $1) as "account_failures!",
            (select extract(epoch from min(failed_at) + make_interval(secs => $3) - now())::float8
-              from recent where email = $1),
-           (select count(*) from recent where ip = $2),
+              from recent where email = $1) as account_retry,
+           (select count(*) from recent where ip = $2) as "ip_failures!",
            (select extract(epoch from min(failed_at) + make_interval(secs => $3) - now())::float8
-              from recent where ip = $2)",
+              from recent where ip = $2) as ip_retry"#,
+        email,
+        ip_net(ip),
+        window,
     )
-    .bind(email)
-    .bind(ip_net(ip))
-    .bind(window)
     .fetch_one(&mut **tx)
     .await?;
+    let (account_failures, account_retry, ip_failures, ip_retry) = (
+        counted.account_failures,
+        counted.account_retry,
+        counted.ip_failures,
+        counted.ip_retry,
+    );
 
     if account_failures >= limits.per_account {
         return Err(AuthError::Throttled {
@@ -179,19 +182,19 @@ pub async fn reserve(
     ip: Option<IpAddr>,
 ) -> Result<Reservation, AuthError> {
     lock_and_check(tx, limits, email, ip).await?;
-    let id: i64 =
-        sqlx::query_scalar("insert into login_failures (email, ip) values ($1, $2) returning id")
-            .bind(email)
-            .bind(ip_net(ip))
-            .fetch_one(&mut **tx)
-            .await?;
+    let id: i64 = sqlx::query_scalar!(
+        "insert into login_failures (email, ip) values ($1, $2) returning id",
+        email,
+        ip_net(ip),
+    )
+    .fetch_one(&mut **tx)
+    .await?;
     Ok(Reservation { id })
 }
 
 /// The attempt was right after all: it no longer counts.
 pub async fn release(tx: &mut Tx, reservation: Reservation) -> Result<(), AuthError> {
-    sqlx::query("delete from login_failures where id = $1")
-        .bind(reservation.id)
+    sqlx::query!("delete from login_failures where id = $1", reservation.id,)
         .execute(&mut **tx)
         .await?;
     Ok(())
@@ -200,20 +203,22 @@ pub async fn release(tx: &mut Tx, reservation: Reservation) -> Result<(), AuthEr
 /// Counts a failed attempt (under [`lock_and_check`]'s lock), and forgets
 /// failures older than a day.
 pub async fn record_failure(tx: &mut Tx, email: &str, ip: Option<IpAddr>) -> Result<(), AuthError> {
-    sqlx::query("insert into login_failures (email, ip) values ($1, $2)")
-        .bind(email)
-        .bind(ip_net(ip))
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query!(
+        "insert into login_failures (email, ip) values ($1, $2)",
+        email,
+        ip_net(ip),
+    )
+    .execute(&mut **tx)
+    .await?;
     forget_old(tx).await
 }
 
 /// Forgets failures and sign-up attempts older than a day.
 pub async fn forget_old(tx: &mut Tx) -> Result<(), AuthError> {
-    sqlx::query("delete from login_failures where failed_at < now() - interval '1 day'")
+    sqlx::query!("delete from login_failures where failed_at < now() - interval '1 day'")
         .execute(&mut **tx)
         .await?;
-    sqlx::query("delete from signup_attempts where attempted_at < now() - interval '1 day'")
+    sqlx::query!("delete from signup_attempts where attempted_at < now() - interval '1 day'")
         .execute(&mut **tx)
         .await?;
     Ok(())
@@ -222,8 +227,7 @@ pub async fn forget_old(tx: &mut Tx) -> Result<(), AuthError> {
 /// After a successful sign-in the account's count starts again; the
 /// address's does not (one address guessing many accounts stays throttled).
 pub async fn clear_account(tx: &mut Tx, email: &str) -> Result<(), AuthError> {
-    sqlx::query("delete from login_failures where email = $1")
-        .bind(email)
+    sqlx::query!("delete from login_failures where email = $1", email,)
         .execute(&mut **tx)
         .await?;
     Ok(())
@@ -236,24 +240,28 @@ pub async fn clear_account(tx: &mut Tx, email: &str) -> Result<(), AuthError> {
 pub async fn reserve_signup(tx: &mut Tx, limits: &Limits, ip: IpAddr) -> Result<(), AuthError> {
     lock(tx, LockClass::SignupAddress, &ip.to_string()).await?;
     let window = limits.window.as_secs_f64();
-    let (attempts, retry): (i64, Option<f64>) = sqlx::query_as(
-        "select count(*),
-                extract(epoch from min(attempted_at) + make_interval(secs => $2) - now())::float8
-           from signup_attempts
-          where ip = $1 and attempted_at > now() - make_interval(secs => $2)",
+    let counted = sqlx::query!(
+        r#"select count(*) as "attempts!",
+                  extract(epoch from min(attempted_at) + make_interval(secs => $2) - now())::float8
+                    as retry
+             from signup_attempts
+            where ip = $1 and attempted_at > now() - make_interval(secs => $2)"#,
+        sqlx::types::ipnet::IpNet::from(ip),
+        window,
     )
-    .bind(sqlx::types::ipnet::IpNet::from(ip))
-    .bind(window)
     .fetch_one(&mut **tx)
     .await?;
+    let (attempts, retry) = (counted.attempts, counted.retry);
     if attempts >= limits.signups_per_ip {
         return Err(AuthError::SignupThrottled {
             retry_after_secs: retry_secs(retry, window),
         });
     }
-    sqlx::query("insert into signup_attempts (ip) values ($1)")
-        .bind(sqlx::types::ipnet::IpNet::from(ip))
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query!(
+        "insert into signup_attempts (ip) values ($1)",
+        sqlx::types::ipnet::IpNet::from(ip),
+    )
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }

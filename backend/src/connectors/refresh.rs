@@ -29,11 +29,10 @@ pub async fn refresh(
     id: Uuid,
 ) -> Result<Refreshed, ConnectorError> {
     let mut tx = db::user_tx(&state.db, user_id).await?;
-    let row: Option<(String, String)> =
-        sqlx::query_as("select url, slug from connectors where id = $1")
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let row = sqlx::query!("select url, slug from connectors where id = $1", id)
+        .map(|r| (r.url, r.slug))
+        .fetch_optional(&mut *tx)
+        .await?;
     tx.commit().await?;
     let (url, slug) = row.ok_or(ConnectorError::NotFound)?;
 
@@ -42,13 +41,13 @@ pub async fn refresh(
     let result = match outcome {
         Ok((protocol_version, listing, dropped)) => {
             apply_listing(&mut tx, id, &slug, &listing).await?;
-            sqlx::query(
+            sqlx::query!(
                 "update connectors set status = 'ok', last_error = null, protocol_version = $2,
                         dropped_tools = $3, last_checked_at = now() where id = $1",
+                id,
+                &protocol_version,
+                serde_json::to_value(&dropped).unwrap_or_else(|_| serde_json::json!([])),
             )
-            .bind(id)
-            .bind(&protocol_version)
-            .bind(serde_json::to_value(&dropped).unwrap_or_else(|_| serde_json::json!([])))
             .execute(&mut *tx)
             .await?;
             Ok(Refreshed {
@@ -58,11 +57,11 @@ pub async fn refresh(
             })
         }
         Err(err) => {
-            sqlx::query(
+            sqlx::query!(
                 "update connectors set status = 'error', last_error = $2, last_checked_at = now() where id = $1",
+                id,
+                err.to_string(),
             )
-            .bind(id)
-            .bind(err.to_string())
             .execute(&mut *tx)
             .await?;
             Err(err)

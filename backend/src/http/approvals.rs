@@ -19,7 +19,7 @@ use axum::{extract::State, http::StatusCode};
 use countersign_api::{
     ActivityEntry, DecideRequest, DecideResponse, Decision, Grant, GrantKind, PendingCall,
 };
-use time::{OffsetDateTime, format_description::well_known::Rfc3339};
+use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 impl From<DecideError> for ApiError {
@@ -99,31 +99,32 @@ pub async fn list_grants(
     CurrentUser(user): CurrentUser,
 ) -> Result<axum::Json<Vec<Grant>>, ApiError> {
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    let rows: Vec<(Uuid, Uuid, String, String, String, bool, OffsetDateTime)> = sqlx::query_as(
-        "select g.id, g.connector_id, c.name, g.tool_name, g.descriptor_digest,
-                coalesce(t.removed or t.descriptor_digest <> g.descriptor_digest, true),
-                g.created_at
-           from tool_grants g
-           join connectors c on c.id = g.connector_id
-           left join connector_tools t on t.connector_id = g.connector_id and t.name = g.tool_name
-          order by c.name, g.tool_name",
+    let rows = sqlx::query!(
+        r#"select g.id, g.connector_id, c.name as connector_name, g.tool_name,
+                  g.descriptor_digest,
+                  coalesce(t.removed or t.descriptor_digest <> g.descriptor_digest, true)
+                    as "suspended!",
+                  g.created_at
+             from tool_grants g
+             join connectors c on c.id = g.connector_id
+             left join connector_tools t
+               on t.connector_id = g.connector_id and t.name = g.tool_name
+            order by c.name, g.tool_name"#,
     )
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
     Ok(axum::Json(
         rows.into_iter()
-            .map(
-                |(id, connector_id, connector_name, tool_name, digest, suspended, created)| Grant {
-                    id: id.to_string(),
-                    connector_id: connector_id.to_string(),
-                    connector_name,
-                    tool_name,
-                    descriptor_digest: digest,
-                    suspended,
-                    created_at: created.format(&Rfc3339).unwrap_or_default(),
-                },
-            )
+            .map(|r| Grant {
+                id: r.id.to_string(),
+                connector_id: r.connector_id.to_string(),
+                connector_name: r.connector_name,
+                tool_name: r.tool_name,
+                descriptor_digest: r.descriptor_digest,
+                suspended: r.suspended,
+                created_at: r.created_at.format(&Rfc3339).unwrap_or_default(),
+            })
             .collect(),
     ))
 }
@@ -136,8 +137,7 @@ pub async fn delete_grant(
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    let deleted = sqlx::query("delete from tool_grants where id = $1")
-        .bind(id)
+    let deleted = sqlx::query!("delete from tool_grants where id = $1", id,)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;

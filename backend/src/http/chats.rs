@@ -51,15 +51,21 @@ fn parse_title(title: &str) -> Result<String, ApiError> {
     Ok(title.to_owned())
 }
 
-type SummaryRow = (Uuid, String, String, OffsetDateTime, OffsetDateTime);
+struct SummaryRow {
+    id: Uuid,
+    title: String,
+    model: String,
+    created_at: OffsetDateTime,
+    updated_at: OffsetDateTime,
+}
 
-fn summary((id, title, model, created_at, updated_at): SummaryRow) -> ChatSummary {
+fn summary(row: SummaryRow) -> ChatSummary {
     ChatSummary {
-        id: id.to_string(),
-        title,
-        model,
-        created_at: rfc3339(created_at),
-        updated_at: rfc3339(updated_at),
+        id: row.id.to_string(),
+        title: row.title,
+        model: row.model,
+        created_at: rfc3339(row.created_at),
+        updated_at: rfc3339(row.updated_at),
     }
 }
 
@@ -70,7 +76,8 @@ pub async fn list_chats(
 ) -> Result<axum::Json<Vec<ChatSummary>>, ApiError> {
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
     // No `where user_id`: row-level security scopes it.
-    let rows: Vec<SummaryRow> = sqlx::query_as(
+    let rows = sqlx::query_as!(
+        SummaryRow,
         "select id, title, model, created_at, updated_at from chats order by updated_at desc, id",
     )
     .fetch_all(&mut *tx)
@@ -88,13 +95,14 @@ pub async fn create_chat(
     let model = parse_model(&req.model)?;
     let title = parse_title(req.title.as_deref().unwrap_or_default())?;
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    let row: SummaryRow = sqlx::query_as(
+    let row = sqlx::query_as!(
+        SummaryRow,
         "insert into chats (id, title, model) values ($1, $2, $3)
          returning id, title, model, created_at, updated_at",
+        Uuid::new_v4(),
+        title,
+        model,
     )
-    .bind(Uuid::new_v4())
-    .bind(title)
-    .bind(model)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -110,28 +118,17 @@ pub async fn get_chat(
     Path(chat_id): Path<Uuid>,
 ) -> Result<axum::Json<ChatDetail>, ApiError> {
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    type DetailRow = (
-        Uuid,
-        String,
-        String,
-        OffsetDateTime,
-        OffsetDateTime,
-        i64,
-        Option<Uuid>,
-        Option<i64>,
-        serde_json::Value,
-        serde_json::Value,
-    );
-    let row: Option<DetailRow> = sqlx::query_as(
-        "select c.id, c.title, c.model, c.created_at, c.updated_at, c.last_seq,
-                r.id, r.started_seq,
+    let row = sqlx::query!(
+        r#"select c.id, c.title, c.model, c.created_at, c.updated_at, c.last_seq,
+                r.id as "running?", r.started_seq as "running_seq?",
                 coalesce((select json_agg(json_build_object(
                              'id', m.id, 'turn_id', m.turn_id, 'role', m.role,
                              'content', m.content, 'status', m.status,
                              'created_at', m.created_at)
                            order by m.created_at, m.role = 'assistant')
                             from messages m join turns t on t.id = m.turn_id
-                           where m.chat_id = c.id and t.status <> 'running'), '[]'::json),
+                           where m.chat_id = c.id and t.status <> 'running'), '[]'::json)
+                  as "messages!",
                 coalesce((select json_agg(json_build_object(
                              'turn_id', t.id, 'status', t.status,
                              'events', coalesce((select json_agg(e.data order by e.seq)
@@ -143,35 +140,30 @@ pub async fn get_chat(
                            order by t.started_at)
                             from turns t
                            where t.chat_id = c.id and t.status <> 'running'), '[]'::json)
+                  as "turn_records!"
            from chats c
            left join turns r on r.chat_id = c.id and r.status = 'running'
-          where c.id = $1",
+          where c.id = $1"#,
+        chat_id,
     )
-    .bind(chat_id)
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
-    let Some((
-        id,
-        title,
-        model,
-        created_at,
-        updated_at,
-        last_seq,
-        running,
-        running_seq,
-        messages,
-        turn_records,
-    )) = row
-    else {
+    let Some(row) = row else {
         return Err(ApiError::NotFound("No such chat.".into()));
     };
-    let chat = (id, title, model, created_at, updated_at);
+    let (last_seq, running, running_seq) = (row.last_seq, row.running, row.running_seq);
     let messages: Vec<ChatMessage> =
-        serde_json::from_value(messages).map_err(|e| ApiError::Internal(e.into()))?;
+        serde_json::from_value(row.messages).map_err(|e| ApiError::Internal(e.into()))?;
     let turn_records: Vec<TurnRecord> =
-        serde_json::from_value(turn_records).map_err(|e| ApiError::Internal(e.into()))?;
-    let s = summary(chat);
+        serde_json::from_value(row.turn_records).map_err(|e| ApiError::Internal(e.into()))?;
+    let s = summary(SummaryRow {
+        id: row.id,
+        title: row.title,
+        model: row.model,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    });
     Ok(axum::Json(ChatDetail {
         id: s.id,
         title: s.title,
@@ -195,14 +187,15 @@ pub async fn update_chat(
     let title = req.title.as_deref().map(parse_title).transpose()?;
     let model = req.model.as_deref().map(parse_model).transpose()?;
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    let row: Option<SummaryRow> = sqlx::query_as(
+    let row = sqlx::query_as!(
+        SummaryRow,
         "update chats set title = coalesce($2, title), model = coalesce($3, model), updated_at = now()
           where id = $1
           returning id, title, model, created_at, updated_at",
+        chat_id,
+        title,
+        model,
     )
-    .bind(chat_id)
-    .bind(title)
-    .bind(model)
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -217,16 +210,16 @@ pub async fn delete_chat(
     Path(chat_id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    let running: Vec<Uuid> =
-        sqlx::query_scalar("select id from turns where chat_id = $1 and status = 'running'")
-            .bind(chat_id)
-            .fetch_all(&mut *tx)
-            .await?;
+    let running: Vec<Uuid> = sqlx::query_scalar!(
+        "select id from turns where chat_id = $1 and status = 'running'",
+        chat_id,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
     for turn_id in &running {
         events::request_cancel(&mut tx, *turn_id).await?;
     }
-    let deleted = sqlx::query("delete from chats where id = $1")
-        .bind(chat_id)
+    let deleted = sqlx::query!("delete from chats where id = $1", chat_id,)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;

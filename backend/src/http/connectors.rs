@@ -24,90 +24,90 @@ fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&Rfc3339).unwrap_or_default()
 }
 
-type ConnectorRow = (
-    Uuid,
-    String,
-    String,
-    String,
-    String,
-    Vec<String>,
-    bool,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<OffsetDateTime>,
-    OffsetDateTime,
-    bool,
-    serde_json::Value,
-    i64,
-    serde_json::Value,
-);
-
-const CONNECTOR_COLUMNS: &str = "c.id, c.name, c.slug, c.url, c.auth_type, c.header_names,
-    c.trust_annotations, c.status, c.last_error, c.protocol_version, c.last_checked_at,
-    c.created_at, c.auth_type = 'bearer',
-    coalesce((select json_object_agg(s.review_state, s.n)
-                from (select review_state, count(*) as n from connector_tools t
-                       where t.connector_id = c.id and not t.removed group by review_state) s),
-             '{}'::json),
-    (select count(*) from tool_grants g where g.connector_id = c.id),
-    c.dropped_tools";
+/// A connector as its owner sees it, read by [`connectors_of`].
+struct ConnectorRow {
+    id: Uuid,
+    name: String,
+    slug: String,
+    url: String,
+    auth_type: AuthType,
+    header_names: Vec<String>,
+    trust_annotations: bool,
+    status: ConnectorStatus,
+    last_error: Option<String>,
+    protocol_version: Option<String>,
+    last_checked_at: Option<OffsetDateTime>,
+    created_at: OffsetDateTime,
+    token_set: bool,
+    tool_counts: serde_json::Value,
+    grant_count: i64,
+    dropped_tools: serde_json::Value,
+}
 
 fn connector(row: ConnectorRow) -> Connector {
-    let (
-        id,
-        name,
-        slug,
-        url,
-        auth_type,
-        header_names,
-        trust,
-        status,
-        last_error,
-        protocol,
-        checked,
-        created,
-        token_set,
-        counts,
-        grant_count,
-        dropped_tools,
-    ) = row;
-    let host = reqwest::Url::parse(&url)
+    let host = reqwest::Url::parse(&row.url)
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or_default();
-    let tool_counts: BTreeMap<String, i64> = serde_json::from_value(counts).unwrap_or_default();
+    let tool_counts: BTreeMap<String, i64> =
+        serde_json::from_value(row.tool_counts).unwrap_or_default();
     Connector {
-        id: id.to_string(),
-        name,
-        slug,
-        url,
+        id: row.id.to_string(),
+        name: row.name,
+        slug: row.slug,
+        url: row.url,
         host,
-        auth_type: AuthType::from_wire(&auth_type),
-        token_set,
-        header_names,
-        trust_annotations: trust,
-        status: ConnectorStatus::from_wire(&status),
-        last_error,
-        protocol_version: protocol,
-        last_checked_at: checked.map(rfc3339),
+        auth_type: row.auth_type,
+        token_set: row.token_set,
+        header_names: row.header_names,
+        trust_annotations: row.trust_annotations,
+        status: row.status,
+        last_error: row.last_error,
+        protocol_version: row.protocol_version,
+        last_checked_at: row.last_checked_at.map(rfc3339),
         tool_counts,
-        created_at: rfc3339(created),
-        grant_count,
-        dropped_tools: serde_json::from_value(dropped_tools).unwrap_or_default(),
+        created_at: rfc3339(row.created_at),
+        grant_count: row.grant_count,
+        dropped_tools: serde_json::from_value(row.dropped_tools).unwrap_or_default(),
     }
 }
 
-async fn load(state: &AppState, user_id: Uuid, id: Uuid) -> Result<Connector, ApiError> {
+/// The user's connectors by name, or only `id` (one query for both, so
+/// the columns are written once).
+async fn connectors_of(
+    state: &AppState,
+    user_id: Uuid,
+    id: Option<Uuid>,
+) -> Result<Vec<Connector>, ApiError> {
     let mut tx = db::user_tx(&state.db, user_id).await?;
-    let row: Option<ConnectorRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {CONNECTOR_COLUMNS} from connectors c where c.id = $1"
-    )))
-    .bind(id)
-    .fetch_optional(&mut *tx)
+    let rows = sqlx::query_as!(
+        ConnectorRow,
+        r#"select c.id, c.name, c.slug, c.url, c.auth_type as "auth_type: _", c.header_names,
+                  c.trust_annotations, c.status as "status: _", c.last_error, c.protocol_version,
+                  c.last_checked_at, c.created_at, c.auth_type = 'bearer' as "token_set!",
+                  coalesce((select json_object_agg(s.review_state, s.n)
+                              from (select review_state, count(*) as n from connector_tools t
+                                     where t.connector_id = c.id and not t.removed
+                                     group by review_state) s),
+                           '{}'::json) as "tool_counts!",
+                  (select count(*) from tool_grants g where g.connector_id = c.id)
+                    as "grant_count!",
+                  c.dropped_tools
+             from connectors c
+            where $1::uuid is null or c.id = $1
+            order by lower(c.name)"#,
+        id,
+    )
+    .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    row.map(connector)
+    Ok(rows.into_iter().map(connector).collect())
+}
+
+async fn load(state: &AppState, user_id: Uuid, id: Uuid) -> Result<Connector, ApiError> {
+    connectors_of(state, user_id, Some(id))
+        .await?
+        .pop()
         .ok_or_else(|| ApiError::NotFound("No such connector.".into()))
 }
 
@@ -116,14 +116,7 @@ pub async fn list_connectors(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
 ) -> Result<axum::Json<Vec<Connector>>, ApiError> {
-    let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    let rows: Vec<ConnectorRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "select {CONNECTOR_COLUMNS} from connectors c order by lower(c.name)"
-    )))
-    .fetch_all(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(axum::Json(rows.into_iter().map(connector).collect()))
+    Ok(axum::Json(connectors_of(&state, user.user_id, None).await?))
 }
 
 /// `POST /api/connectors` → 201 with the connector.
@@ -202,14 +195,14 @@ pub async fn update_connector(
         tracing::info!(user.id = %user.user_id, connector.id = %id, "connector re-pointed");
     }
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    let updated = sqlx::query(
+    let updated = sqlx::query!(
         "update connectors set name = coalesce($2, name),
                 trust_annotations = coalesce($3, trust_annotations), updated_at = now()
           where id = $1",
+        id,
+        name.as_deref(),
+        req.trust_annotations,
     )
-    .bind(id)
-    .bind(&name)
-    .bind(req.trust_annotations)
     .execute(&mut *tx)
     .await;
     match updated {
@@ -224,15 +217,17 @@ pub async fn update_connector(
             return Err(connectors::ConnectorError::NoSecretKey.into());
         }
         let mut tx = db::user_tx(&state.db, user.user_id).await?;
-        sqlx::query("update connectors set auth_type = $2, header_names = $3 where id = $1")
-            .bind(id)
-            .bind(auth.kind().as_str())
-            .bind(match &auth {
+        sqlx::query!(
+            "update connectors set auth_type = $2, header_names = $3 where id = $1",
+            id,
+            auth.kind().as_str(),
+            &match &auth {
                 Auth::Headers(h) => h.keys().cloned().collect::<Vec<_>>(),
                 _ => Vec::new(),
-            })
-            .execute(&mut *tx)
-            .await?;
+            },
+        )
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         let mut tx = db::service_tx(&state.db).await?;
         connectors::store_auth(&mut tx, state.secrets.as_ref(), user.user_id, id, &auth).await?;
@@ -249,8 +244,7 @@ pub async fn delete_connector(
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    let deleted = sqlx::query("delete from connectors where id = $1")
-        .bind(id)
+    let deleted = sqlx::query!("delete from connectors where id = $1", id,)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
@@ -261,19 +255,6 @@ pub async fn delete_connector(
     Ok(StatusCode::NO_CONTENT)
 }
 
-type ToolRow = (
-    String,
-    String,
-    serde_json::Value,
-    String,
-    String,
-    bool,
-    Option<serde_json::Value>,
-    OffsetDateTime,
-    OffsetDateTime,
-    Option<OffsetDateTime>,
-);
-
 /// `GET /api/connectors/{id}/tools`: every tool the server listed, with the
 /// annotations exactly as it sent them and the review state.
 pub async fn list_tools(
@@ -283,67 +264,57 @@ pub async fn list_tools(
 ) -> Result<axum::Json<Vec<ConnectorTool>>, ApiError> {
     load(&state, user.user_id, id).await?;
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    let rows: Vec<ToolRow> = sqlx::query_as(
-        "select name, model_name, descriptor, descriptor_digest, review_state, removed,
-                case when review_state = 'changed' then reviewed_descriptor end,
-                first_seen_at, last_seen_at, changed_at
-           from connector_tools where connector_id = $1 order by name",
+    let rows = sqlx::query!(
+        r#"select name, model_name, descriptor, descriptor_digest,
+                  review_state as "review_state: ReviewState", removed,
+                  case when review_state = 'changed' then reviewed_descriptor end
+                    as reviewed_descriptor,
+                  first_seen_at, last_seen_at, changed_at
+             from connector_tools where connector_id = $1 order by name"#,
+        id,
     )
-    .bind(id)
     .fetch_all(&mut *tx)
     .await?;
-    let grants: Vec<(String, Uuid, String)> = sqlx::query_as(
+    let grants = sqlx::query!(
         "select tool_name, id, descriptor_digest from tool_grants where connector_id = $1",
+        id,
     )
-    .bind(id)
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
     let grant_of = |name: &str, digest: &str| {
         grants
             .iter()
-            .find(|(tool, _, _)| tool == name)
-            .map(|(_, id, pinned)| (id.to_string(), pinned != digest))
+            .find(|g| g.tool_name == name)
+            .map(|g| (g.id.to_string(), g.descriptor_digest != digest))
     };
     let tools = rows
         .into_iter()
-        .map(
-            |(
-                name,
-                model_name,
-                d,
-                digest,
-                review_state,
-                removed,
-                reviewed,
-                first,
-                last,
-                changed,
-            )| {
-                let text = |k: &str| d.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-                let grant = grant_of(&name, &digest);
-                ConnectorTool {
-                    name,
-                    model_name,
-                    title: text("title"),
-                    description: text("description"),
-                    input_schema: d
-                        .get("inputSchema")
-                        .cloned()
-                        .unwrap_or(serde_json::Value::Null),
-                    annotations: d.get("annotations").cloned(),
-                    descriptor_digest: digest,
-                    review_state: ReviewState::from_wire(&review_state),
-                    removed,
-                    reviewed_descriptor: reviewed,
-                    first_seen_at: rfc3339(first),
-                    last_seen_at: rfc3339(last),
-                    changed_at: changed.map(rfc3339),
-                    grant_id: grant.as_ref().map(|(id, _)| id.clone()),
-                    grant_suspended: grant.is_some_and(|(_, suspended)| suspended),
-                }
-            },
-        )
+        .map(|row| {
+            let d = &row.descriptor;
+            let text = |k: &str| d.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+            let grant = grant_of(&row.name, &row.descriptor_digest);
+            ConnectorTool {
+                title: text("title"),
+                description: text("description"),
+                input_schema: d
+                    .get("inputSchema")
+                    .cloned()
+                    .unwrap_or(serde_json::Value::Null),
+                annotations: d.get("annotations").cloned(),
+                name: row.name,
+                model_name: row.model_name,
+                descriptor_digest: row.descriptor_digest,
+                review_state: row.review_state,
+                removed: row.removed,
+                reviewed_descriptor: row.reviewed_descriptor,
+                first_seen_at: rfc3339(row.first_seen_at),
+                last_seen_at: rfc3339(row.last_seen_at),
+                changed_at: row.changed_at.map(rfc3339),
+                grant_id: grant.as_ref().map(|(id, _)| id.clone()),
+                grant_suspended: grant.is_some_and(|(_, suspended)| suspended),
+            }
+        })
         .collect();
     Ok(axum::Json(tools))
 }

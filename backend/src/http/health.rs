@@ -12,7 +12,10 @@ pub async fn healthz() -> Json<Value> {
 
 /// `GET /readyz`: the database answers too (503 otherwise).
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    match sqlx::query("select 1").execute(&state.db).await {
+    match sqlx::query_scalar!(r#"select 1 as "one""#)
+        .fetch_one(&state.db)
+        .await
+    {
         Ok(_) => Ok(Json(json!({ "status": "ready" }))),
         Err(err) => {
             tracing::warn!(error = %err, "readiness check failed");

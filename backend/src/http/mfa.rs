@@ -154,7 +154,6 @@ pub async fn list_sessions(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
 ) -> Result<axum::Json<Vec<SessionInfo>>, ApiError> {
-    #[derive(sqlx::FromRow)]
     struct Row {
         id: Uuid,
         created_at: OffsetDateTime,
@@ -163,15 +162,16 @@ pub async fn list_sessions(
         ip: Option<String>,
     }
     let mut tx = db::service_tx(&state.db).await?;
-    let rows: Vec<Row> = sqlx::query_as(
+    let rows = sqlx::query_as!(
+        Row,
         "select id, created_at, last_seen_at, user_agent, host(ip) as ip
                from sessions
               where user_id = $1 and revoked_at is null and expires_at > now()
                 and last_seen_at > now() - make_interval(secs => $2)
               order by last_seen_at desc",
+        user.user_id,
+        state.config.session_idle().as_secs_f64(),
     )
-    .bind(user.user_id)
-    .bind(state.config.session_idle().as_secs_f64())
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -196,12 +196,12 @@ pub async fn revoke_other_sessions(
     CurrentUser(user): CurrentUser,
 ) -> Result<axum::Json<serde_json::Value>, ApiError> {
     let mut tx = db::service_tx(&state.db).await?;
-    let revoked = sqlx::query(
+    let revoked = sqlx::query!(
         "update sessions set revoked_at = now()
           where user_id = $1 and id <> $2 and revoked_at is null",
+        user.user_id,
+        user.session_id,
     )
-    .bind(user.user_id)
-    .bind(user.session_id)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;

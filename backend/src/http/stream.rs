@@ -145,10 +145,12 @@ pub async fn chat_stream(
     // missed.
     let wakeups = state.hub.subscribe();
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
-    let exists: bool = sqlx::query_scalar("select exists (select 1 from chats where id = $1)")
-        .bind(chat_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let exists: bool = sqlx::query_scalar!(
+        r#"select exists (select 1 from chats where id = $1) as "exists!""#,
+        chat_id,
+    )
+    .fetch_one(&mut *tx)
+    .await?;
     tx.commit().await?;
     if !exists {
         return Err(ApiError::NotFound("No such chat.".into()));

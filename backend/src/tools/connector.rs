@@ -42,7 +42,7 @@ executes; the user may decline.";
 pub struct ConnectorTools;
 
 /// A kept tool as stored, with its connector.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 struct Kept {
     connector_id: ConnectorId,
     connector_name: String,
@@ -106,26 +106,56 @@ impl Kept {
     }
 }
 
-macro_rules! kept {
-    () => {
-        "select c.id as connector_id, c.name as connector_name, c.url,
-            c.trust_annotations, t.name as tool_name, t.model_name,
-            t.descriptor_digest, t.reviewed_descriptor, t.reviewed_digest,
-            t.requires_confirmation
-       from connector_tools t join connectors c on c.id = t.connector_id
-      where t.user_id = $1 and c.user_id = $1
-        and t.review_state in ('kept', 'changed') and not t.removed"
+/// Which of the user's kept tools to read.
+#[derive(Debug, Clone, Copy)]
+enum Which<'a> {
+    /// All of them, by model name.
+    All,
+    /// The one offered to the model under this name.
+    ModelName(&'a str),
+    /// The one with this name on this connector.
+    OnConnector(ConnectorId, &'a str),
+}
+
+/// The user's kept (or changed) tools that are not removed, with their
+/// connectors: one statement for every [`Which`], so the columns and the
+/// "kept" rule are written once.
+async fn kept(
+    state: &AppState,
+    user_id: UserId,
+    which: Which<'_>,
+) -> Result<Vec<Kept>, sqlx::Error> {
+    let (model_name, connector, tool_name) = match which {
+        Which::All => (None, None, None),
+        Which::ModelName(name) => (Some(name), None, None),
+        Which::OnConnector(id, name) => (None, Some(id), Some(name)),
     };
+    let mut tx = db::user_tx(&state.db, user_id).await?;
+    let rows = sqlx::query_as!(
+        Kept,
+        r#"select c.id as "connector_id: _", c.name as connector_name, c.url,
+                  c.trust_annotations, t.name as tool_name, t.model_name,
+                  t.descriptor_digest, t.reviewed_descriptor, t.reviewed_digest,
+                  t.requires_confirmation
+             from connector_tools t join connectors c on c.id = t.connector_id
+            where t.user_id = $1 and c.user_id = $1
+              and t.review_state in ('kept', 'changed') and not t.removed
+              and ($2::text is null or t.model_name = $2)
+              and ($3::uuid is null or (c.id = $3 and t.name = $4))
+            order by t.model_name"#,
+        user_id as UserId,
+        model_name,
+        connector as Option<ConnectorId>,
+        tool_name,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(rows)
 }
 
 async fn kept_tools(state: &AppState, user_id: UserId) -> Result<Vec<Kept>, sqlx::Error> {
-    let mut tx = db::user_tx(&state.db, user_id).await?;
-    let rows = sqlx::query_as(concat!(kept!(), " order by t.model_name"))
-        .bind(user_id)
-        .fetch_all(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(rows)
+    kept(state, user_id, Which::All).await
 }
 
 async fn kept_by_model_name(
@@ -133,14 +163,10 @@ async fn kept_by_model_name(
     user_id: UserId,
     model_name: &str,
 ) -> Result<Option<Kept>, sqlx::Error> {
-    let mut tx = db::user_tx(&state.db, user_id).await?;
-    let row = sqlx::query_as(concat!(kept!(), " and t.model_name = $2"))
-        .bind(user_id)
-        .bind(model_name)
-        .fetch_optional(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(row)
+    Ok(kept(state, user_id, Which::ModelName(model_name))
+        .await?
+        .into_iter()
+        .next())
 }
 
 async fn kept_by_connector(
@@ -149,15 +175,12 @@ async fn kept_by_connector(
     connector_id: ConnectorId,
     tool_name: &str,
 ) -> Result<Option<Kept>, sqlx::Error> {
-    let mut tx = db::user_tx(&state.db, user_id).await?;
-    let row = sqlx::query_as(concat!(kept!(), " and c.id = $2 and t.name = $3"))
-        .bind(user_id)
-        .bind(connector_id)
-        .bind(tool_name)
-        .fetch_optional(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(row)
+    Ok(
+        kept(state, user_id, Which::OnConnector(connector_id, tool_name))
+            .await?
+            .into_iter()
+            .next(),
+    )
 }
 
 /// The user's always-allow rule for this tool, compared with its current
@@ -168,13 +191,13 @@ async fn always_grant(
     tool: &Kept,
 ) -> Result<AlwaysGrant, sqlx::Error> {
     let mut tx = db::user_tx(&state.db, user_id).await?;
-    let pinned: Option<String> = sqlx::query_scalar(
+    let pinned: Option<String> = sqlx::query_scalar!(
         "select descriptor_digest from tool_grants
           where user_id = $1 and connector_id = $2 and tool_name = $3",
+        user_id as UserId,
+        tool.connector_id as ConnectorId,
+        &tool.tool_name,
     )
-    .bind(user_id)
-    .bind(tool.connector_id)
-    .bind(&tool.tool_name)
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -191,16 +214,16 @@ async fn always_grant(
 async fn refresh_stale(state: &AppState, user_id: UserId) {
     let stale: Result<Vec<Uuid>, sqlx::Error> = async {
         let mut tx = db::user_tx(&state.db, user_id).await?;
-        let ids = sqlx::query_scalar(
+        let ids = sqlx::query_scalar!(
             "select c.id from connectors c
               where c.user_id = $1
                 and (c.last_checked_at is null
                      or c.last_checked_at < now() - make_interval(secs => $2::float8))
                 and exists (select 1 from connector_tools t
                              where t.connector_id = c.id and t.review_state in ('kept', 'changed'))",
+            user_id as UserId,
+            state.config.tools_max_age_secs as f64,
         )
-        .bind(user_id)
-        .bind(state.config.tools_max_age_secs as f64)
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
