@@ -413,7 +413,10 @@ struct Outcome {
     not_run: usize,
 }
 
-/// The tool loop. Returns the turn's text (all steps) and how it ended.
+/// The tool loop: [`setup`], then up to `max_tool_steps` rounds of
+/// [`stream_step`] (one model call, streamed) and [`run_calls`] (the calls
+/// it asked for, in order). Returns the turn's text (all steps) and how it
+/// ended.
 async fn drive(
     state: &AppState,
     emitter: &Emitter<'_>,
@@ -422,24 +425,9 @@ async fn drive(
     outcome_of_calls: &mut Outcome,
 ) -> (String, Ending) {
     let ctx = emitter.ctx;
-    let (provider, model_name) = match models::resolve(state, ctx.user_id.into(), model).await {
-        Ok(p) => p,
-        Err(err) => {
-            emitter.error(err.to_string()).await;
-            return (String::new(), Ending::Failed);
-        }
+    let Some(mut setup) = setup(state, emitter, model).await else {
+        return (String::new(), Ending::Failed);
     };
-    let mut messages = match history(state, ctx).await {
-        Ok(m) => m,
-        Err(err) => {
-            tracing::error!(error = %err, turn.id = %ctx.turn_id, "cannot load history");
-            emitter
-                .error("Countersign could not load this chat's history. Try again.".into())
-                .await;
-            return (String::new(), Ending::Failed);
-        }
-    };
-    let tools = state.tools.tools_for(state, ctx.user_id.into()).await;
     let mut text = String::new();
 
     for step in 0..state.config.max_tool_steps {
@@ -447,131 +435,36 @@ async fn drive(
             return (text, Ending::Cancelled);
         }
         let request = ChatRequest {
-            model: model_name.clone(),
+            model: setup.model_name.clone(),
             system: SYSTEM_PROMPT.to_owned(),
-            messages: messages.clone(),
-            tools: tools.clone(),
+            messages: setup.messages.clone(),
+            tools: setup.tools.clone(),
             max_tokens: 4096,
         };
-        let mut rx = match llm::stream(&state.http, &state.llm_http, &provider, request).await {
-            Ok(rx) => rx,
-            Err(err) => {
-                emitter.error(err.to_string()).await;
-                return (text, Ending::Failed);
-            }
-        };
-
-        let mut step_text = String::new();
-        let mut pending = String::new();
-        // The first delta goes out at once (time to first token); later ones
-        // are coalesced to at most one write per FLUSH_EVERY.
-        let mut last_flush = Instant::now() - FLUSH_EVERY;
-        let mut flush_at = Instant::now();
-        let mut calls: Vec<ToolCall> = Vec::new();
-        loop {
-            let item = tokio::select! {
-                biased;
-                _ = cancel.changed() => {
-                    emitter.text(&mut pending).await;
-                    text.push_str(&step_text);
-                    return (text, Ending::Cancelled);
-                }
-                () = tokio::time::sleep_until(flush_at), if !pending.is_empty() => {
-                    emitter.text(&mut pending).await;
-                    last_flush = Instant::now();
-                    continue;
-                }
-                item = rx.recv() => item,
-            };
-            match item {
-                Some(Ok(LlmEvent::TextDelta(delta))) => {
-                    if pending.is_empty() {
-                        flush_at = (last_flush + FLUSH_EVERY).max(Instant::now());
-                    }
-                    pending.push_str(&delta);
-                    step_text.push_str(&delta);
-                }
-                Some(Ok(LlmEvent::ToolCall(call))) => {
-                    emitter.text(&mut pending).await;
-                    emitter
-                        .emit(&ChatEvent::ToolCall {
-                            turn_id: emitter.turn(),
-                            id: call.id.clone(),
-                            tool_name: call.name.clone(),
-                            arguments: call.arguments.clone(),
-                        })
-                        .await;
-                    calls.push(call);
-                }
-                Some(Ok(LlmEvent::Finished(_))) => {
-                    emitter.text(&mut pending).await;
-                    break;
-                }
-                Some(Err(err)) => {
-                    emitter.text(&mut pending).await;
-                    text.push_str(&step_text);
-                    emitter.error(err.to_string()).await;
-                    return (text, Ending::Failed);
-                }
-                None => {
-                    emitter.text(&mut pending).await;
-                    text.push_str(&step_text);
-                    emitter
-                        .error("The model's response ended unexpectedly. Try again.".into())
-                        .await;
-                    return (text, Ending::Failed);
-                }
-            }
+        let streamed = stream_step(state, emitter, &setup.provider, request, cancel).await;
+        text.push_str(&streamed.text);
+        if let Some(ending) = streamed.ended {
+            return (text, ending);
         }
-        text.push_str(&step_text);
-
-        if calls.is_empty() {
+        if streamed.calls.is_empty() {
             return (text, Ending::Done);
         }
-        messages.push(Message::Assistant {
-            text: step_text,
-            tool_calls: calls.clone(),
+        setup.messages.push(Message::Assistant {
+            text: streamed.text,
+            tool_calls: streamed.calls.clone(),
         });
-        // Sequential dispatch: one call after another; every call gets a
-        // result, even when it cannot run. A call is not dropped half-way:
-        // the tool box watches Stop itself (a waiting approval is then
-        // denied; a running call finishes and is recorded).
-        for call in &calls {
-            if is_cancelled(cancel) {
-                return (text, Ending::Cancelled);
-            }
-            let run = ToolRun {
-                state,
-                ctx,
-                events: emitter,
-                cancel: cancel.clone(),
-            };
-            let outcome = state.tools.call(&run, call).await;
-            match outcome.not_run {
-                Some(NotRun::Declined | NotRun::Expired) => outcome_of_calls.not_run += 1,
-                None => outcome_of_calls.ran += 1,
-            }
-            if !outcome.reported {
-                emitter
-                    .emit(&ChatEvent::ToolResult {
-                        turn_id: emitter.turn(),
-                        id: call.id.clone(),
-                        tool_name: call.name.clone(),
-                        status: if outcome.ok {
-                            ToolCallStatus::Ok
-                        } else {
-                            ToolCallStatus::Error
-                        },
-                        error: (!outcome.ok).then(|| outcome.content.clone()),
-                    })
-                    .await;
-            }
-            messages.push(Message::ToolResult {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: spotlight(&call.name, &outcome.content),
-                is_error: !outcome.ok,
-            });
+        let calls = &streamed.calls;
+        if let Some(ending) = run_calls(
+            state,
+            emitter,
+            calls,
+            cancel,
+            outcome_of_calls,
+            &mut setup.messages,
+        )
+        .await
+        {
+            return (text, ending);
         }
         tracing::debug!(turn.id = %ctx.turn_id, step, calls = calls.len(), "tool step done");
         if !text.is_empty() && !text.ends_with(char::is_whitespace) {
@@ -585,6 +478,190 @@ async fn drive(
         ))
         .await;
     (text.trim_end().to_owned(), Ending::Failed)
+}
+
+/// What a turn needs before its first model call.
+struct Setup {
+    provider: llm::Provider,
+    model_name: String,
+    messages: Vec<Message>,
+    tools: Vec<llm::ToolSpec>,
+}
+
+/// Resolves the model, loads the chat's history and the user's tools. On
+/// failure the chat has been told why, and the turn fails.
+async fn setup(state: &AppState, emitter: &Emitter<'_>, model: &str) -> Option<Setup> {
+    let ctx = emitter.ctx;
+    let (provider, model_name) = match models::resolve(state, ctx.user_id.into(), model).await {
+        Ok(p) => p,
+        Err(err) => {
+            emitter.error(err.to_string()).await;
+            return None;
+        }
+    };
+    let messages = match history(state, ctx).await {
+        Ok(m) => m,
+        Err(err) => {
+            tracing::error!(error = %err, turn.id = %ctx.turn_id, "cannot load history");
+            emitter
+                .error("Countersign could not load this chat's history. Try again.".into())
+                .await;
+            return None;
+        }
+    };
+    let tools = state.tools.tools_for(state, ctx.user_id.into()).await;
+    Some(Setup {
+        provider,
+        model_name,
+        messages,
+        tools,
+    })
+}
+
+/// One model call, streamed to the chat.
+struct Streamed {
+    /// The step's text (all of it reached the chat).
+    text: String,
+    /// The tool calls it asked for, in order.
+    calls: Vec<ToolCall>,
+    /// Set when the turn ends here (Stop, a provider error, a cut stream).
+    ended: Option<Ending>,
+}
+
+/// Streams one model call: text deltas go out at once for the first and
+/// then coalesced to at most one write per `FLUSH_EVERY`; each tool call is
+/// announced as it arrives. Stop wins over everything (`biased`).
+async fn stream_step(
+    state: &AppState,
+    emitter: &Emitter<'_>,
+    provider: &llm::Provider,
+    request: ChatRequest,
+    cancel: &mut watch::Receiver<bool>,
+) -> Streamed {
+    let mut streamed = Streamed {
+        text: String::new(),
+        calls: Vec::new(),
+        ended: None,
+    };
+    let mut rx = match llm::stream(&state.http, &state.llm_http, provider, request).await {
+        Ok(rx) => rx,
+        Err(err) => {
+            emitter.error(err.to_string()).await;
+            streamed.ended = Some(Ending::Failed);
+            return streamed;
+        }
+    };
+    let mut pending = String::new();
+    let mut last_flush = Instant::now() - FLUSH_EVERY;
+    let mut flush_at = Instant::now();
+    loop {
+        let item = tokio::select! {
+            biased;
+            _ = cancel.changed() => {
+                emitter.text(&mut pending).await;
+                streamed.ended = Some(Ending::Cancelled);
+                return streamed;
+            }
+            () = tokio::time::sleep_until(flush_at), if !pending.is_empty() => {
+                emitter.text(&mut pending).await;
+                last_flush = Instant::now();
+                continue;
+            }
+            item = rx.recv() => item,
+        };
+        match item {
+            Some(Ok(LlmEvent::TextDelta(delta))) => {
+                if pending.is_empty() {
+                    flush_at = (last_flush + FLUSH_EVERY).max(Instant::now());
+                }
+                pending.push_str(&delta);
+                streamed.text.push_str(&delta);
+            }
+            Some(Ok(LlmEvent::ToolCall(call))) => {
+                emitter.text(&mut pending).await;
+                emitter
+                    .emit(&ChatEvent::ToolCall {
+                        turn_id: emitter.turn(),
+                        id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                    })
+                    .await;
+                streamed.calls.push(call);
+            }
+            Some(Ok(LlmEvent::Finished(_))) => {
+                emitter.text(&mut pending).await;
+                return streamed;
+            }
+            Some(Err(err)) => {
+                emitter.text(&mut pending).await;
+                emitter.error(err.to_string()).await;
+                streamed.ended = Some(Ending::Failed);
+                return streamed;
+            }
+            None => {
+                emitter.text(&mut pending).await;
+                emitter
+                    .error("The model's response ended unexpectedly. Try again.".into())
+                    .await;
+                streamed.ended = Some(Ending::Failed);
+                return streamed;
+            }
+        }
+    }
+}
+
+/// Runs the step's calls one after another; every call gets a result,
+/// even when it cannot run, and each result is added to `messages`
+/// (spotlighted). A call is not dropped half-way: the tool box watches Stop
+/// itself (a waiting approval is then denied; a running call finishes and
+/// is recorded). Returns `Some(Cancelled)` when a Stop came between calls.
+async fn run_calls(
+    state: &AppState,
+    emitter: &Emitter<'_>,
+    calls: &[ToolCall],
+    cancel: &mut watch::Receiver<bool>,
+    outcome_of_calls: &mut Outcome,
+    messages: &mut Vec<Message>,
+) -> Option<Ending> {
+    for call in calls {
+        if is_cancelled(cancel) {
+            return Some(Ending::Cancelled);
+        }
+        let run = ToolRun {
+            state,
+            ctx: emitter.ctx,
+            events: emitter,
+            cancel: cancel.clone(),
+        };
+        let outcome = state.tools.call(&run, call).await;
+        match outcome.not_run {
+            Some(NotRun::Declined | NotRun::Expired) => outcome_of_calls.not_run += 1,
+            None => outcome_of_calls.ran += 1,
+        }
+        if !outcome.reported {
+            emitter
+                .emit(&ChatEvent::ToolResult {
+                    turn_id: emitter.turn(),
+                    id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    status: if outcome.ok {
+                        ToolCallStatus::Ok
+                    } else {
+                        ToolCallStatus::Error
+                    },
+                    error: (!outcome.ok).then(|| outcome.content.clone()),
+                })
+                .await;
+        }
+        messages.push(Message::ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: spotlight(&call.name, &outcome.content),
+            is_error: !outcome.ok,
+        });
+    }
+    None
 }
 
 /// The tag name every spotlight wrapper starts with; each call's boundary

@@ -247,14 +247,43 @@ fn cycles(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<Module>> {
     s.found
 }
 
-/// `cargo xtask cycles`: prints the cycles, fails when there is one.
+/// The server's layering rule (ARCHITECTURE, "Invariants"): `http` →
+/// domain → `db`. Only `http` itself and the crate root (which mounts the
+/// router and starts the server) may import `http`; a domain module that
+/// did would know about status codes and requests.
+fn layering_violations(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
+    let is_http = |m: &Module| m.first().is_some_and(|first| first == "http");
+    edges
+        .iter()
+        .filter(|(from, _)| !from.is_empty() && !is_http(from))
+        .flat_map(|(from, to)| {
+            to.iter()
+                .filter(|t| is_http(t))
+                .map(move |t| format!("backend: {} imports {}", from.join("::"), t.join("::")))
+        })
+        .collect()
+}
+
+/// Every breach of the layering rule in the server, as printable lines.
+pub fn layering() -> std::io::Result<Vec<String>> {
+    Ok(layering_violations(&graph(
+        &crate::root().join("backend").join("src"),
+    )?))
+}
+
+/// `cargo xtask cycles`: prints the cycles and layering breaches, fails
+/// when there is one.
 pub fn print() -> anyhow::Result<()> {
-    let problems = check()?;
+    let mut problems = check()?;
+    problems.extend(layering()?);
     if problems.is_empty() {
-        println!("no module import cycles");
+        println!("no module import cycles; the server's domain modules import no http");
         return Ok(());
     }
-    anyhow::bail!("module import cycles:\n{}", problems.join("\n"))
+    anyhow::bail!(
+        "module import cycles or layering breaches:\n{}",
+        problems.join("\n")
+    )
 }
 
 /// The cycles of every crate in the workspace, as printable lines.
@@ -330,6 +359,26 @@ mod tests {
             &vec!["http".into()],
             &vec!["http".into(), "auth".into()]
         ));
+    }
+
+    #[test]
+    fn a_domain_module_that_imports_http_breaks_the_layering() {
+        let g = edges(&[
+            ("", &["http"]),
+            ("http/chats", &["turns", "db"]),
+            ("turns", &["db", "http/error"]),
+            ("db", &[]),
+        ]);
+        assert_eq!(
+            layering_violations(&g),
+            ["backend: turns imports http::error"]
+        );
+    }
+
+    #[test]
+    fn the_server_keeps_its_layers() {
+        let problems = layering().expect("read the sources");
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 
     #[test]

@@ -460,6 +460,9 @@ impl ToolBox for ConnectorTools {
     }
 }
 
+/// One call from the model: find the kept tool, refuse what cannot be
+/// carried exactly, read the facts, and let the gate choose between
+/// [`run_unasked`] and [`ask_and_wait`].
 async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sqlx::Error> {
     let state = run.state;
     let user_id = run.ctx.user_id;
@@ -496,17 +499,6 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         )
         .await);
     }
-    let turn_id = run.ctx.turn_id.to_string();
-    let activity = |call_ref: String| Activity {
-        user_id,
-        chat_id: run.ctx.chat_id,
-        turn_id: run.ctx.turn_id,
-        call_ref,
-        connector_id: tool.connector_id,
-        connector_name: tool.connector_name.clone(),
-        tool_name: tool.tool_name.clone(),
-        arguments_digest: digest::sha256_hex(digest::canonical(&call.arguments)),
-    };
     // The facts, read now: grants from the ledger and the user's rules.
     let turn_grant = approvals::turn_grant(
         state,
@@ -517,31 +509,70 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     )
     .await?;
     let always = always_grant(state, user_id, &tool).await?;
-    let reason = match tool.decision(turn_grant, always) {
-        Decision::Run(because) => {
-            tracing::info!(?because, tool = %tool.model_name, "tool call runs without a card");
-            let activity = activity(call.id.clone());
-            let started = Instant::now();
-            let outcome = match activity
-                .decided(state, because.origin(), None, ActivityOutcome::Running)
-                .await
-            {
-                Ok(()) => {
-                    let outcome = execute(state, user_id, &tool, arguments.clone()).await;
-                    activity.outcome(state, &outcome, millis(started)).await;
-                    outcome
-                }
-                Err(_) => Err(UNAUDITED.to_owned()),
-            };
-            let origin = Origin {
-                kind: Some(because.origin()),
-                approved_at: None,
-            };
-            return Ok(report(run, &tool, &call.id, &call.id, outcome, started, origin).await);
-        }
-        Decision::Ask(because) => because.text(),
-    };
+    match tool.decision(turn_grant, always) {
+        Decision::Run(because) => Ok(run_unasked(run, call, &tool, arguments, because).await),
+        Decision::Ask(because) => ask_and_wait(run, call, &tool, because.text()).await,
+    }
+}
 
+/// The call's lines in the activity log, under `call_ref` (the model's
+/// call id, or the ledger row's id once there is a card).
+fn activity(run: &ToolRun<'_>, call: &ToolCall, tool: &Kept, call_ref: String) -> Activity {
+    Activity {
+        user_id: run.ctx.user_id,
+        chat_id: run.ctx.chat_id,
+        turn_id: run.ctx.turn_id,
+        call_ref,
+        connector_id: tool.connector_id,
+        connector_name: tool.connector_name.clone(),
+        tool_name: tool.tool_name.clone(),
+        arguments_digest: digest::sha256_hex(digest::canonical(&call.arguments)),
+    }
+}
+
+/// A call the gate lets run without a card (a read-only tool the user
+/// trusts, a turn or always grant): logged as decided first (no log, no
+/// run), then run and reported.
+async fn run_unasked(
+    run: &ToolRun<'_>,
+    call: &ToolCall,
+    tool: &Kept,
+    arguments: &Map<String, Value>,
+    because: gate::RunBecause,
+) -> ToolOutcome {
+    let state = run.state;
+    tracing::info!(?because, tool = %tool.model_name, "tool call runs without a card");
+    let activity = activity(run, call, tool, call.id.clone());
+    let started = Instant::now();
+    let outcome = match activity
+        .decided(state, because.origin(), None, ActivityOutcome::Running)
+        .await
+    {
+        Ok(()) => {
+            let outcome = execute(state, run.ctx.user_id, tool, arguments.clone()).await;
+            activity.outcome(state, &outcome, millis(started)).await;
+            outcome
+        }
+        Err(_) => Err(UNAUDITED.to_owned()),
+    };
+    let origin = Origin {
+        kind: Some(because.origin()),
+        approved_at: None,
+    };
+    report(run, tool, &call.id, &call.id, outcome, started, origin).await
+}
+
+/// A call that asks: propose it to the ledger, put the card before the
+/// user, wait for the decision (or Stop, or expiry), and run it only
+/// through [`run_approved`], in its own task so it is never cancelled
+/// half-way.
+async fn ask_and_wait(
+    run: &ToolRun<'_>,
+    call: &ToolCall,
+    tool: &Kept,
+    reason: &str,
+) -> Result<ToolOutcome, sqlx::Error> {
+    let state = run.state;
     let row = approvals::propose(
         state,
         &approvals::Proposal {
@@ -571,13 +602,13 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     };
     if decision != Resolution::Approved {
         // Nothing runs either way; the log is best effort here.
-        let _ = activity(row.id.to_string())
+        let _ = activity(run, call, tool, row.id.to_string())
             .decided(state, decision, None, ActivityOutcome::NotRun)
             .await;
     }
     run.events
         .emit(ChatEvent::McpConfirmationResolved {
-            turn_id,
+            turn_id: run.ctx.turn_id.to_string(),
             id: row.id.to_string(),
             decision,
         })
@@ -591,7 +622,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     Ok(match waited {
         Waited::Approved => {
             let started = Instant::now();
-            let task = tokio::spawn(run_approved(state.clone(), user_id, row.id));
+            let task = tokio::spawn(run_approved(state.clone(), run.ctx.user_id, row.id));
             let (approved_at, outcome) = task.await.unwrap_or_else(|_| {
                 (
                     None,
@@ -604,7 +635,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
             };
             report(
                 run,
-                &tool,
+                tool,
                 &row.id.to_string(),
                 &call.id,
                 outcome,
