@@ -116,15 +116,7 @@ pub async fn step_up(
     CurrentUser(user): CurrentUser,
     Json(req): Json<MfaCodeRequest>,
 ) -> Result<StatusCode, ApiError> {
-    mfa::verify(
-        &state.db,
-        state.secrets.as_ref(),
-        &Limits::from(state.config.as_ref()),
-        user.user_id,
-        &user.email,
-        &req.code,
-    )
-    .await?;
+    verify_code(&state, &user, &req.code).await?;
     mfa::mark_step_up(&state.db, user.session_id).await?;
     tracing::info!(user.id = %user.user_id, "step-up");
     Ok(StatusCode::NO_CONTENT)
@@ -136,17 +128,23 @@ pub async fn disable(
     CurrentUser(user): CurrentUser,
     Json(req): Json<MfaCodeRequest>,
 ) -> Result<StatusCode, ApiError> {
+    verify_code(&state, &user, &req.code).await?;
+    mfa::disable(&state.db, user.user_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Checks the caller's TOTP or recovery code (throttled; a failure counts).
+async fn verify_code(state: &AppState, user: &SessionUser, code: &str) -> Result<(), ApiError> {
     mfa::verify(
         &state.db,
         state.secrets.as_ref(),
         &Limits::from(state.config.as_ref()),
         user.user_id,
         &user.email,
-        &req.code,
+        code,
     )
     .await?;
-    mfa::disable(&state.db, user.user_id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(())
 }
 
 /// `GET /api/auth/sessions`: the caller's live sessions, newest first.

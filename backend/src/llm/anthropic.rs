@@ -364,14 +364,6 @@ mod tests {
         )
     }
 
-    fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments,
-        }
-    }
-
     #[test]
     fn history_maps_to_text_tool_use_and_merged_tool_result_blocks() {
         let request = ChatRequest {
@@ -384,8 +376,8 @@ mod tests {
                 Message::Assistant {
                     text: String::new(),
                     tool_calls: vec![
-                        call("toolu_1", "get_weather", json!({"city": "Paris"})),
-                        call("toolu_2", "get_weather", json!({"city": "Rome"})),
+                        ToolCall::new("toolu_1", "get_weather", json!({"city": "Paris"})),
+                        ToolCall::new("toolu_2", "get_weather", json!({"city": "Rome"})),
                     ],
                 },
                 Message::ToolResult {
@@ -465,7 +457,7 @@ mod tests {
         assert_eq!(
             decode(&body),
             vec![
-                Ok(LlmEvent::ToolCall(call("t", "now", json!({})))),
+                Ok(LlmEvent::ToolCall(ToolCall::new("t", "now", json!({})))),
                 Ok(LlmEvent::Finished(StopReason::ToolUse)),
             ]
         );

@@ -390,14 +390,6 @@ mod tests {
         format!("data: {data}\n\n")
     }
 
-    fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
-        ToolCall {
-            id: id.into(),
-            name: name.into(),
-            arguments,
-        }
-    }
-
     #[test]
     fn history_maps_to_system_assistant_tool_calls_and_tool_messages() {
         let request = ChatRequest {
@@ -409,7 +401,11 @@ mod tests {
                 },
                 Message::Assistant {
                     text: String::new(),
-                    tool_calls: vec![call("call_1", "get_weather", json!({"city": "Paris"}))],
+                    tool_calls: vec![ToolCall::new(
+                        "call_1",
+                        "get_weather",
+                        json!({"city": "Paris"}),
+                    )],
                 },
                 Message::ToolResult {
                     call_id: "call_1".into(),
@@ -479,8 +475,16 @@ mod tests {
         assert_eq!(
             decode(&body),
             vec![
-                Ok(LlmEvent::ToolCall(call("call_a", "first", json!({"x": 1})))),
-                Ok(LlmEvent::ToolCall(call("call_b", "second", json!({})))),
+                Ok(LlmEvent::ToolCall(ToolCall::new(
+                    "call_a",
+                    "first",
+                    json!({"x": 1})
+                ))),
+                Ok(LlmEvent::ToolCall(ToolCall::new(
+                    "call_b",
+                    "second",
+                    json!({})
+                ))),
                 Ok(LlmEvent::Finished(StopReason::ToolUse)),
             ]
         );
@@ -497,8 +501,12 @@ mod tests {
         assert_eq!(
             decode(&body),
             vec![
-                Ok(LlmEvent::ToolCall(call("call_1", "a", json!({})))),
-                Ok(LlmEvent::ToolCall(call("call_2", "b", json!({"k": 2})))),
+                Ok(LlmEvent::ToolCall(ToolCall::new("call_1", "a", json!({})))),
+                Ok(LlmEvent::ToolCall(ToolCall::new(
+                    "call_2",
+                    "b",
+                    json!({"k": 2})
+                ))),
                 Ok(LlmEvent::Finished(StopReason::ToolUse)),
             ]
         );
