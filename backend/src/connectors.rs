@@ -11,6 +11,7 @@
 //! offered to models. Only [`refresh`] talks to the network, through the
 //! SSRF guard and the MCP client.
 
+pub mod oauth;
 pub mod refresh;
 pub mod session;
 

@@ -255,7 +255,10 @@ pub fn ssrf_error(err: &reqwest::Error) -> Option<&SsrfError> {
 ///
 /// - `/` answers `200 ok`;
 /// - `/to-metadata` answers `302` to `http://169.254.169.254/latest/meta-data/`;
-/// - `/to-self` answers `302` to `/`.
+/// - `/to-self` answers `302` to `/`;
+/// - `/loop` answers `302` to itself;
+/// - `/to-port/N` answers `302` to `http://127.0.0.1:N/`;
+/// - `/big` answers 2 MiB.
 #[derive(Debug)]
 pub struct Loopback {
     /// Where it listens.
@@ -301,6 +304,15 @@ async fn answer(State(hits): State<Arc<AtomicUsize>>, uri: Uri) -> Response {
         )
             .into_response(),
         "/to-self" => (StatusCode::FOUND, [(header::LOCATION, "/")]).into_response(),
-        _ => "ok".into_response(),
+        "/loop" => (StatusCode::FOUND, [(header::LOCATION, "/loop")]).into_response(),
+        "/big" => vec![b'x'; 2 * 1024 * 1024].into_response(),
+        path => match path.strip_prefix("/to-port/") {
+            Some(port) => (
+                StatusCode::FOUND,
+                [(header::LOCATION, format!("http://127.0.0.1:{port}/"))],
+            )
+                .into_response(),
+            None => "ok".into_response(),
+        },
     }
 }

@@ -14,10 +14,13 @@
 //!   loopback servers.
 //! - [`redirects`]: 3xx responses are returned, never followed.
 //! - [`rebinding`]: every connection's addresses are checked when it is made.
+//! - [`oauth`]: the OAuth HTTP client follows discovery redirects only
+//!   through the same guard, and bounds what it reads.
 
 mod allow_list;
 mod allowed;
 mod helpers;
 mod hostile;
+mod oauth;
 mod rebinding;
 mod redirects;
