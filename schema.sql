@@ -117,6 +117,34 @@ ALTER TABLE ONLY public.chats FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.chats OWNER TO countersign_owner;
 
 --
+-- Name: connector_oauth; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.connector_oauth (
+    connector_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    issuer text,
+    resource text NOT NULL,
+    metadata jsonb NOT NULL,
+    client_key_id text NOT NULL,
+    client_nonce bytea NOT NULL,
+    client_ciphertext bytea NOT NULL,
+    tokens_key_id text,
+    tokens_nonce bytea,
+    tokens_ciphertext bytea,
+    status text DEFAULT 'needs_sign_in'::text NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT connector_oauth_resource_length CHECK (((char_length(resource) >= 8) AND (char_length(resource) <= 2048))),
+    CONSTRAINT connector_oauth_status CHECK ((status = ANY (ARRAY['connected'::text, 'needs_sign_in'::text]))),
+    CONSTRAINT connector_oauth_tokens_whole CHECK ((((tokens_key_id IS NULL) = (tokens_nonce IS NULL)) AND ((tokens_nonce IS NULL) = (tokens_ciphertext IS NULL))))
+);
+
+ALTER TABLE ONLY public.connector_oauth FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.connector_oauth OWNER TO countersign_owner;
+
+--
 -- Name: connector_secrets; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -184,7 +212,7 @@ CREATE TABLE public.connectors (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     dropped_tools jsonb DEFAULT '[]'::jsonb NOT NULL,
-    CONSTRAINT connectors_auth_type CHECK ((auth_type = ANY (ARRAY['none'::text, 'bearer'::text, 'headers'::text]))),
+    CONSTRAINT connectors_auth_type CHECK ((auth_type = ANY (ARRAY['none'::text, 'bearer'::text, 'headers'::text, 'oauth'::text]))),
     CONSTRAINT connectors_dropped_tools_shape CHECK (((jsonb_typeof(dropped_tools) = 'array'::text) AND (jsonb_array_length(dropped_tools) <= 500))),
     CONSTRAINT connectors_header_count CHECK ((cardinality(header_names) <= 20)),
     CONSTRAINT connectors_name_length CHECK (((char_length(name) >= 1) AND (char_length(name) <= 100))),
@@ -329,6 +357,27 @@ ALTER TABLE ONLY public.mfa_totp FORCE ROW LEVEL SECURITY;
 
 
 ALTER TABLE public.mfa_totp OWNER TO countersign_owner;
+
+--
+-- Name: oauth_states; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.oauth_states (
+    state_hash text NOT NULL,
+    user_id uuid NOT NULL,
+    connector_id uuid NOT NULL,
+    key_id text NOT NULL,
+    nonce bytea NOT NULL,
+    ciphertext bytea NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT oauth_states_hash_shape CHECK ((state_hash ~ '^[0-9a-f]{64}$'::text))
+);
+
+ALTER TABLE ONLY public.oauth_states FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.oauth_states OWNER TO countersign_owner;
 
 --
 -- Name: profiles; Type: TABLE; Schema: public; Owner: countersign_owner
@@ -516,6 +565,14 @@ ALTER TABLE ONLY public.chats
 
 
 --
+-- Name: connector_oauth connector_oauth_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connector_oauth
+    ADD CONSTRAINT connector_oauth_pkey PRIMARY KEY (connector_id);
+
+
+--
 -- Name: connector_secrets connector_secrets_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -577,6 +634,14 @@ ALTER TABLE ONLY public.mfa_recovery_codes
 
 ALTER TABLE ONLY public.mfa_totp
     ADD CONSTRAINT mfa_totp_pkey PRIMARY KEY (user_id);
+
+
+--
+-- Name: oauth_states oauth_states_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.oauth_states
+    ADD CONSTRAINT oauth_states_pkey PRIMARY KEY (state_hash);
 
 
 --
@@ -734,6 +799,13 @@ CREATE INDEX messages_chat_idx ON public.messages USING btree (chat_id, created_
 
 
 --
+-- Name: oauth_states_expires_at; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX oauth_states_expires_at ON public.oauth_states USING btree (expires_at);
+
+
+--
 -- Name: sessions_token_hash_key; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 
@@ -819,6 +891,22 @@ ALTER TABLE ONLY public.chat_events
 
 ALTER TABLE ONLY public.chats
     ADD CONSTRAINT chats_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: connector_oauth connector_oauth_connector_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connector_oauth
+    ADD CONSTRAINT connector_oauth_connector_id_fkey FOREIGN KEY (connector_id) REFERENCES public.connectors(id) ON DELETE CASCADE;
+
+
+--
+-- Name: connector_oauth connector_oauth_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.connector_oauth
+    ADD CONSTRAINT connector_oauth_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -923,6 +1011,22 @@ ALTER TABLE ONLY public.mfa_recovery_codes
 
 ALTER TABLE ONLY public.mfa_totp
     ADD CONSTRAINT mfa_totp_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: oauth_states oauth_states_connector_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.oauth_states
+    ADD CONSTRAINT oauth_states_connector_id_fkey FOREIGN KEY (connector_id) REFERENCES public.connectors(id) ON DELETE CASCADE;
+
+
+--
+-- Name: oauth_states oauth_states_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.oauth_states
+    ADD CONSTRAINT oauth_states_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -1052,6 +1156,19 @@ CREATE POLICY chats_owner ON public.chats TO authenticated USING ((user_id = aut
 --
 
 CREATE POLICY chats_service ON public.chats TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: connector_oauth; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.connector_oauth ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: connector_oauth connector_oauth_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY connector_oauth_service ON public.connector_oauth TO service_role USING (true) WITH CHECK (true);
 
 
 --
@@ -1188,6 +1305,19 @@ CREATE POLICY migration_owner_only ON public._sqlx_migrations USING (pg_has_role
   WHERE (pg_class.oid = ('public._sqlx_migrations'::regclass)::oid)), 'usage'::text)) WITH CHECK (pg_has_role(CURRENT_USER, ( SELECT pg_class.relowner
    FROM pg_class
   WHERE (pg_class.oid = ('public._sqlx_migrations'::regclass)::oid)), 'usage'::text));
+
+
+--
+-- Name: oauth_states; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.oauth_states ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: oauth_states oauth_states_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY oauth_states_service ON public.oauth_states TO service_role USING (true) WITH CHECK (true);
 
 
 --
@@ -1355,6 +1485,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.chats TO service_role;
 
 
 --
+-- Name: TABLE connector_oauth; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.connector_oauth TO service_role;
+
+
+--
 -- Name: TABLE connector_secrets; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -1411,6 +1548,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.mfa_recovery_codes TO service_
 --
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.mfa_totp TO service_role;
+
+
+--
+-- Name: TABLE oauth_states; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.oauth_states TO service_role;
 
 
 --
@@ -1491,6 +1635,10 @@ REVOKE ALL ON TABLE chat_events FROM anon;
 REVOKE ALL ON TABLE chats FROM anon;
 -- authenticated may: SELECT, INSERT, UPDATE, DELETE
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- connector_oauth: row level security enabled and forced
+REVOKE ALL ON TABLE connector_oauth FROM anon;
+REVOKE ALL ON TABLE connector_oauth FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- connector_secrets: row level security enabled and forced
 REVOKE ALL ON TABLE connector_secrets FROM anon;
 REVOKE ALL ON TABLE connector_secrets FROM authenticated;
@@ -1522,6 +1670,10 @@ REVOKE ALL ON TABLE mfa_recovery_codes FROM authenticated;
 -- mfa_totp: row level security enabled and forced
 REVOKE ALL ON TABLE mfa_totp FROM anon;
 REVOKE ALL ON TABLE mfa_totp FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- oauth_states: row level security enabled and forced
+REVOKE ALL ON TABLE oauth_states FROM anon;
+REVOKE ALL ON TABLE oauth_states FROM authenticated;
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- profiles: row level security enabled and forced
 REVOKE ALL ON TABLE profiles FROM anon;

@@ -151,6 +151,10 @@ async fn anon_has_no_privilege_on_any_table_and_service_tables_none_for_authenti
         "login_failures",
         "signup_attempts",
         "provider_keys",
+        "connector_secrets",
+        "mcp_pending_calls",
+        "connector_oauth",
+        "oauth_states",
         "_sqlx_migrations",
     ];
     let leaked: Vec<_> = grants
