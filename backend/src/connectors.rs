@@ -403,6 +403,22 @@ pub async fn repoint(
     )
     .execute(&mut *tx)
     .await?;
+    // OAuth tokens are bound to the old URL anyway (`oauth::store`); they
+    // and any sign-in in flight go with it.
+    sqlx::query!(
+        "delete from connector_oauth where connector_id = $1 and user_id = $2",
+        id,
+        user_id,
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "delete from oauth_states where connector_id = $1 and user_id = $2",
+        id,
+        user_id,
+    )
+    .execute(&mut *tx)
+    .await?;
     crate::approvals::deny_for_connector(&mut tx, user_id.into(), id.into()).await?;
     tx.commit().await?;
     Ok(())

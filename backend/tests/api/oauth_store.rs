@@ -281,6 +281,32 @@ async fn tokens_load_and_save_only_for_the_url_they_were_issued_for() {
         !stored.contains("DO-NOT-LEAK") && !stored.contains("access-1"),
         "sealed at rest"
     );
+
+    // Pointing the connector elsewhere deletes its OAuth rows.
+    save_state(
+        &app.pool,
+        &secrets,
+        (user, connector),
+        "state-r",
+        &in_flight(),
+    )
+    .await
+    .expect("saved");
+    countersign::connectors::repoint(
+        &app.pool,
+        user.into(),
+        connector.into(),
+        &"https://mcp.elsewhere.example/mcp".parse().expect("URL"),
+    )
+    .await
+    .expect("re-pointed");
+    let left: i64 = sqlx::query_scalar(
+        "select (select count(*) from connector_oauth) + (select count(*) from oauth_states)",
+    )
+    .fetch_one(&mut su)
+    .await
+    .expect("count");
+    assert_eq!(left, 0);
 }
 
 #[tokio::test]
