@@ -382,38 +382,15 @@ pub async fn repoint(
     if updated.rows_affected() == 0 {
         return Err(ConnectorError::NotFound);
     }
+    // Everything trusted at the old URL goes in one statement: credentials,
+    // rules, reviews, and the OAuth client, tokens and sign-ins in flight
+    // (the tokens are bound to the old URL anyway, see `oauth::store`).
     sqlx::query!(
-        "delete from connector_secrets where connector_id = $1 and user_id = $2",
-        id,
-        user_id,
-    )
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query!(
-        "delete from tool_grants where connector_id = $1 and user_id = $2",
-        id,
-        user_id,
-    )
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query!(
-        "delete from connector_tools where connector_id = $1 and user_id = $2",
-        id,
-        user_id,
-    )
-    .execute(&mut *tx)
-    .await?;
-    // OAuth tokens are bound to the old URL anyway (`oauth::store`); they
-    // and any sign-in in flight go with it.
-    sqlx::query!(
-        "delete from connector_oauth where connector_id = $1 and user_id = $2",
-        id,
-        user_id,
-    )
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query!(
-        "delete from oauth_states where connector_id = $1 and user_id = $2",
+        "with secrets as (delete from connector_secrets where connector_id = $1 and user_id = $2),
+              grants as (delete from tool_grants where connector_id = $1 and user_id = $2),
+              tools as (delete from connector_tools where connector_id = $1 and user_id = $2),
+              oauth as (delete from connector_oauth where connector_id = $1 and user_id = $2)
+         delete from oauth_states where connector_id = $1 and user_id = $2",
         id,
         user_id,
     )

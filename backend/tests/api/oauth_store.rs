@@ -70,6 +70,20 @@ fn in_flight() -> InFlight {
     .expect("in flight")
 }
 
+/// Stores [`client`] for the connector at [`URL`], registered with `issuer`.
+async fn with_client(app: &TestApp, ids: (UserId, ConnectorId), issuer: &str) {
+    save_client(
+        &app.pool,
+        &secrets(),
+        ids,
+        URL,
+        &metadata(issuer),
+        &client(),
+    )
+    .await
+    .expect("client saved");
+}
+
 fn tokens(access: &str) -> StoredCredentials {
     serde_json::from_value(json!({
         "client_id": "countersign-test",
@@ -198,16 +212,7 @@ async fn a_sealed_request_moved_to_another_connectors_row_does_not_open() {
 async fn tokens_load_and_save_only_for_the_url_they_were_issued_for() {
     let (app, user, connector) = user_with_connector().await;
     let secrets = secrets();
-    save_client(
-        &app.pool,
-        &secrets,
-        (user, connector),
-        URL,
-        &metadata("https://as.example"),
-        &client(),
-    )
-    .await
-    .expect("client saved");
+    with_client(&app, (user, connector), "https://as.example").await;
     let here = PgCredentialStore::new(app.pool.clone(), secrets.clone(), (user, connector), URL);
     assert!(here.load().await.expect("load").is_none(), "no tokens yet");
     here.save(tokens("access-1")).await.expect("save");
@@ -260,16 +265,7 @@ async fn tokens_load_and_save_only_for_the_url_they_were_issued_for() {
     assert!(other.is_none(), "another issuer registers again");
 
     // A new client from another issuer drops the old issuer's tokens.
-    save_client(
-        &app.pool,
-        &secrets,
-        (user, connector),
-        URL,
-        &metadata("https://other-as.example"),
-        &client(),
-    )
-    .await
-    .expect("client saved");
+    with_client(&app, (user, connector), "https://other-as.example").await;
     assert!(here.load().await.expect("load").is_none());
 
     let mut su = app.superuser().await;
@@ -313,16 +309,7 @@ async fn tokens_load_and_save_only_for_the_url_they_were_issued_for() {
 async fn a_refused_refresh_asks_for_a_new_sign_in() {
     let (app, user, connector) = user_with_connector().await;
     let secrets = secrets();
-    save_client(
-        &app.pool,
-        &secrets,
-        (user, connector),
-        URL,
-        &metadata("https://as.example"),
-        &client(),
-    )
-    .await
-    .expect("client saved");
+    with_client(&app, (user, connector), "https://as.example").await;
     let store = PgCredentialStore::new(app.pool.clone(), secrets, (user, connector), URL);
     store.save(tokens("access-1")).await.expect("save");
     let mut su = app.superuser().await;
