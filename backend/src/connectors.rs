@@ -56,6 +56,9 @@ pub enum ConnectorError {
     /// Credentials need `COUNTERSIGN_SECRET_KEY`.
     #[error("This server cannot store connector credentials: COUNTERSIGN_SECRET_KEY is not set.")]
     NoSecretKey,
+    /// An OAuth step failed, or the connector needs a (new) sign-in.
+    #[error(transparent)]
+    OAuth(#[from] oauth::OAuthError),
     /// Database failure.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
@@ -71,6 +74,9 @@ pub enum Auth {
     Bearer(String),
     /// Custom headers.
     Headers(BTreeMap<String, String>),
+    /// OAuth 2.1, with the client settings the user gave (if any); the
+    /// tokens live in `connector_oauth` ([`oauth::store`]).
+    OAuth(oauth::ClientSettings),
 }
 
 impl Auth {
@@ -138,8 +144,54 @@ impl Auth {
                 }
                 Ok(Self::Headers(headers))
             }
+            AuthType::OAuth => {
+                let text =
+                    |v: &Option<String>, what: &str| -> Result<Option<String>, ConnectorError> {
+                        match v.as_deref().map(str::trim) {
+                            None | Some("") => Ok(None),
+                            Some(v)
+                                if v.chars().count() > MAX_HEADER_VALUE_CHARS
+                                    || !v.chars().all(|c| c.is_ascii_graphic()) =>
+                            {
+                                Err(ConnectorError::Invalid(format!(
+                                    "The {what} must be 1 to 4096 visible ASCII characters."
+                                )))
+                            }
+                            Some(v) => Ok(Some(v.to_owned())),
+                        }
+                    };
+                let client_id = text(&auth.client_id, "client id")?;
+                let client_secret = text(&auth.client_secret, "client secret")?;
+                if client_secret.is_some() && client_id.is_none() {
+                    return invalid("A client secret needs its client id.");
+                }
+                let scopes: Vec<String> = auth
+                    .scopes
+                    .iter()
+                    .flatten()
+                    .flat_map(|s| s.split_whitespace())
+                    .map(str::to_owned)
+                    .collect();
+                if scopes.len() > 50
+                    || scopes.iter().any(|s| {
+                        s.len() > 200
+                            || !s
+                                .bytes()
+                                .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+                    })
+                {
+                    return invalid(
+                        "Scopes are up to 50 words of visible ASCII (no quotes or backslashes).",
+                    );
+                }
+                Ok(Self::OAuth(oauth::ClientSettings {
+                    client_id,
+                    client_secret,
+                    scopes,
+                }))
+            }
             AuthType::Unknown => Err(ConnectorError::Invalid(format!(
-                "Unknown authentication type \"{}\": use none, bearer or headers.",
+                "Unknown authentication type \"{}\": use none, bearer, headers or oauth.",
                 auth.kind
             ))),
         }
@@ -151,6 +203,7 @@ impl Auth {
             Self::None => AuthType::None,
             Self::Bearer(_) => AuthType::Bearer,
             Self::Headers(_) => AuthType::Headers,
+            Self::OAuth(_) => AuthType::OAuth,
         }
     }
 
@@ -166,12 +219,31 @@ impl Auth {
             Self::None => serde_json::json!({}),
             Self::Bearer(t) => serde_json::json!({ "bearer": t }),
             Self::Headers(h) => serde_json::json!({ "headers": h }),
+            Self::OAuth(c) => serde_json::json!({ "oauth": {
+                "client_id": c.client_id, "client_secret": c.client_secret, "scopes": c.scopes,
+            }}),
         }
     }
 
     fn from_json(value: &Value) -> Self {
         if let Some(token) = value.get("bearer").and_then(Value::as_str) {
             return Self::Bearer(token.to_owned());
+        }
+        if let Some(oauth) = value.get("oauth") {
+            let text = |k: &str| oauth.get(k).and_then(Value::as_str).map(str::to_owned);
+            return Self::OAuth(oauth::ClientSettings {
+                client_id: text("client_id"),
+                client_secret: text("client_secret"),
+                scopes: oauth
+                    .get("scopes")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|s| s.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            });
         }
         match value.get("headers").and_then(Value::as_object) {
             Some(map) => Self::Headers(
@@ -689,13 +761,13 @@ mod tests {
     fn headers(pairs: &[(&str, &str)]) -> ConnectorAuth {
         ConnectorAuth {
             kind: AuthType::Headers.to_string(),
-            token: None,
             headers: Some(
                 pairs
                     .iter()
                     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                     .collect(),
             ),
+            ..ConnectorAuth::default()
         }
     }
 
@@ -724,8 +796,7 @@ mod tests {
             (
                 ConnectorAuth {
                     kind: "basic".into(),
-                    token: None,
-                    headers: None,
+                    ..ConnectorAuth::default()
                 },
                 "unknown type",
             ),
@@ -733,9 +804,25 @@ mod tests {
                 ConnectorAuth {
                     kind: AuthType::Bearer.to_string(),
                     token: Some("  ".into()),
-                    headers: None,
+                    ..ConnectorAuth::default()
                 },
                 "empty token",
+            ),
+            (
+                ConnectorAuth {
+                    kind: AuthType::OAuth.to_string(),
+                    client_secret: Some("s3cret".into()),
+                    ..ConnectorAuth::default()
+                },
+                "a client secret without its client id",
+            ),
+            (
+                ConnectorAuth {
+                    kind: AuthType::OAuth.to_string(),
+                    scopes: Some(vec!["a\"b".into()]),
+                    ..ConnectorAuth::default()
+                },
+                "a scope with a quote",
             ),
         ] {
             assert!(Auth::parse(Some(&auth)).is_err(), "{why}");

@@ -13,6 +13,7 @@ pub mod extract;
 pub mod health;
 pub mod mfa;
 pub mod models;
+pub mod oauth;
 pub mod security;
 pub mod session;
 pub mod stream;
@@ -83,6 +84,8 @@ pub fn router(state: AppState) -> Router {
             "/connectors/{id}/tools/review",
             put(connectors::review_tools),
         )
+        .route("/connectors/{id}/oauth/start", post(oauth::start))
+        .route("/connectors/{id}/oauth", delete(oauth::disconnect))
         .route("/mcp-pending-calls", get(approvals::list_pending))
         .route("/mcp-pending-calls/{id}", post(approvals::decide))
         .route("/grants", get(approvals::list_grants))
@@ -105,6 +108,8 @@ pub fn router(state: AppState) -> Router {
 
     Router::new()
         .nest("/api", api)
+        .route("/oauth/callback", get(oauth::callback))
+        .route("/oauth/client-metadata.json", get(oauth::client_metadata))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .fallback_service(web_app)

@@ -19,20 +19,24 @@
 //! - [`tools::hostile`] — listings and results beyond a client's bounds (600
 //!   tools, a 70 KiB descriptor, an 18 MiB listing, a 17 MiB result, an
 //!   invalid `x-mcp-header`), one mode at a time;
-//! - `guard` — loopback-only listening, `Host`/`Origin` checks.
+//! - `guard` — loopback-only listening, `Host`/`Origin` checks;
+//! - [`oauth`] — OAuth mode: `/mcp` needs a bearer token that the server's
+//!   own loopback authorization server issued (metadata, registration,
+//!   a sign-in page, PKCE, rotating refresh) — for testing OAuth clients.
 //!
 //! Routes: `POST|GET|DELETE /mcp` (MCP Streamable HTTP, both the 2026-07-28
 //! stateless era and the 2025-11-25 session era), and the admin routes
 //! listed in `admin`. Every route refuses a foreign `Host` or `Origin` with
 //! 403.
 //!
-//! Deliberately not here: authentication (the server holds only demo data
-//! and listens only on loopback), persistence, and any real network access —
-//! `fetch_url_preview` makes its preview up.
+//! Deliberately not here: authentication outside OAuth mode (the server
+//! holds only demo data and listens only on loopback), persistence, and any
+//! real network access — `fetch_url_preview` makes its preview up.
 
 mod admin;
 mod guard;
 mod mcp;
+pub mod oauth;
 mod state;
 mod stringly;
 pub mod tools;
@@ -40,6 +44,7 @@ pub mod tools;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::Router;
 use rmcp::transport::StreamableHttpServerConfig;
@@ -68,13 +73,23 @@ pub async fn serve_with_state(
     state: DemoState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
+    serve_with(listener, state, None, shutdown).await
+}
+
+/// Like [`serve_with_state`], in OAuth mode when `oauth` is given.
+pub async fn serve_with(
+    listener: TcpListener,
+    state: DemoState,
+    oauth: Option<oauth::AuthServer>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
     let addr = listener.local_addr()?;
     guard::ensure_loopback(addr)?;
     let config = StreamableHttpServerConfig::default();
     // Cancelling rmcp's token ends open SSE streams (standalone GET streams,
     // `subscriptions/listen`), which graceful shutdown would otherwise wait on.
     let open_streams = config.cancellation_token.clone();
-    axum::serve(listener, app(state, addr, config))
+    axum::serve(listener, app(state, addr, config, oauth))
         .with_graceful_shutdown(async move {
             shutdown.await;
             open_streams.cancel();
@@ -84,19 +99,34 @@ pub async fn serve_with_state(
 
 /// Every route, guarded. `addr` is where the server listens; it decides
 /// which `Host` and `Origin` values are accepted.
-fn app(state: DemoState, addr: SocketAddr, config: StreamableHttpServerConfig) -> Router {
+fn app(
+    state: DemoState,
+    addr: SocketAddr,
+    config: StreamableHttpServerConfig,
+    oauth: Option<oauth::AuthServer>,
+) -> Router {
     let allowed = guard::Allowed::for_addr(addr);
     let mcp = mcp::service(state.clone(), &allowed, config);
-    Router::new()
-        .route_service("/mcp", mcp)
-        .layer(axum::middleware::map_response(
-            stringly::stringify_annotations,
-        ))
-        .merge(admin::routes().with_state(state))
-        .layer(axum::middleware::from_fn_with_state(
-            allowed,
-            guard::loopback_only,
-        ))
+    let mut mcp_routes =
+        Router::new()
+            .route_service("/mcp", mcp)
+            .layer(axum::middleware::map_response(
+                stringly::stringify_annotations,
+            ));
+    if let Some(server) = &oauth {
+        mcp_routes = mcp_routes.layer(axum::middleware::from_fn_with_state(
+            server.clone(),
+            oauth::require_bearer,
+        ));
+    }
+    let mut routes = mcp_routes.merge(admin::routes().with_state(state));
+    if let Some(server) = oauth {
+        routes = routes.merge(oauth::routes(server));
+    }
+    routes.layer(axum::middleware::from_fn_with_state(
+        allowed,
+        guard::loopback_only,
+    ))
 }
 
 /// A demo server running in the background of the current tokio runtime,
@@ -105,6 +135,7 @@ fn app(state: DemoState, addr: SocketAddr, config: StreamableHttpServerConfig) -
 pub struct DemoServer {
     addr: SocketAddr,
     state: DemoState,
+    oauth: Option<oauth::AuthServer>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<io::Result<()>>>,
 }
@@ -114,18 +145,35 @@ impl DemoServer {
     ///
     /// Refuses any non-loopback address before binding it.
     pub async fn start(addr: SocketAddr) -> io::Result<Self> {
+        Self::start_inner(addr, None).await
+    }
+
+    /// Like [`DemoServer::start`], in OAuth mode ([`oauth`]): access tokens
+    /// live `token_ttl`.
+    pub async fn start_with_oauth(addr: SocketAddr, token_ttl: Duration) -> io::Result<Self> {
+        Self::start_inner(addr, Some(token_ttl)).await
+    }
+
+    async fn start_inner(addr: SocketAddr, token_ttl: Option<Duration>) -> io::Result<Self> {
         guard::ensure_loopback(addr)?;
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let state = DemoState::new();
+        let oauth = token_ttl.map(|ttl| oauth::AuthServer::new(addr, ttl));
         let (shutdown, stop) = oneshot::channel::<()>();
-        let task = tokio::spawn(serve_with_state(listener, state.clone(), async move {
-            // Resolves on `stop()` and when the handle is dropped.
-            let _ = stop.await;
-        }));
+        let task = tokio::spawn(serve_with(
+            listener,
+            state.clone(),
+            oauth.clone(),
+            async move {
+                // Resolves on `stop()` and when the handle is dropped.
+                let _ = stop.await;
+            },
+        ));
         Ok(Self {
             addr,
             state,
+            oauth,
             shutdown: Some(shutdown),
             task: Some(task),
         })
@@ -149,6 +197,11 @@ impl DemoServer {
     /// The live state: call log, drift, reset.
     pub fn state(&self) -> &DemoState {
         &self.state
+    }
+
+    /// The authorization server, in OAuth mode.
+    pub fn oauth(&self) -> Option<&oauth::AuthServer> {
+        self.oauth.as_ref()
     }
 
     /// The tool calls executed so far.

@@ -1,7 +1,7 @@
 //! Connectors: users' remote MCP servers and their tools (DESIGN §2, §5,
 //! §8).
 
-use crate::vocab::{AuthType, ConnectorStatus, ReviewState};
+use crate::vocab::{AuthType, ConnectorStatus, OAuthStatus, ReviewState};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -36,10 +36,11 @@ pub fn is_reserved_header(name: &str) -> bool {
 }
 
 /// How Countersign authenticates to a connector.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectorAuth {
-    /// `none`, `bearer` or `headers` (an [`AuthType`] word). A string, not
-    /// the enum: the server names an unknown type back in its 422.
+    /// `none`, `bearer`, `headers` or `oauth` (an [`AuthType`] word). A
+    /// string, not the enum: the server names an unknown type back in its
+    /// 422.
     #[serde(rename = "type")]
     pub kind: String,
     /// The bearer token (`type: bearer`); write-only.
@@ -48,6 +49,17 @@ pub struct ConnectorAuth {
     /// Custom headers (`type: headers`), at most 20; write-only values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, String>>,
+    /// A client id registered with the authorization server out of band
+    /// (`type: oauth`); without one Countersign registers itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// That client's secret (`type: oauth`); write-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// Scopes to ask for instead of those the server suggests (`type:
+    /// oauth`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
 }
 
 /// `POST /api/connectors`.
@@ -120,6 +132,25 @@ pub struct Connector {
     /// are not offered to the model (an invalid `x-mcp-header`), with why.
     #[serde(default)]
     pub dropped_tools: Vec<DroppedTool>,
+    /// Where its OAuth sign-in stands (`not_applicable` unless `auth_type`
+    /// is `oauth`).
+    #[serde(default = "not_applicable")]
+    pub oauth_status: OAuthStatus,
+    /// The authorization server it signed in with, once it did.
+    #[serde(default)]
+    pub oauth_issuer: Option<String>,
+}
+
+fn not_applicable() -> OAuthStatus {
+    OAuthStatus::NotApplicable
+}
+
+/// `POST /api/connectors/{id}/oauth/start`: where to send the browser.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthStart {
+    /// The authorization server's sign-in page, with this request's
+    /// `state`, PKCE challenge and `resource`.
+    pub authorization_url: String,
 }
 
 /// A tool the server listed that Countersign does not offer (DESIGN §2).

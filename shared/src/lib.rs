@@ -27,8 +27,8 @@ pub use error::ErrorBody;
 pub use events::{ChatEvent, ChatEventMessage};
 pub use vocab::{
     ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, ConnectorStatus,
-    Decision, GrantKind, MessageStatus, NoProseReason, PendingCallStatus, Resolution, ReviewState,
-    ToolCallStatus, TurnEnding, UnknownWord,
+    Decision, GrantKind, MessageStatus, NoProseReason, OAuthStatus, PendingCallStatus, Resolution,
+    ReviewState, ToolCallStatus, TurnEnding, UnknownWord,
 };
 
 /// The header every non-GET `/api` request carries, equal to the session's

@@ -392,6 +392,22 @@ vocabulary! {
         Bearer = "bearer",
         /// Custom headers.
         Headers = "headers",
+        /// OAuth 2.1: the user signs in at the server's authorization
+        /// server (DESIGN §2 "Connector authorization").
+        #[serde(rename = "oauth")]
+        OAuth = "oauth",
+    }
+}
+
+vocabulary! {
+    /// Where an OAuth connector's sign-in stands (`oauth_status`).
+    pub enum OAuthStatus {
+        /// It has tokens for its URL.
+        Connected = "connected",
+        /// Never signed in, a refresh was refused, or its URL changed.
+        NeedsSignIn = "needs_sign_in",
+        /// Not an OAuth connector.
+        NotApplicable = "not_applicable",
     }
 }
 
@@ -610,6 +626,15 @@ mod tests {
                 (AuthType::None, "none"),
                 (AuthType::Bearer, "bearer"),
                 (AuthType::Headers, "headers"),
+                (AuthType::OAuth, "oauth"),
+            ],
+        );
+        check(
+            OAuthStatus::ALL,
+            &[
+                (OAuthStatus::Connected, "connected"),
+                (OAuthStatus::NeedsSignIn, "needs_sign_in"),
+                (OAuthStatus::NotApplicable, "not_applicable"),
             ],
         );
     }

@@ -48,6 +48,11 @@ pub async fn open_session(
                 .map(|(k, v)| (k, crate::config::Secret::new(v)))
                 .collect();
         }
+        // Only a token issued for this very URL (`oauth::store`).
+        Auth::OAuth(_) => {
+            let token = super::oauth::access_token(state, (user_id.into(), id.into()), url).await?;
+            target.bearer = Some(crate::config::Secret::new(token));
+        }
     }
     let settings = McpSettings {
         call_timeout: Duration::from_secs(state.config.mcp_timeout_secs),

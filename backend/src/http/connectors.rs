@@ -13,8 +13,8 @@ use crate::{
 };
 use axum::{extract::State, http::StatusCode, response::IntoResponse};
 use countersign_api::{
-    AuthType, Connector, ConnectorStatus, ConnectorTool, CreateConnectorRequest, ReviewState,
-    ReviewToolsRequest, UpdateConnectorRequest,
+    AuthType, Connector, ConnectorStatus, ConnectorTool, CreateConnectorRequest, OAuthStatus,
+    ReviewState, ReviewToolsRequest, UpdateConnectorRequest,
 };
 use std::collections::BTreeMap;
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
@@ -44,7 +44,10 @@ struct ConnectorRow {
     dropped_tools: serde_json::Value,
 }
 
-fn connector(row: ConnectorRow) -> Connector {
+/// A connector's OAuth sign-in as the list shows it: `(status, issuer)`.
+type OAuthView = (OAuthStatus, Option<String>);
+
+fn connector(row: ConnectorRow, oauth: Option<&OAuthView>) -> Connector {
     let host = reqwest::Url::parse(&row.url)
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
@@ -69,6 +72,12 @@ fn connector(row: ConnectorRow) -> Connector {
         created_at: rfc3339(row.created_at),
         grant_count: row.grant_count,
         dropped_tools: serde_json::from_value(row.dropped_tools).unwrap_or_default(),
+        oauth_status: match (row.auth_type, oauth) {
+            (AuthType::OAuth, Some((status, _))) => *status,
+            (AuthType::OAuth, None) => OAuthStatus::NeedsSignIn,
+            _ => OAuthStatus::NotApplicable,
+        },
+        oauth_issuer: oauth.and_then(|(_, issuer)| issuer.clone()),
     }
 }
 
@@ -101,10 +110,34 @@ async fn connectors_of(
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(rows.into_iter().map(connector).collect())
+    // Sign-ins are service-only (sealed tokens sit beside them): read as
+    // the service, for this user, and only for each connector's own URL.
+    let mut tx = db::service_tx(&state.db).await?;
+    let signed_in = sqlx::query!(
+        r#"select o.connector_id, o.issuer,
+                  case when o.status = 'connected' and o.tokens_key_id is not null
+                       then 'connected' else 'needs_sign_in' end as "status!: OAuthStatus"
+             from connector_oauth o join connectors c on c.id = o.connector_id
+            where o.user_id = $1 and c.user_id = $1 and o.resource = c.url"#,
+        user_id,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let oauth: BTreeMap<Uuid, OAuthView> = signed_in
+        .into_iter()
+        .map(|r| (r.connector_id, (r.status, r.issuer)))
+        .collect();
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let view = oauth.get(&row.id);
+            connector(row, view)
+        })
+        .collect())
 }
 
-async fn load(state: &AppState, user_id: Uuid, id: Uuid) -> Result<Connector, ApiError> {
+pub(super) async fn load(state: &AppState, user_id: Uuid, id: Uuid) -> Result<Connector, ApiError> {
     connectors_of(state, user_id, Some(id))
         .await?
         .pop()

@@ -123,7 +123,25 @@ impl From<crate::connectors::ConnectorError> for ApiError {
             E::NameTaken(_) | E::StaleReview(_) => Self::Conflict(message),
             E::NotFound => Self::NotFound(message),
             E::NoSecretKey => Self::Unavailable(message),
+            E::OAuth(e) => e.into(),
             E::Database(e) => Self::Internal(e.into()),
+        }
+    }
+}
+
+impl From<crate::connectors::oauth::OAuthError> for ApiError {
+    fn from(err: crate::connectors::oauth::OAuthError) -> Self {
+        use crate::connectors::oauth::OAuthError as E;
+        let message = err.to_string();
+        match err {
+            E::NoSecretKey => Self::Unavailable(message),
+            E::Setup(_) | E::Exchange(_) => Self::BadGateway(message),
+            E::InsecureAuthorizationUrl(_) => Self::Unprocessable(message),
+            E::UnknownState => Self::Gone(message),
+            E::WrongUser => Self::Forbidden(message),
+            E::ConnectorChanged | E::NeedsSignIn => Self::Conflict(message),
+            E::Database(e) => Self::Internal(e.into()),
+            E::Store(_) => Self::Internal(anyhow::anyhow!(message)),
         }
     }
 }

@@ -16,6 +16,7 @@ mod health;
 mod helpers;
 mod host;
 mod mfa;
+mod oauth_flow;
 mod oauth_store;
 mod rls;
 mod server_bounds;

@@ -690,7 +690,7 @@ impl AuthDraft {
             AuthType::Bearer => ConnectorAuth {
                 kind: AuthType::Bearer.to_string(),
                 token: Some(self.token.get_untracked()),
-                headers: None,
+                ..ConnectorAuth::default()
             },
             AuthType::Headers => {
                 let map: BTreeMap<String, String> = self
@@ -707,14 +707,13 @@ impl AuthDraft {
                     .collect();
                 ConnectorAuth {
                     kind: AuthType::Headers.to_string(),
-                    token: None,
                     headers: Some(map),
+                    ..ConnectorAuth::default()
                 }
             }
             _ => ConnectorAuth {
                 kind: AuthType::None.to_string(),
-                token: None,
-                headers: None,
+                ..ConnectorAuth::default()
             },
         }
     }

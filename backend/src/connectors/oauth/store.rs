@@ -194,6 +194,55 @@ pub async fn client_for(
     .transpose()
 }
 
+/// A connector's sign-in, as [`signed_in`] reads it.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    /// The authorization server's metadata.
+    pub metadata: AuthorizationMetadata,
+    /// The client it signed in as.
+    pub client: ClientRecord,
+}
+
+/// The connector's sign-in at `resource`, when it is connected (it has
+/// tokens for that URL, and no refresh was refused since).
+pub async fn signed_in(
+    pool: &PgPool,
+    secrets: &SecretBox,
+    (user_id, connector_id): (UserId, ConnectorId),
+    resource: &str,
+) -> Result<Option<SignedIn>, AuthError> {
+    let mut tx = db::service_tx(pool).await.map_err(store_error)?;
+    let row = sqlx::query!(
+        "select metadata, client_key_id, client_nonce, client_ciphertext
+           from connector_oauth
+          where connector_id = $1 and user_id = $2 and resource = $3
+            and status = 'connected' and tokens_key_id is not null",
+        connector_id as ConnectorId,
+        user_id as UserId,
+        resource,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(store_error)?;
+    tx.commit().await.map_err(store_error)?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let sealed = Sealed {
+        key_id: row.client_key_id,
+        nonce: row.client_nonce,
+        ciphertext: row.client_ciphertext,
+    };
+    Ok(Some(SignedIn {
+        metadata: serde_json::from_value(row.metadata).map_err(store_error)?,
+        client: open_json(
+            secrets,
+            &sealed,
+            &aad("connector_oauth_client", user_id, connector_id),
+        )?,
+    }))
+}
+
 /// rmcp's credential store for one user's connector at one URL.
 #[derive(Debug, Clone)]
 pub struct PgCredentialStore {
@@ -381,6 +430,20 @@ pub async fn save_state(
         sealed.nonce,
         sealed.ciphertext,
         STATE_TTL.as_secs_f64(),
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(store_error)?;
+    tx.commit().await.map_err(store_error)
+}
+
+/// Forgets the authorization request stored under `state` (the
+/// authorization server refused it), without reading it.
+pub async fn discard_state(pool: &PgPool, state: &str) -> Result<(), AuthError> {
+    let mut tx = db::service_tx(pool).await.map_err(store_error)?;
+    sqlx::query!(
+        "delete from oauth_states where state_hash = $1",
+        sha256_hex(state),
     )
     .execute(&mut *tx)
     .await

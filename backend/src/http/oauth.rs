@@ -1,0 +1,189 @@
+//! Connector sign-in (DESIGN §8, "Connector OAuth"): `POST
+//! /api/connectors/{id}/oauth/start` → `{authorization_url}`; the browser
+//! comes back to `GET /oauth/callback` (outside `/api`: a top-level
+//! navigation from the authorization server, so no CSRF header — the
+//! single-use `state`, bound to the signed-in user, is what authenticates
+//! it); `DELETE /api/connectors/{id}/oauth` forgets the tokens; `GET
+//! /oauth/client-metadata.json` is the Client ID Metadata Document.
+
+use super::{
+    connectors::load,
+    error::ApiError,
+    extract::{CurrentUser, Path},
+};
+use crate::{
+    AppState,
+    connectors::{self, Auth, oauth},
+};
+use axum::{
+    extract::{Query, State},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Redirect, Response},
+};
+use countersign_api::{AuthType, OAuthStart};
+use serde::Deserialize;
+use uuid::Uuid;
+
+/// Where the authorization server sends the browser back: the public URL
+/// when set, else this request's own host (the Host check has vetted it).
+fn redirect_uri(state: &AppState, headers: &HeaderMap) -> Result<String, ApiError> {
+    if let Some(origin) = state.config.public_origin() {
+        return Ok(format!("{origin}/oauth/callback"));
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .ok_or_else(|| ApiError::BadRequest("The request names no host.".into()))?;
+    Ok(format!("http://{host}/oauth/callback"))
+}
+
+/// `POST /api/connectors/{id}/oauth/start`.
+pub async fn start(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(id): Path<Uuid>,
+    headers: HeaderMap,
+) -> Result<axum::Json<OAuthStart>, ApiError> {
+    let connector = load(&state, user.user_id, id).await?;
+    if connector.auth_type != AuthType::OAuth {
+        return Err(ApiError::Conflict(
+            "This connector does not use OAuth: choose OAuth as its authentication first.".into(),
+        ));
+    }
+    let Auth::OAuth(settings) =
+        connectors::load_auth(&state.db, state.secrets.as_ref(), user.user_id, id).await?
+    else {
+        return Err(ApiError::Conflict(
+            "This connector does not use OAuth.".into(),
+        ));
+    };
+    let authorization_url = oauth::start(
+        &state,
+        (user.user_id.into(), id.into()),
+        &connector.url,
+        &settings,
+        &redirect_uri(&state, &headers)?,
+    )
+    .await?;
+    tracing::info!(user.id = %user.user_id, connector.id = %id, "connector sign-in started");
+    Ok(axum::Json(OAuthStart { authorization_url }))
+}
+
+/// The authorization server's answer (RFC 6749 §4.1.2, RFC 9207).
+#[derive(Debug, Deserialize)]
+pub struct Callback {
+    code: Option<String>,
+    state: Option<String>,
+    iss: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+/// Back to Settings with the outcome in the query (the page reads it).
+fn back(outcome: &[(&str, &str)]) -> Response {
+    let query: String = url_query(outcome);
+    Redirect::to(&format!("/settings?{query}")).into_response()
+}
+
+fn url_query(pairs: &[(&str, &str)]) -> String {
+    let mut url = reqwest::Url::parse("http://x/").expect("a fixed URL");
+    url.query_pairs_mut().extend_pairs(pairs);
+    url.query().unwrap_or_default().to_owned()
+}
+
+/// `GET /oauth/callback`: completes the sign-in, then lands on Settings.
+pub async fn callback(
+    State(state): State<AppState>,
+    user: Result<CurrentUser, ApiError>,
+    Query(answer): Query<Callback>,
+) -> Response {
+    // Signed out (or another browser): nothing is consumed; sign in first.
+    let Ok(CurrentUser(user)) = user else {
+        return Redirect::to("/signin").into_response();
+    };
+    if let Some(error) = answer.error {
+        // The state is still spent, so the link cannot be replayed.
+        if let Some(s) = &answer.state
+            && let Err(err) = oauth::store::discard_state(&state.db, s).await
+        {
+            tracing::warn!(error = %err, "cannot discard a refused sign-in's state");
+        }
+        let said = answer.error_description.unwrap_or(error);
+        return back(&[(
+            "oauth_error",
+            &format!("The authorization server said: {said}"),
+        )]);
+    }
+    let (Some(code), Some(state_param)) = (answer.code, answer.state) else {
+        return back(&[("oauth_error", "The sign-in came back without a code.")]);
+    };
+    match oauth::finish(
+        &state,
+        user.user_id.into(),
+        &code,
+        &state_param,
+        answer.iss.as_deref(),
+    )
+    .await
+    {
+        Ok(connector_id) => {
+            tracing::info!(user.id = %user.user_id, connector.id = %connector_id, "connector signed in");
+            back(&[
+                ("oauth", "connected"),
+                ("connector", &connector_id.to_string()),
+            ])
+        }
+        Err(err) => {
+            tracing::warn!(user.id = %user.user_id, error = %err, "connector sign-in failed");
+            back(&[("oauth_error", &err.to_string())])
+        }
+    }
+}
+
+/// `DELETE /api/connectors/{id}/oauth` → 204: forgets the tokens (the
+/// client registration stays, keyed by its issuer).
+pub async fn disconnect(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let connector = load(&state, user.user_id, id).await?;
+    let secrets = state
+        .secrets
+        .clone()
+        .ok_or(oauth::OAuthError::NoSecretKey)?;
+    use rmcp::transport::auth::CredentialStore as _;
+    oauth::store::PgCredentialStore::new(
+        state.db.clone(),
+        secrets,
+        (user.user_id.into(), id.into()),
+        &connector.url,
+    )
+    .clear()
+    .await
+    .map_err(|e| oauth::OAuthError::Store(e.to_string()))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /oauth/client-metadata.json`: who Countersign is to an
+/// authorization server that takes URL client ids (SEP-991). Only with an
+/// https `COUNTERSIGN_PUBLIC_URL` (404 otherwise).
+pub async fn client_metadata(State(state): State<AppState>) -> Response {
+    let (Some(client_id), Some(origin)) = (
+        oauth::client_metadata_url(&state),
+        state.config.public_origin(),
+    ) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    axum::Json(serde_json::json!({
+        "client_id": client_id,
+        "client_name": oauth::CLIENT_NAME,
+        "client_uri": origin,
+        "redirect_uris": [format!("{origin}/oauth/callback")],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": "web",
+    }))
+    .into_response()
+}

@@ -1,0 +1,270 @@
+//! Connector OAuth through the API, end to end on loopback: the demo MCP
+//! server in OAuth mode is the protected resource and its own
+//! authorization server (metadata, dynamic registration, a sign-in page,
+//! PKCE S256, `iss`, rotating refresh tokens). The test plays the browser:
+//! start → the authorization page → "Allow" → the callback.
+
+use crate::helpers::{TestApp, new_client, spawn_app_with};
+use countersign::config::Secret;
+use countersign_demo_mcp::DemoServer;
+use reqwest::{StatusCode, Url};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const KEY_HEX: &str = "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+/// Access tokens live this long, so the test can wait for a refresh.
+const TOKEN_TTL: Duration = Duration::from_secs(2);
+
+async fn demo() -> DemoServer {
+    DemoServer::start_with_oauth("127.0.0.1:0".parse().expect("addr"), TOKEN_TTL)
+        .await
+        .expect("the demo server")
+}
+
+/// An app that may reach the demo server (also as `loopback.test`, which
+/// the test resolver answers with 127.0.0.1).
+async fn app_for(demo: &DemoServer) -> TestApp {
+    let port = demo.addr().port();
+    let allow = format!("127.0.0.1:{port},loopback.test:{port}")
+        .parse()
+        .expect("allow list");
+    spawn_app_with(|c| {
+        c.secret_key = Some(Secret::new(KEY_HEX));
+        c.allow_private_connectors = allow;
+    })
+    .await
+}
+
+fn query(url: &Url, key: &str) -> Option<String> {
+    url.query_pairs()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// Plays the browser at the authorization server: opens the page, presses
+/// "Allow"; returns where it sends the browser back.
+async fn allow_at_the_authorization_server(authorization_url: &str) -> Url {
+    let browser = new_client();
+    let page = browser
+        .get(authorization_url)
+        .send()
+        .await
+        .expect("the page");
+    assert_eq!(page.status(), StatusCode::OK);
+    assert!(page.text().await.expect("HTML").contains(">Allow<"));
+    let url = Url::parse(authorization_url).expect("a URL");
+    let allowed = browser
+        .post(format!("{}/authorize", url.origin().ascii_serialization()))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(url.query().unwrap_or_default().to_owned())
+        .send()
+        .await
+        .expect("allow");
+    assert!(allowed.status().is_redirection(), "{}", allowed.status());
+    Url::parse(allowed.headers()["location"].to_str().expect("text")).expect("a URL")
+}
+
+/// Follows the callback as the signed-in browser; returns the Settings URL
+/// it lands on.
+async fn callback(app: &TestApp, back: &Url) -> Url {
+    let res = app
+        .client
+        .get(back.as_str())
+        .send()
+        .await
+        .expect("callback");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    Url::parse(&app.url(res.headers()["location"].to_str().expect("text"))).expect("a URL")
+}
+
+async fn connector(app: &TestApp, id: &str) -> Value {
+    app.get_json(&format!("/api/connectors/{id}")).await
+}
+
+#[tokio::test]
+async fn a_user_signs_in_through_the_authorization_server_and_the_token_is_refreshed() {
+    let demo = demo().await;
+    let app = app_for(&demo).await;
+    app.signed_up_user().await;
+    let res = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Demo notes", "url": demo.mcp_url(), "auth": {"type": "oauth"}}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let created: Value = res.json().await.expect("JSON");
+    let id = created["id"].as_str().expect("id").to_owned();
+    assert_eq!(created["auth_type"], "oauth");
+    assert_eq!(created["oauth_status"], "needs_sign_in");
+
+    // Before signing in, nothing connects and no token is sent.
+    let res = app
+        .post(&format!("/api/connectors/{id}/test"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    assert!(demo.oauth().expect("oauth mode").seen().is_empty());
+
+    let res = app
+        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let started: Value = res.json().await.expect("JSON");
+    let authorization_url = started["authorization_url"].as_str().expect("a URL");
+    let url = Url::parse(authorization_url).expect("a URL");
+    assert_eq!(url.path(), "/authorize");
+    assert_eq!(
+        query(&url, "code_challenge_method").as_deref(),
+        Some("S256")
+    );
+    assert_eq!(query(&url, "resource"), Some(demo.mcp_url()), "RFC 8707");
+    assert_eq!(
+        query(&url, "redirect_uri"),
+        Some(app.url("/oauth/callback")),
+        "back to this server"
+    );
+    assert_eq!(
+        demo.oauth().expect("oauth").counters().registered,
+        1,
+        "registered itself"
+    );
+
+    let back = allow_at_the_authorization_server(authorization_url).await;
+    assert_eq!(query(&back, "iss"), Some(demo.base_url()), "RFC 9207");
+    let landed = callback(&app, &back).await;
+    assert_eq!(landed.path(), "/settings");
+    assert_eq!(
+        query(&landed, "oauth").as_deref(),
+        Some("connected"),
+        "{landed}"
+    );
+    assert_eq!(query(&landed, "connector"), Some(id.clone()));
+
+    let signed_in = connector(&app, &id).await;
+    assert_eq!(signed_in["oauth_status"], "connected");
+    assert_eq!(signed_in["oauth_issuer"], demo.base_url());
+
+    let res = app
+        .post(&format!("/api/connectors/{id}/test"), &json!({}))
+        .await;
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+    let seen = demo.oauth().expect("oauth").seen();
+    assert!(
+        !seen.is_empty() && seen.iter().all(|h| h.starts_with("Bearer ")),
+        "{seen:?}"
+    );
+
+    // The same callback again: the state was spent.
+    let replayed = callback(&app, &back).await;
+    assert!(query(&replayed, "oauth_error").is_some(), "{replayed}");
+
+    // Past the token's lifetime, a connect refreshes it first.
+    tokio::time::sleep(TOKEN_TTL + Duration::from_millis(500)).await;
+    let res = app
+        .post(&format!("/api/connectors/{id}/refresh"), &json!({}))
+        .await;
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+    assert_eq!(demo.oauth().expect("oauth").counters().refreshes, 1);
+}
+
+#[tokio::test]
+async fn a_token_is_never_sent_to_another_host_even_the_same_server_by_another_name() {
+    let demo = demo().await;
+    let app = app_for(&demo).await;
+    app.signed_up_user().await;
+    let res = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Demo notes", "url": demo.mcp_url(), "auth": {"type": "oauth"}}),
+        )
+        .await;
+    let id = res.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let started: Value = app
+        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let back =
+        allow_at_the_authorization_server(started["authorization_url"].as_str().expect("URL"))
+            .await;
+    callback(&app, &back).await;
+    assert_eq!(connector(&app, &id).await["oauth_status"], "connected");
+
+    // Change nothing but the host: loopback.test is the very same server.
+    let moved = format!("http://loopback.test:{}/mcp", demo.addr().port());
+    let res = app
+        .request(
+            reqwest::Method::PATCH,
+            &format!("/api/connectors/{id}"),
+            Some(json!({"url": moved, "auth": {"type": "oauth"}})),
+        )
+        .await;
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+    assert_eq!(connector(&app, &id).await["oauth_status"], "needs_sign_in");
+    let before = demo.oauth().expect("oauth").seen().len();
+    let res = app
+        .post(&format!("/api/connectors/{id}/test"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    assert_eq!(
+        demo.oauth().expect("oauth").seen().len(),
+        before,
+        "no token reached the new host"
+    );
+}
+
+#[tokio::test]
+async fn a_callback_for_another_users_sign_in_is_refused_and_spends_it() {
+    let demo = demo().await;
+    let app = app_for(&demo).await;
+    app.signed_up_user().await;
+    let res = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Demo notes", "url": demo.mcp_url(), "auth": {"type": "oauth"}}),
+        )
+        .await;
+    let id = res.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let started: Value = app
+        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let back =
+        allow_at_the_authorization_server(started["authorization_url"].as_str().expect("URL"))
+            .await;
+
+    // Someone else's signed-in browser opens the link.
+    let other = app.at(&app.base);
+    other.signed_up_user().await;
+    let landed = callback(&other, &back).await;
+    assert!(query(&landed, "oauth_error").is_some(), "{landed}");
+    // And the owner cannot use it afterwards either.
+    let landed = callback(&app, &back).await;
+    assert!(query(&landed, "oauth_error").is_some(), "{landed}");
+    assert_eq!(connector(&app, &id).await["oauth_status"], "needs_sign_in");
+}
