@@ -17,6 +17,8 @@
 //!   the registered redirect URI, PKCE S256 and the `resource`.
 //! - `POST /token` — `authorization_code` (PKCE verified, single-use code,
 //!   `resource` checked) and `refresh_token` (rotating: the old one is spent).
+//! - `POST /revoke` — RFC 7009: a refresh token is spent, with the access
+//!   tokens of its client.
 //! - `GET /admin/oauth` — counters for tests: codes, tokens and refreshes
 //!   issued, requests refused for want of a token, and the `Authorization`
 //!   headers `/mcp` saw.
@@ -89,6 +91,8 @@ pub struct Counters {
     pub refreshes: u64,
     /// `/mcp` requests refused for want of a live token.
     pub refused: u64,
+    /// Tokens revoked at `/revoke` (RFC 7009).
+    pub revoked: u64,
 }
 
 fn random() -> String {
@@ -170,6 +174,7 @@ pub fn routes(server: AuthServer) -> Router {
         .route("/register", axum::routing::post(register))
         .route("/authorize", get(authorize_page).post(authorize))
         .route("/token", axum::routing::post(token))
+        .route("/revoke", axum::routing::post(revoke))
         .route("/admin/oauth", get(admin))
         .with_state(server)
 }
@@ -231,6 +236,7 @@ async fn server_metadata(State(server): State<AuthServer>) -> Json<Value> {
         "authorization_endpoint": format!("{base}/authorize"),
         "token_endpoint": format!("{base}/token"),
         "registration_endpoint": format!("{base}/register"),
+        "revocation_endpoint": format!("{base}/revoke"),
         "scopes_supported": [SCOPE],
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
@@ -440,6 +446,22 @@ async fn token(State(server): State<AuthServer>, Form(form): Form<TokenForm>) ->
         }
         _ => oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),
     }
+}
+
+#[derive(Debug, Deserialize)]
+struct RevokeForm {
+    token: String,
+}
+
+async fn revoke(State(server): State<AuthServer>, Form(form): Form<RevokeForm>) -> StatusCode {
+    let mut inner = server.lock();
+    if inner.refresh.remove(&form.token).is_some() || inner.access.remove(&form.token).is_some() {
+        inner.counters.revoked += 1;
+        // The demo has one user: its access tokens go with it.
+        inner.access.clear();
+    }
+    // RFC 7009 §2.2: 200 whether or not the token was known.
+    StatusCode::OK
 }
 
 async fn admin(State(server): State<AuthServer>, _headers: HeaderMap) -> Json<Value> {

@@ -362,6 +362,100 @@ async fn current_url(
     Ok(url)
 }
 
+/// Signs connector `connector_id` of `user_id` out: asks the authorization
+/// server to revoke the refresh token where its metadata offers a
+/// `revocation_endpoint` (RFC 7009; best effort, through the guard), then
+/// forgets the tokens. The client registration stays, keyed by issuer.
+pub async fn disconnect(
+    state: &AppState,
+    (user_id, connector_id): (UserId, ConnectorId),
+    url: &str,
+) -> Result<(), OAuthError> {
+    use rmcp::transport::auth::CredentialStore as _;
+    let secrets = secret_box(state)?;
+    let credentials = PgCredentialStore::new(
+        state.db.clone(),
+        secrets.clone(),
+        (user_id, connector_id),
+        url,
+    );
+    let signed_in = store::signed_in(&state.db, &secrets, (user_id, connector_id), url)
+        .await
+        .map_err(|e| OAuthError::Store(e.to_string()))?;
+    let stored = credentials
+        .load()
+        .await
+        .map_err(|e| OAuthError::Store(e.to_string()))?;
+    if let (Some(signed_in), Some(stored)) = (signed_in, stored)
+        && let Err(err) = revoke(state, &signed_in, &stored).await
+    {
+        tracing::warn!(connector.id = %connector_id, error = %err, "token revocation failed");
+    }
+    credentials
+        .clear()
+        .await
+        .map_err(|e| OAuthError::Store(e.to_string()))
+}
+
+/// RFC 7009: revokes the refresh token (or, without one, the access
+/// token) at the metadata's `revocation_endpoint`, if there is one.
+async fn revoke(
+    state: &AppState,
+    signed_in: &store::SignedIn,
+    stored: &rmcp::transport::auth::StoredCredentials,
+) -> Result<(), String> {
+    let Some(endpoint) = signed_in
+        .metadata
+        .additional_fields
+        .get("revocation_endpoint")
+        .and_then(|v| v.as_str())
+    else {
+        return Ok(());
+    };
+    let tokens = serde_json::to_value(&stored.token_response).map_err(|e| e.to_string())?;
+    let (token, hint) = match tokens.get("refresh_token").and_then(|t| t.as_str()) {
+        Some(refresh) => (refresh, "refresh_token"),
+        None => match tokens.get("access_token").and_then(|t| t.as_str()) {
+            Some(access) => (access, "access_token"),
+            None => return Ok(()),
+        },
+    };
+    let mut form = reqwest::Url::parse("http://form/").map_err(|e| e.to_string())?;
+    form.query_pairs_mut()
+        .append_pair("token", token)
+        .append_pair("token_type_hint", hint)
+        .append_pair("client_id", &signed_in.client.client_id);
+    if let Some(secret) = &signed_in.client.client_secret {
+        form.query_pairs_mut().append_pair("client_secret", secret);
+    }
+    let mut request = reqwest::Request::new(
+        reqwest::Method::POST,
+        reqwest::Url::parse(endpoint).map_err(|e| e.to_string())?,
+    );
+    request.headers_mut().insert(
+        reqwest::header::CONTENT_TYPE,
+        reqwest::header::HeaderValue::from_static("application/x-www-form-urlencoded"),
+    );
+    *request.body_mut() = Some(form.query().unwrap_or_default().to_owned().into());
+    let http = GuardedOAuthHttp::new(
+        state.connector_http.clone(),
+        state.resolver.clone(),
+        state.config.allow_private_connectors.clone(),
+    );
+    let response = http
+        .fetch(request, false)
+        .await
+        .map_err(|e| e.to_string())?;
+    if response.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the revocation endpoint answered {}",
+            response.status()
+        ))
+    }
+}
+
 /// The access token for connector `connector_id` of `user_id` at `url`,
 /// refreshed first when it is about to expire. Only tokens issued for
 /// `url` are ever returned.

@@ -140,28 +140,17 @@ pub async fn callback(
     }
 }
 
-/// `DELETE /api/connectors/{id}/oauth` → 204: forgets the tokens (the
-/// client registration stays, keyed by its issuer).
+/// `DELETE /api/connectors/{id}/oauth` → 204: revokes the tokens where
+/// the authorization server offers it, and forgets them (the client
+/// registration stays, keyed by its issuer).
 pub async fn disconnect(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let connector = load(&state, user.user_id, id).await?;
-    let secrets = state
-        .secrets
-        .clone()
-        .ok_or(oauth::OAuthError::NoSecretKey)?;
-    use rmcp::transport::auth::CredentialStore as _;
-    oauth::store::PgCredentialStore::new(
-        state.db.clone(),
-        secrets,
-        (user.user_id.into(), id.into()),
-        &connector.url,
-    )
-    .clear()
-    .await
-    .map_err(|e| oauth::OAuthError::Store(e.to_string()))?;
+    oauth::disconnect(&state, (user.user_id.into(), id.into()), &connector.url).await?;
+    tracing::info!(user.id = %user.user_id, connector.id = %id, "connector signed out");
     Ok(StatusCode::NO_CONTENT)
 }
 

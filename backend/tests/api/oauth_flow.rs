@@ -268,3 +268,78 @@ async fn a_callback_for_another_users_sign_in_is_refused_and_spends_it() {
     assert!(query(&landed, "oauth_error").is_some(), "{landed}");
     assert_eq!(connector(&app, &id).await["oauth_status"], "needs_sign_in");
 }
+
+#[tokio::test]
+async fn disconnecting_revokes_the_token_at_the_authorization_server_and_forgets_it() {
+    let demo = demo().await;
+    let app = app_for(&demo).await;
+    app.signed_up_user().await;
+    let res = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Demo notes", "url": demo.mcp_url(), "auth": {"type": "oauth"}}),
+        )
+        .await;
+    let id = res.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let started: Value = app
+        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let back =
+        allow_at_the_authorization_server(started["authorization_url"].as_str().expect("URL"))
+            .await;
+    callback(&app, &back).await;
+    assert_eq!(connector(&app, &id).await["oauth_status"], "connected");
+
+    let res = app
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/api/connectors/{id}/oauth"),
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(demo.oauth().expect("oauth").counters().revoked, 1);
+    assert_eq!(connector(&app, &id).await["oauth_status"], "needs_sign_in");
+    let res = app
+        .post(&format!("/api/connectors/{id}/test"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::CONFLICT, "sign in again");
+}
+
+#[tokio::test]
+async fn the_client_metadata_document_is_served_only_with_an_https_public_url() {
+    let app = spawn_app_with(|c| c.public_url = Some("https://countersign.example".into())).await;
+    let res = app
+        .client
+        .get(app.url("/oauth/client-metadata.json"))
+        .header("host", "countersign.example")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(res.status(), StatusCode::OK);
+    let doc: Value = res.json().await.expect("JSON");
+    assert_eq!(
+        doc["client_id"], "https://countersign.example/oauth/client-metadata.json",
+        "a CIMD client id is the document's own URL"
+    );
+    assert_eq!(
+        doc["redirect_uris"],
+        json!(["https://countersign.example/oauth/callback"])
+    );
+    assert_eq!(doc["application_type"], "web");
+
+    let plain = spawn_app_with(|_| {}).await;
+    let res = plain
+        .client
+        .get(plain.url("/oauth/client-metadata.json"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+}
