@@ -46,7 +46,7 @@ impl ApiError {
     /// The server wants a two-factor code first (`{"detail":"mfa_required"}`):
     /// at sign-in a 401 (ask for the code and sign in again), on a
     /// trust-changing action a 403 (step up, then retry; see
-    /// [`crate::step_up`]).
+    /// [`crate::model::step_up`]).
     pub fn is_mfa_required(&self) -> bool {
         matches!(self.status, Some(401 | 403)) && self.detail == MFA_REQUIRED
     }

@@ -23,13 +23,13 @@ use leptos::task::spawn_local;
 use leptos::web_sys::js_sys::Date;
 
 use crate::api;
-use crate::approval::{
+use crate::components::{OriginChip, StepUp};
+use crate::model::approval::{
     ArgPiece, argument_pieces, card_status, clock_offset_ms, countdown_text, duration_text,
     remaining_secs,
 };
-use crate::components::{OriginChip, StepUp};
+use crate::model::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 use crate::session::SessionState;
-use crate::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 
 /// The card of the call in `call`, whose approval has ledger id
 /// `approval_id`.
@@ -143,7 +143,7 @@ pub fn ApprovalCard(
         });
     });
 
-    let field = move |f: fn(&crate::transcript::Approval) -> String| {
+    let field = move |f: fn(&crate::model::transcript::Approval) -> String| {
         move || approval.with(|a| a.as_deref().map(f).unwrap_or_default())
     };
     let offers = move |grant: GrantKind| {
@@ -170,7 +170,7 @@ pub fn ApprovalCard(
                 .map_or(PendingCallStatus::Pending.as_str(), |s| s.key)
         })
     };
-    let flag = move |f: fn(&crate::approval::CardStatus) -> bool| {
+    let flag = move |f: fn(&crate::model::approval::CardStatus) -> bool| {
         move || status.with(|s| s.as_ref().is_some_and(f))
     };
     let buttons_shown = flag(|s| s.buttons_shown);
@@ -183,7 +183,7 @@ pub fn ApprovalCard(
     let tool_error = move || {
         let approved = approval.with(|a| {
             a.as_ref()
-                .is_some_and(|a| a.state == crate::transcript::ApprovalState::Approved)
+                .is_some_and(|a| a.state == crate::model::transcript::ApprovalState::Approved)
         });
         match tool_state.get() {
             ToolState::Error(error) if approved => {

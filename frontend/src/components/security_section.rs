@@ -16,12 +16,13 @@ use leptos::task::spawn_local;
 use leptos::web_sys::js_sys::Date;
 
 use crate::api;
+use crate::clock::minutes_east_at;
 use crate::components::FormError;
-use crate::security::{
+use crate::model::security::{
     PASSWORD_CHANGED, device_text, password_form_problem, revoked_text, svg_data_url,
 };
+use crate::model::when::{ago_text, date_time_text};
 use crate::session::SessionState;
-use crate::when::{ago_text, date_time_text, minutes_east_at};
 
 /// The section: the password, two-factor sign-in, then sessions.
 #[component]

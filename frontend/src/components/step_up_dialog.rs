@@ -17,8 +17,8 @@ use leptos::task::spawn_local;
 
 use crate::api::{self, ApiError};
 use crate::components::FormError;
+use crate::model::step_up::{Answer, Answerer, answer_channel, retry_after_step_up};
 use crate::session::SessionState;
-use crate::step_up::{Answer, Answerer, answer_channel, retry_after_step_up};
 
 /// Handle to the step-up dialog; provided by the signed-in shell.
 #[derive(Clone, Copy)]

@@ -16,10 +16,10 @@ use leptos::task::spawn_local;
 
 use crate::api;
 use crate::components::FormError;
-use crate::session::SessionState;
-use crate::tool_review::{
+use crate::model::tool_review::{
     GrantChip, annotation_claims, descriptor_changes, grant_chip, review_request, starts_kept,
 };
+use crate::session::SessionState;
 
 /// The review list of one connector, loaded again whenever `version` moves
 /// (after Test, Refresh, a saved review or a revoked rule).

@@ -17,9 +17,9 @@ use leptos_router::hooks::use_params_map;
 use crate::api;
 use crate::chats::ChatList;
 use crate::components::{ChatHeader, Composer, ModelPicker, TurnView, set_page_title};
+use crate::model::transcript::Transcript;
 use crate::session::SessionState;
 use crate::sse::{EventStream, StreamItem};
-use crate::transcript::Transcript;
 
 /// The app path of chat `id`.
 pub fn chat_path(id: &str) -> String {

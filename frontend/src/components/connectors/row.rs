@@ -12,8 +12,8 @@ use super::store::ConnectorStore;
 use super::trust_toggle::TrustToggle;
 use crate::api;
 use crate::components::{FormError, ToolReviewList};
+use crate::model::tool_review::{counts_summary, grant_count_text, not_offered_line};
 use crate::session::SessionState;
-use crate::tool_review::{counts_summary, grant_count_text, not_offered_line};
 
 /// One connector: what the server last answered about it, and its actions.
 #[component]

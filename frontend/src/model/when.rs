@@ -1,23 +1,8 @@
 //! Times as people read them: "2026-11-30 14:05" in the browser's zone,
 //! and "5 minutes ago". Plain Rust, tested on the host; the zone offset is
-//! passed in (the browser's comes from [`minutes_east_at`]).
+//! passed in (the browser's comes from [`crate::clock::minutes_east_at`]).
 
-use leptos::web_sys::js_sys::Date;
-use wasm_bindgen::JsValue;
-
-use crate::approval::parse_rfc3339_ms;
-
-/// Minutes the browser's zone is east of UTC at `ms` (since the epoch).
-/// Only meaningful in a browser.
-pub fn minutes_east_at(ms: f64) -> i64 {
-    // `getTimezoneOffset` is UTC minus local, in minutes.
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "a zone offset in minutes fits in i64"
-    )]
-    let west = Date::new(&JsValue::from_f64(ms)).get_timezone_offset() as i64;
-    -west
-}
+use crate::model::approval::parse_rfc3339_ms;
 
 /// "2026-11-30 14:05": the RFC 3339 time `at` in a zone east of UTC by
 /// `minutes_east_at(ms)` minutes; `at` itself if it cannot be read.

@@ -13,7 +13,7 @@
 use countersign_api::{PendingCallStatus, ToolCallStatus};
 use serde_json::Value;
 
-use crate::transcript::{ApprovalState, Grant, Origin, ToolState};
+use crate::model::transcript::{ApprovalState, Grant, Origin, ToolState};
 
 // The card's `data-state` words that are the ledger's and the call's own.
 const PENDING: &str = PendingCallStatus::Pending.as_str();
