@@ -1,27 +1,71 @@
 //! Times as people read them: "2026-11-30 14:05" in the browser's zone,
-//! and "5 minutes ago". Plain Rust, tested on the host; the zone offset is
+//! "14:05", and "5 minutes ago"; and the one reader of the RFC 3339 times
+//! the server sends. Plain Rust, tested on the host; the zone offset is
 //! passed in (the browser's comes from [`crate::clock::minutes_east_at`]).
+//!
+//! The calendar is the `time` crate's: this module only parses with it,
+//! moves an instant into a zone and formats the fields. Instants are also
+//! handed around as milliseconds since the epoch (an `f64`), because that
+//! is what the browser's clock (`Date.now()`) gives to compare with.
 
-use crate::model::approval::parse_rfc3339_ms;
+use time::format_description::well_known::Rfc3339;
+use time::{OffsetDateTime, UtcOffset};
+
+/// An RFC 3339 time such as `2026-05-01T12:00:00.123456Z` or `…+02:00`
+/// (white space around it ignored); `None` if it is not one.
+pub fn parse_rfc3339(text: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(text.trim(), &Rfc3339).ok()
+}
+
+/// Milliseconds since the Unix epoch of an RFC 3339 time (see
+/// [`parse_rfc3339`]); `None` if it is not one.
+pub fn parse_rfc3339_ms(text: &str) -> Option<f64> {
+    let at = parse_rfc3339(text)?;
+    // Exact: every instant of interest is far below 2^53 ms.
+    #[expect(clippy::cast_precision_loss, reason = "seconds since 1970 fit in f64")]
+    let seconds = at.unix_timestamp() as f64;
+    Some(seconds * 1000.0 + f64::from(at.nanosecond()) / 1_000_000.0)
+}
+
+/// The instant `ms` (milliseconds since the epoch) as a date and time in a
+/// zone `minutes_east` of UTC, to the millisecond; `None` when it cannot be
+/// one (not a number, a year past ±9999, an offset past ±26 hours).
+pub fn local_at(ms: f64, minutes_east: i64) -> Option<OffsetDateTime> {
+    if !ms.is_finite() {
+        return None;
+    }
+    #[expect(
+        clippy::cast_possible_truncation,
+        reason = "milliseconds since 1970 of any representable date fit in i64"
+    )]
+    let whole_ms = ms.floor() as i64;
+    let utc = OffsetDateTime::from_unix_timestamp_nanos(i128::from(whole_ms) * 1_000_000).ok()?;
+    let seconds_east = i32::try_from(minutes_east.checked_mul(60)?).ok()?;
+    utc.checked_to_offset(UtcOffset::from_whole_seconds(seconds_east).ok()?)
+}
 
 /// "2026-11-30 14:05": the RFC 3339 time `at` in a zone east of UTC by
 /// `minutes_east_at(ms)` minutes; `at` itself if it cannot be read.
 pub fn date_time_text(at: &str, minutes_east_at: impl Fn(f64) -> i64) -> String {
-    let Some(ms) = parse_rfc3339_ms(at) else {
+    let Some(local) = parse_rfc3339_ms(at).and_then(|ms| local_at(ms, minutes_east_at(ms))) else {
         return at.to_owned();
     };
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "minutes since 1970 fit in i64"
-    )]
-    let minutes = (ms / 60_000.0).floor() as i64 + minutes_east_at(ms);
-    let (days, of_day) = (minutes.div_euclid(24 * 60), minutes.rem_euclid(24 * 60));
-    let (year, month, day) = civil_from_days(days);
     format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
-        of_day / 60,
-        of_day % 60
+        "{:04}-{:02}-{:02} {:02}:{:02}",
+        local.year(),
+        u8::from(local.month()),
+        local.day(),
+        local.hour(),
+        local.minute()
     )
+}
+
+/// "14:05": the wall-clock time of `ms` (since the Unix epoch) in a zone
+/// `minutes_east` of UTC; empty if it is no time (see [`local_at`]).
+pub fn clock_text(ms: f64, minutes_east: i64) -> String {
+    local_at(ms, minutes_east).map_or_else(String::new, |local| {
+        format!("{:02}:{:02}", local.hour(), local.minute())
+    })
 }
 
 /// "just now", "5 minutes ago", "3 hours ago", "2 days ago": how long
@@ -49,29 +93,97 @@ pub fn ago_text(at: &str, now_ms: f64) -> Option<String> {
     })
 }
 
-/// The proleptic Gregorian date of a day count since 1970-01-01 (H.
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_times_are_read_with_fractions_and_offsets() {
+        let cases = [
+            ("1970-01-01T00:00:00Z", Some(0.0), "the epoch"),
+            (
+                "2026-05-01T12:00:00Z",
+                Some(1_777_636_800_000.0),
+                "a UTC time",
+            ),
+            (
+                "2026-05-01T12:00:00.250+00:00",
+                Some(1_777_636_800_250.0),
+                "fraction and +00:00",
+            ),
+            (
+                "2026-05-01T14:30:00+02:30",
+                Some(1_777_636_800_000.0),
+                "a positive offset",
+            ),
+            (
+                "2026-05-01T11:00:00.123456789-01:00",
+                Some(1_777_636_800_123.456_8),
+                "nanoseconds and a negative offset",
+            ),
+            (
+                "2024-02-29T00:00:00Z",
+                Some(1_709_164_800_000.0),
+                "leap day",
+            ),
+            ("2026-05-01 12:00:00Z", Some(1_777_636_800_000.0), "space"),
+            ("2026-05-01T12:00:00", None, "no offset"),
+            ("2026-13-01T12:00:00Z", None, "month 13"),
+            ("yesterday", None, "not a time"),
+            ("", None, "empty"),
+        ];
+        for (text, expected, why) in cases {
+            let got = parse_rfc3339_ms(text);
+            match (got, expected) {
+                (Some(got), Some(expected)) => {
+                    assert!((got - expected).abs() < 0.01, "{why}: {got} != {expected}");
+                }
+                _ => assert_eq!(got, expected, "{why}"),
+            }
+        }
+    }
+
+    #[test]
+    fn rfc3339_reading_is_as_strict_as_the_rfc_and_as_lenient_as_its_note() {
+        let cases = [
+            ("2026-05-01t12:00:00z", true, "lower-case t and z"),
+            (" 2026-05-01T12:00:00Z\n", true, "white space around"),
+            ("2016-12-31T23:59:60Z", true, "a real leap second"),
+            ("2026-02-30T12:00:00Z", false, "February 30th"),
+            ("2026-05-01T24:00:00Z", false, "hour 24"),
+            (
+                "2026-05-01T12:00:00+0200",
+                false,
+                "an offset without its colon",
+            ),
+            ("2026-05-01T12:00:00.Z", false, "a point without digits"),
+            ("26-05-01T12:00:00Z", false, "a two-digit year"),
+        ];
+        for (text, readable, why) in cases {
+            assert_eq!(parse_rfc3339(text).is_some(), readable, "{why}");
+        }
+    }
+
+    #[test]
+    fn clock_times_are_local_and_wrap_around_midnight() {
+        let noon_utc = 1_777_636_800_000.0; // 2026-05-01T12:00:00Z
+        let cases = [
+            (noon_utc, 0, "12:00", "UTC"),
+            (
+                noon_utc + 59_999.0,
+                0,
+                "12:00",
+                "seconds are cut, not rounded",
+            ),
+            (noon_utc + 5.0 * 60_000.0, 120, "14:05", "two hours east"),
+            (noon_utc, 330, "17:30", "a half-hour zone"),
+            (noon_utc, -13 * 60, "23:00", "far west: the day before"),
+            (noon_utc + 12.0 * 3_600_000.0, 60, "01:00", "past midnight"),
+        ];
+        for (ms, east, expected, why) in cases {
+            assert_eq!(clock_text(ms, east), expected, "{why}");
+        }
+    }
 
     #[test]
     fn date_time_text_shows_the_local_date_and_minute() {
@@ -128,12 +240,11 @@ mod tests {
     }
 
     #[test]
-    fn civil_from_days_inverts_the_parser() {
+    fn a_parsed_date_reads_back_as_it_was_written() {
         for date in ["1970-01-01", "2000-02-29", "2026-12-31", "2100-03-01"] {
             let ms = parse_rfc3339_ms(&format!("{date}T00:00:00Z")).expect("date");
-            #[expect(clippy::cast_possible_truncation, reason = "whole days")]
-            let days = (ms / 86_400_000.0) as i64;
-            let (y, m, d) = civil_from_days(days);
+            let local = local_at(ms, 0).expect("a representable instant");
+            let (y, m, d) = (local.year(), u8::from(local.month()), local.day());
             assert_eq!(format!("{y:04}-{m:02}-{d:02}"), date);
         }
     }
