@@ -25,7 +25,7 @@ pub use chat_header::ChatHeader;
 pub use chat_nav::ChatNav;
 pub use composer::Composer;
 pub use connectors::ConnectorsSection;
-pub use form_error::{FormError, last_error, submit_handler};
+pub use form_error::{FormError, last_error, last_notice, submit_handler};
 pub use model_picker::ModelPicker;
 pub use new_chat_button::NewChatButton;
 pub use origin_chip::OriginChip;

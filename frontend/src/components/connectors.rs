@@ -45,7 +45,8 @@ pub fn ConnectorsSection() -> impl IntoView {
         l.as_ref()
             .map(|r| r.as_ref().map(Vec::len).map_err(Clone::clone))
     }) {
-        None => view! { <p class="muted">"Loading…"</p> }.into_any(),
+        // The first load is the `Transition`'s fallback.
+        None => ().into_any(),
         Some(Err(error)) => view! {
             <p class="form-error" role="alert" data-testid="connectors-load-error">
                 {error.detail}
@@ -65,12 +66,15 @@ pub fn ConnectorsSection() -> impl IntoView {
             <p>
                 "The MCP servers whose tools the assistant may use. After adding one, review its tools: only the tools you keep are offered to the assistant, and each call still asks you unless you decide otherwise."
             </p>
-            {list_view}
-            <ul class="connector-list">
-                <For each=move || store.ids() key=|id| id.clone() let:id>
-                    <ConnectorRow id=id store=store />
-                </For>
-            </ul>
+            // Later loads (after Test, Refresh, a review) keep the list.
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {list_view}
+                <ul class="connector-list">
+                    <For each=move || store.ids() key=|id| id.clone() let:id>
+                        <ConnectorRow id=id store=store />
+                    </For>
+                </ul>
+            </Transition>
             <AvailableOffers store=store />
             <AddConnectorForm store=store />
         </section>

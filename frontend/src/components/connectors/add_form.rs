@@ -1,14 +1,12 @@
 //! "Add a connector": name, server URL and credentials.
 
 use countersign_api::CreateConnectorRequest;
-use leptos::ev::SubmitEvent;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use super::auth_fields::{AuthDraft, AuthFields};
 use super::store::ConnectorStore;
 use crate::api;
-use crate::components::FormError;
+use crate::components::{FormError, last_error, last_notice, submit_handler};
 use crate::session::SessionState;
 
 /// "Add a connector": name, URL and credentials.
@@ -18,42 +16,31 @@ pub(super) fn AddConnectorForm(store: ConnectorStore) -> impl IntoView {
     let name = RwSignal::new(String::new());
     let url = RwSignal::new(String::new());
     let auth = AuthDraft::new();
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
-    let notice = RwSignal::new(None::<String>);
-
-    let submit = move |event: SubmitEvent| {
-        event.prevent_default();
-        if busy.get_untracked() {
-            return;
+    let add = Action::new_local(move |body: &CreateConnectorRequest| {
+        let body = body.clone();
+        let csrf = session.csrf_token().unwrap_or_default();
+        async move {
+            let created = api::create_connector(&csrf, &body)
+                .await
+                .map_err(|failure| failure.detail)?;
+            let notice = format!("Added “{}”. Test it, then review its tools.", created.name);
+            store.upsert(created);
+            name.set(String::new());
+            url.set(String::new());
+            auth.clear();
+            Ok(notice)
         }
-        let body = CreateConnectorRequest {
+    });
+    let busy = add.pending();
+    let error = last_error(add);
+    let notice = last_notice(add);
+    let submit = submit_handler(add, move || {
+        Some(CreateConnectorRequest {
             name: name.get_untracked().trim().to_owned(),
             url: url.get_untracked().trim().to_owned(),
             auth: Some(auth.to_auth()),
-        };
-        let csrf = session.csrf_token().unwrap_or_default();
-        busy.set(true);
-        error.set(None);
-        notice.set(None);
-        spawn_local(async move {
-            let result = api::create_connector(&csrf, &body).await;
-            busy.set(false);
-            match result {
-                Ok(created) => {
-                    notice.set(Some(format!(
-                        "Added “{}”. Test it, then review its tools.",
-                        created.name
-                    )));
-                    store.upsert(created);
-                    name.set(String::new());
-                    url.set(String::new());
-                    auth.clear();
-                }
-                Err(failure) => error.set(Some(failure.detail)),
-            }
-        });
-    };
+        })
+    });
 
     view! {
         <form class="connector-add" on:submit=submit aria-labelledby="connector-add-heading">

@@ -3,11 +3,10 @@
 
 use countersign_api::CreateConnectorRequest;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use super::store::ConnectorStore;
 use crate::api;
-use crate::components::FormError;
+use crate::components::{FormError, last_error};
 use crate::session::SessionState;
 
 /// The deployment's one-click offers: "Add" creates the connector and runs
@@ -16,36 +15,33 @@ use crate::session::SessionState;
 pub(super) fn AvailableOffers(store: ConnectorStore) -> impl IntoView {
     let session = SessionState::expect();
     let offers = LocalResource::new(api::available_connectors);
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
-
-    let add = move |name: String, url: String| {
-        if busy.get_untracked() {
-            return;
-        }
+    let create = Action::new_local(move |body: &CreateConnectorRequest| {
+        let body = body.clone();
         let token = session.csrf_token().unwrap_or_default();
-        busy.set(true);
-        error.set(None);
-        spawn_local(async move {
-            let body = CreateConnectorRequest {
+        async move {
+            let created = api::create_connector(&token, &body)
+                .await
+                .map_err(|failure| failure.detail)?;
+            let id = created.id.clone();
+            store.upsert(created);
+            match api::test_connector(&token, &id).await {
+                Ok(tested) => store.upsert(tested),
+                // The reason is stored as the connector's last_error.
+                Err(_) => store.reload(),
+            }
+            Ok(())
+        }
+    });
+    let busy = create.pending();
+    let error = last_error(create);
+    let add = move |name: String, url: String| {
+        if !busy.get_untracked() {
+            create.dispatch_local(CreateConnectorRequest {
                 name,
                 url,
                 auth: None,
-            };
-            match api::create_connector(&token, &body).await {
-                Ok(created) => {
-                    let id = created.id.clone();
-                    store.upsert(created);
-                    match api::test_connector(&token, &id).await {
-                        Ok(tested) => store.upsert(tested),
-                        // The reason is stored as the connector's last_error.
-                        Err(_) => store.reload(),
-                    }
-                }
-                Err(failure) => error.set(Some(failure.detail)),
-            }
-            busy.set(false);
-        });
+            });
+        }
     };
 
     move || {

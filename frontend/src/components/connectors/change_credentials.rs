@@ -1,14 +1,12 @@
 //! "Change credentials" of one connector: the form that replaces them.
 
-use countersign_api::Connector;
-use leptos::ev::SubmitEvent;
+use countersign_api::{Connector, ConnectorAuth};
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use super::auth_fields::{AuthDraft, AuthFields};
 use super::store::ConnectorStore;
 use crate::api;
-use crate::components::{FormError, StepUp};
+use crate::components::{FormError, StepUp, last_error, submit_handler};
 use crate::session::SessionState;
 
 /// "Change credentials" of one connector: replaces them entirely (the old
@@ -26,41 +24,30 @@ pub(super) fn ChangeCredentials(
     let session = SessionState::expect();
     let step_up = StepUp::expect();
     let auth = connector.with_untracked(|c| AuthDraft::from_connector(c.as_ref()));
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
     let heading_id = format!("connector-{id}-credentials-heading");
 
-    let submit = {
+    let save = {
         let id = id.clone();
-        move |event: SubmitEvent| {
-            event.prevent_default();
-            if busy.get_untracked() {
-                return;
-            }
-            let body = auth.to_auth();
+        Action::new_local(move |body: &ConnectorAuth| {
+            let body = body.clone();
             let csrf = session.csrf_token().unwrap_or_default();
             let id = id.clone();
-            busy.set(true);
-            error.set(None);
-            spawn_local(async move {
-                let result = step_up
+            async move {
+                let updated = step_up
                     .run(|| api::set_connector_auth(&csrf, &id, &body))
-                    .await;
-                busy.try_set(false);
-                match result {
-                    Ok(updated) => {
-                        store.upsert(updated);
-                        on_close.run(Some(
-                            "Credentials saved. Test the connector to check them.".into(),
-                        ));
-                    }
-                    Err(failure) => {
-                        error.try_set(Some(failure.detail));
-                    }
-                }
-            });
-        }
+                    .await
+                    .map_err(|failure| failure.detail)?;
+                store.upsert(updated);
+                on_close.run(Some(
+                    "Credentials saved. Test the connector to check them.".into(),
+                ));
+                Ok(())
+            }
+        })
     };
+    let busy = save.pending();
+    let error = last_error(save);
+    let submit = submit_handler(save, move || Some(auth.to_auth()));
 
     view! {
         <form class="connector-credentials" on:submit=submit aria-labelledby=heading_id.clone()

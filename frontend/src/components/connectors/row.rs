@@ -5,15 +5,25 @@
 
 use countersign_api::{AuthType, Connector, ConnectorStatus};
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use super::change_credentials::ChangeCredentials;
 use super::store::ConnectorStore;
 use super::trust_toggle::TrustToggle;
 use crate::api;
-use crate::components::{FormError, ToolReviewList};
+use crate::components::{FormError, ToolReviewList, last_error};
 use crate::model::tool_review::{counts_summary, grant_count_text, not_offered_line};
 use crate::session::SessionState;
+
+/// What a row's buttons ask the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowRequest {
+    /// Test: connect and list the tools.
+    Test,
+    /// Refresh: list the tools again.
+    Refresh,
+    /// Delete the connector.
+    Delete,
+}
 
 /// One connector: what the server last answered about it, and its actions.
 #[component]
@@ -27,14 +37,13 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
         move || connector.with(|c| c.as_ref().map(f).unwrap_or_default())
     };
 
-    let busy = RwSignal::new(None::<&'static str>);
-    let error = RwSignal::new(None::<String>);
     let review_open = RwSignal::new(false);
     let tools_version = RwSignal::new(0_u32);
     let confirming = RwSignal::new(false);
     let editing = RwSignal::new(false);
     let credentials_notice = RwSignal::new(None::<String>);
     let credentials_id = id.clone();
+    let id_for_action = id.clone();
     let edit_button = NodeRef::<leptos::html::Button>::new();
     // Closing the form puts the keyboard back on its button.
     let close_credentials = move |notice: Option<String>| {
@@ -47,65 +56,56 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
         });
     };
 
-    let check = {
-        let id = id.clone();
-        move |refresh: bool| {
-            if busy.get_untracked().is_some() {
-                return;
-            }
-            let token = session.csrf_token().unwrap_or_default();
-            let id = id.clone();
-            busy.set(Some(if refresh { "refresh" } else { "test" }));
-            error.set(None);
-            spawn_local(async move {
-                let result = if refresh {
-                    api::refresh_connector(&token, &id).await
-                } else {
-                    api::test_connector(&token, &id).await
-                };
-                busy.set(None);
-                match result {
-                    Ok(updated) => store.upsert(updated),
-                    Err(failure) => {
-                        // 502 and 422 are stored as the connector's
-                        // `last_error`, which the reload brings in.
-                        if !matches!(failure.status, Some(422 | 502)) {
-                            error.set(Some(failure.detail));
-                        }
-                        store.reload();
+    // Test, Refresh and Delete share one action: one runs at a time, and
+    // its failure is the row's error.
+    let act = Action::new_local(move |request: &RowRequest| {
+        let request = *request;
+        let token = session.csrf_token().unwrap_or_default();
+        let id = id_for_action.clone();
+        async move {
+            if request == RowRequest::Delete {
+                return match api::delete_connector(&token, &id).await {
+                    Ok(()) => {
+                        store.remove(&id);
+                        Ok(())
                     }
-                }
-                tools_version.update(|v| *v += 1);
-            });
-        }
-    };
-    let test = {
-        let check = check.clone();
-        move |_| check(false)
-    };
-    let refresh = move |_| check(true);
-
-    let delete = {
-        let id = id.clone();
-        move |_| {
-            if busy.get_untracked().is_some() {
-                return;
-            }
-            let token = session.csrf_token().unwrap_or_default();
-            let id = id.clone();
-            busy.set(Some("delete"));
-            error.set(None);
-            spawn_local(async move {
-                let result = api::delete_connector(&token, &id).await;
-                busy.set(None);
-                match result {
-                    Ok(()) => store.remove(&id),
                     Err(failure) => {
                         confirming.set(false);
-                        error.set(Some(failure.detail));
+                        Err(failure.detail)
+                    }
+                };
+            }
+            let result = if request == RowRequest::Refresh {
+                api::refresh_connector(&token, &id).await
+            } else {
+                api::test_connector(&token, &id).await
+            };
+            let outcome = match result {
+                Ok(updated) => {
+                    store.upsert(updated);
+                    Ok(())
+                }
+                Err(failure) => {
+                    store.reload();
+                    // 502 and 422 are stored as the connector's
+                    // `last_error`, which the reload brings in.
+                    if matches!(failure.status, Some(422 | 502)) {
+                        Ok(())
+                    } else {
+                        Err(failure.detail)
                     }
                 }
-            });
+            };
+            tools_version.update(|v| *v += 1);
+            outcome
+        }
+    });
+    let pending = act.pending();
+    let running = act.input();
+    let error = last_error(act);
+    let run = move |request: RowRequest| {
+        if !pending.get_untracked() {
+            act.dispatch_local(request);
         }
     };
 
@@ -115,7 +115,7 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
         Some(ConnectorStatus::Error) => "Error",
         _ => "Not tested yet",
     };
-    let last_error = move || {
+    let stored_error = move || {
         connector.with(|c| {
             c.as_ref()
                 .filter(|c| c.status == ConnectorStatus::Error)
@@ -198,7 +198,7 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                     </div>
                 })}
             </dl>
-            {move || last_error().map(|text| view! {
+            {move || stored_error().map(|text| view! {
                 <p class="connector-last-error" data-testid="connector-last-error">
                     {text}
                 </p>
@@ -208,12 +208,12 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
             }).collect_view()}
             <div class="connector-actions">
                 <button type="button" class="button secondary small" data-testid="connector-test"
-                    disabled=move || busy.get().is_some() on:click=test>
-                    {move || if busy.get() == Some("test") { "Testing…" } else { "Test" }}
+                    disabled=move || pending.get() on:click=move |_| run(RowRequest::Test)>
+                    {move || if running.get() == Some(RowRequest::Test) { "Testing…" } else { "Test" }}
                 </button>
                 <button type="button" class="button secondary small" data-testid="connector-refresh"
-                    disabled=move || busy.get().is_some() on:click=refresh>
-                    {move || if busy.get() == Some("refresh") { "Refreshing…" } else { "Refresh" }}
+                    disabled=move || pending.get() on:click=move |_| run(RowRequest::Refresh)>
+                    {move || if running.get() == Some(RowRequest::Refresh) { "Refreshing…" } else { "Refresh" }}
                 </button>
                 <button type="button" class="button secondary small" data-testid="connector-review"
                     aria-expanded=move || review_open.get().to_string()
@@ -231,7 +231,7 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                     "Change credentials"
                 </button>
                 <button type="button" class="button secondary small danger-text" data-testid="connector-delete"
-                    disabled=move || busy.get().is_some() || confirming.get()
+                    disabled=move || pending.get() || confirming.get()
                     on:click=move |_| confirming.set(true)>
                     "Delete"
                 </button>
@@ -257,8 +257,8 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                     <p class="muted">"Its tools and every “always allow” you gave them are deleted with it."</p>
                     <div class="confirm-buttons">
                         <button type="button" class="button danger" data-testid="connector-delete-confirm"
-                            disabled=move || busy.get().is_some() on:click=delete.clone()>
-                            {move || if busy.get() == Some("delete") { "Deleting…" } else { "Delete connector" }}
+                            disabled=move || pending.get() on:click=move |_| run(RowRequest::Delete)>
+                            {move || if running.get() == Some(RowRequest::Delete) { "Deleting…" } else { "Delete connector" }}
                         </button>
                         <button type="button" class="button secondary" data-testid="connector-delete-cancel"
                             on:click=move |_| confirming.set(false)>

@@ -1,9 +1,10 @@
 //! The connectors as the server last answered them, shared by every piece
-//! of the section; it holds no rules, only what the server said.
+//! of the section: `GET /api/connectors` as a resource, with the answers to
+//! later requests written into it. It holds no rules, only what the server
+//! said.
 
 use countersign_api::Connector;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use crate::api::{self, ApiError};
 
@@ -11,23 +12,20 @@ use crate::api::{self, ApiError};
 /// one-click offers; every change the server answers is written back here.
 #[derive(Clone, Copy)]
 pub(super) struct ConnectorStore {
-    pub(super) list: RwSignal<Option<Result<Vec<Connector>, ApiError>>>,
+    /// `None` until the first answer.
+    pub(super) list: LocalResource<Result<Vec<Connector>, ApiError>>,
 }
 
 impl ConnectorStore {
     pub(super) fn new() -> Self {
-        let store = Self {
-            list: RwSignal::new(None),
-        };
-        store.reload();
-        store
+        Self {
+            list: LocalResource::new(api::list_connectors),
+        }
     }
 
+    /// Asks the server again; what it has is shown until it answers.
     pub(super) fn reload(self) {
-        spawn_local(async move {
-            let result = api::list_connectors().await;
-            self.list.set(Some(result));
-        });
+        self.list.refetch();
     }
 
     /// Replaces the connector with the same id, or appends it.

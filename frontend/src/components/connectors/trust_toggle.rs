@@ -3,11 +3,10 @@
 
 use countersign_api::Connector;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use super::store::ConnectorStore;
 use crate::api;
-use crate::components::{FormError, StepUp};
+use crate::components::{FormError, StepUp, last_error};
 use crate::session::SessionState;
 
 /// "Trust this server's safety annotations" (DESIGN §5 rule 3): a switch
@@ -24,9 +23,8 @@ pub(super) fn TrustToggle(
     let step_up = StepUp::expect();
     let trusted =
         Memo::new(move |_| connector.with(|c| c.as_ref().is_some_and(|c| c.trust_annotations)));
-    let busy = RwSignal::new(false);
     let asking = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
+    let id_for_action = id.clone();
     let keep_asking = NodeRef::<leptos::html::Button>::new();
     let switch = NodeRef::<leptos::html::Button>::new();
     // Closing the question puts the keyboard back on the switch.
@@ -39,56 +37,45 @@ pub(super) fn TrustToggle(
         });
     };
 
-    let save = {
-        let id = id.clone();
-        move |trust: bool| {
-            if busy.get_untracked() {
-                return;
+    let save = Action::new_local(move |trust: &bool| {
+        let trust = *trust;
+        let token = session.csrf_token().unwrap_or_default();
+        let id = id_for_action.clone();
+        async move {
+            // Turning trust on may need a two-factor step-up first.
+            let updated = step_up
+                .run(|| api::set_trust_annotations(&token, &id, trust))
+                .await
+                .map_err(|failure| failure.detail)?;
+            store.upsert(updated);
+            if asking.get_untracked() {
+                close_question();
             }
-            let token = session.csrf_token().unwrap_or_default();
-            let id = id.clone();
-            busy.set(true);
-            error.set(None);
-            spawn_local(async move {
-                // Turning trust on may need a two-factor step-up first.
-                let result = step_up
-                    .run(|| api::set_trust_annotations(&token, &id, trust))
-                    .await;
-                busy.set(false);
-                match result {
-                    Ok(updated) => {
-                        store.upsert(updated);
-                        if asking.get_untracked() {
-                            close_question();
-                        }
-                    }
-                    Err(failure) => error.set(Some(failure.detail)),
+            Ok(())
+        }
+    });
+    let busy = save.pending();
+    let error = last_error(save);
+    let on_switch = move |_| {
+        if busy.get_untracked() {
+            return;
+        }
+        if trusted.get_untracked() {
+            save.dispatch_local(false);
+        } else {
+            asking.set(true);
+            // The safe answer is where the keyboard lands.
+            request_animation_frame(move || {
+                if let Some(button) = keep_asking.get_untracked() {
+                    let _ = button.focus();
                 }
             });
         }
     };
-    let on_switch = {
-        let save = save.clone();
-        move |_| {
-            if busy.get_untracked() {
-                return;
-            }
-            if trusted.get_untracked() {
-                save(false);
-            } else {
-                asking.set(true);
-                // The safe answer is where the keyboard lands.
-                request_animation_frame(move || {
-                    if let Some(button) = keep_asking.get_untracked() {
-                        let _ = button.focus();
-                    }
-                });
-            }
+    let confirm = move |_| {
+        if !busy.get_untracked() {
+            save.dispatch_local(true);
         }
-    };
-    let confirm = {
-        let save = save.clone();
-        move |_| save(true)
     };
 
     let label_id = format!("connector-{id}-trust-label");
@@ -141,7 +128,7 @@ pub(super) fn TrustToggle(
                     </p>
                     <div class="confirm-buttons">
                         <button type="button" class="button danger" data-testid="connector-trust-confirm"
-                            disabled=move || busy.get() on:click=confirm.clone()>
+                            disabled=move || busy.get() on:click=confirm>
                             {move || if busy.get() { "Saving…" } else { "Trust its annotations" }}
                         </button>
                         <button type="button" class="button secondary" data-testid="connector-trust-cancel"
