@@ -46,7 +46,7 @@ impl ApiError {
     /// The server wants a two-factor code first (`{"detail":"mfa_required"}`):
     /// at sign-in a 401 (ask for the code and sign in again), on a
     /// trust-changing action a 403 (step up, then retry; see
-    /// [`crate::step_up`]).
+    /// [`crate::model::step_up`]).
     pub fn is_mfa_required(&self) -> bool {
         matches!(self.status, Some(401 | 403)) && self.detail == MFA_REQUIRED
     }
@@ -96,27 +96,23 @@ impl fmt::Display for ApiError {
 /// `GET /api/auth/me`: the signed-in user and the session's CSRF token.
 /// Fails with a 401 [`ApiError`] when nobody is signed in.
 pub async fn me() -> Result<MeResponse, ApiError> {
-    let response = send(Request::get("/api/auth/me").build()).await?;
-    read_json(response).await
+    fetch_json(Request::get("/api/auth/me").build()).await
 }
 
 /// `POST /api/auth/signup`: creates the account and signs it in.
 pub async fn signup(body: &SignupRequest) -> Result<SessionResponse, ApiError> {
     // No session yet, so no CSRF token: the server relies on the Origin check.
-    let response = send(Request::post("/api/auth/signup").json(body)).await?;
-    read_json(response).await
+    fetch_json(Request::post("/api/auth/signup").json(body)).await
 }
 
 /// `POST /api/auth/login`.
 pub async fn login(body: &LoginRequest) -> Result<SessionResponse, ApiError> {
-    let response = send(Request::post("/api/auth/login").json(body)).await?;
-    read_json(response).await
+    fetch_json(Request::post("/api/auth/login").json(body)).await
 }
 
 /// `POST /api/auth/logout`: revokes the current session (204).
 pub async fn logout(csrf_token: &str) -> Result<(), ApiError> {
-    let response = send(with_csrf(Request::post("/api/auth/logout"), csrf_token).build()).await?;
-    expect_success(response).await
+    fetch_empty(with_csrf(Request::post("/api/auth/logout"), csrf_token).build()).await
 }
 
 /// `POST /api/auth/mfa/enroll` `{password}`: a new TOTP secret, its
@@ -128,8 +124,7 @@ pub async fn mfa_enroll(csrf_token: &str, password: &str) -> Result<MfaEnrolment
     let body = MfaEnrolRequest {
         password: Some(password.to_owned()),
     };
-    let request = with_csrf(Request::post("/api/auth/mfa/enroll"), csrf_token).json(&body);
-    read_json(send(request).await?).await
+    fetch_json(with_csrf(Request::post("/api/auth/mfa/enroll"), csrf_token).json(&body)).await
 }
 
 /// `POST /api/auth/password` (204): changes the password; the server signs
@@ -144,8 +139,7 @@ pub async fn change_password(
         current_password: current_password.to_owned(),
         new_password: new_password.to_owned(),
     };
-    let request = with_csrf(Request::post("/api/auth/password"), csrf_token).json(&body);
-    expect_success(send(request).await?).await
+    fetch_empty(with_csrf(Request::post("/api/auth/password"), csrf_token).json(&body)).await
 }
 
 /// `POST /api/auth/mfa/confirm`: turns MFA on with a first code; answers
@@ -155,8 +149,7 @@ pub async fn mfa_confirm(csrf_token: &str, code: &str) -> Result<MfaConfirmed, A
     let body = MfaCodeRequest {
         code: code.to_owned(),
     };
-    let request = with_csrf(Request::post("/api/auth/mfa/confirm"), csrf_token).json(&body);
-    read_json(send(request).await?).await
+    fetch_json(with_csrf(Request::post("/api/auth/mfa/confirm"), csrf_token).json(&body)).await
 }
 
 /// `POST /api/auth/mfa/disable` (204): turns MFA off; needs a code.
@@ -164,8 +157,7 @@ pub async fn mfa_disable(csrf_token: &str, code: &str) -> Result<(), ApiError> {
     let body = MfaCodeRequest {
         code: code.to_owned(),
     };
-    let request = with_csrf(Request::post("/api/auth/mfa/disable"), csrf_token).json(&body);
-    expect_success(send(request).await?).await
+    fetch_empty(with_csrf(Request::post("/api/auth/mfa/disable"), csrf_token).json(&body)).await
 }
 
 /// `POST /api/auth/mfa/step-up` (204): a code that lets this session take
@@ -174,15 +166,13 @@ pub async fn mfa_step_up(csrf_token: &str, code: &str) -> Result<(), ApiError> {
     let body = MfaCodeRequest {
         code: code.to_owned(),
     };
-    let request = with_csrf(Request::post("/api/auth/mfa/step-up"), csrf_token).json(&body);
-    expect_success(send(request).await?).await
+    fetch_empty(with_csrf(Request::post("/api/auth/mfa/step-up"), csrf_token).json(&body)).await
 }
 
 /// `GET /api/auth/sessions`: the caller's live sessions, the one asking
 /// marked `current`.
 pub async fn list_sessions() -> Result<Vec<SessionInfo>, ApiError> {
-    let response = send(Request::get("/api/auth/sessions").build()).await?;
-    read_json(response).await
+    fetch_json(Request::get("/api/auth/sessions").build()).await
 }
 
 #[derive(Deserialize)]
@@ -198,21 +188,19 @@ pub async fn revoke_other_sessions(csrf_token: &str) -> Result<u64, ApiError> {
         csrf_token,
     )
     .json(&serde_json::json!({}));
-    let body: Revoked = read_json(send(request).await?).await?;
+    let body: Revoked = fetch_json(request).await?;
     Ok(body.revoked)
 }
 
 /// `GET /api/activity`: the caller's activity log, newest entry first
 /// (digests of arguments, never the arguments).
 pub async fn activity() -> Result<Vec<ActivityEntry>, ApiError> {
-    let response = send(Request::get("/api/activity").build()).await?;
-    read_json(response).await
+    fetch_json(Request::get("/api/activity").build()).await
 }
 
 /// `GET /api/chats`: the caller's chats, most recently used first.
 pub async fn list_chats() -> Result<Vec<ChatSummary>, ApiError> {
-    let response = send(Request::get("/api/chats").build()).await?;
-    read_json(response).await
+    fetch_json(Request::get("/api/chats").build()).await
 }
 
 /// `POST /api/chats`: a new, empty chat with `model`.
@@ -221,15 +209,13 @@ pub async fn create_chat(csrf_token: &str, model: &str) -> Result<ChatSummary, A
         model: model.to_owned(),
         title: None,
     };
-    let response = send(with_csrf(Request::post("/api/chats"), csrf_token).json(&body)).await?;
-    read_json(response).await
+    fetch_json(with_csrf(Request::post("/api/chats"), csrf_token).json(&body)).await
 }
 
 /// `GET /api/chats/{id}`: finished messages and where the stream resumes.
 pub async fn get_chat(chat_id: &str) -> Result<ChatDetail, ApiError> {
     let url = format!("/api/chats/{}", segment(chat_id));
-    let response = send(Request::get(&url).build()).await?;
-    read_json(response).await
+    fetch_json(Request::get(&url).build()).await
 }
 
 /// `PATCH /api/chats/{id}`: rename, or change the model of later turns.
@@ -239,15 +225,13 @@ pub async fn update_chat(
     body: &UpdateChatRequest,
 ) -> Result<ChatSummary, ApiError> {
     let url = format!("/api/chats/{}", segment(chat_id));
-    let response = send(with_csrf(Request::patch(&url), csrf_token).json(body)).await?;
-    read_json(response).await
+    fetch_json(with_csrf(Request::patch(&url), csrf_token).json(body)).await
 }
 
 /// `DELETE /api/chats/{id}` (204).
 pub async fn delete_chat(csrf_token: &str, chat_id: &str) -> Result<(), ApiError> {
     let url = format!("/api/chats/{}", segment(chat_id));
-    let response = send(with_csrf(Request::delete(&url), csrf_token).build()).await?;
-    expect_success(response).await
+    fetch_empty(with_csrf(Request::delete(&url), csrf_token).build()).await
 }
 
 /// `POST /api/chats/{id}/messages`: starts a turn (202). A 409 means a
@@ -261,8 +245,7 @@ pub async fn send_message(
     let body = SendMessageRequest {
         content: content.to_owned(),
     };
-    let response = send(with_csrf(Request::post(&url), csrf_token).json(&body)).await?;
-    read_json(response).await
+    fetch_json(with_csrf(Request::post(&url), csrf_token).json(&body)).await
 }
 
 /// `POST /api/chats/{id}/turns/{turn_id}/cancel` (202). A 409 means the
@@ -273,8 +256,7 @@ pub async fn cancel_turn(csrf_token: &str, chat_id: &str, turn_id: &str) -> Resu
         segment(chat_id),
         segment(turn_id)
     );
-    let response = send(with_csrf(Request::post(&url), csrf_token).build()).await?;
-    expect_success(response).await
+    fetch_empty(with_csrf(Request::post(&url), csrf_token).build()).await
 }
 
 /// The URL of `GET /api/chats/{id}/stream` (Server-Sent Events), replaying
@@ -286,14 +268,12 @@ pub fn chat_stream_url(chat_id: &str, after: i64) -> String {
 
 /// `GET /api/models`: the models the caller can use now.
 pub async fn list_models() -> Result<ModelsResponse, ApiError> {
-    let response = send(Request::get("/api/models").build()).await?;
-    read_json(response).await
+    fetch_json(Request::get("/api/models").build()).await
 }
 
 /// `GET /api/settings/provider-keys`: which keys are set (never the keys).
 pub async fn provider_keys() -> Result<Vec<ProviderKeyStatus>, ApiError> {
-    let response = send(Request::get("/api/settings/provider-keys").build()).await?;
-    read_json(response).await
+    fetch_json(Request::get("/api/settings/provider-keys").build()).await
 }
 
 /// `PUT /api/settings/provider-keys/{provider}` (204).
@@ -306,15 +286,13 @@ pub async fn set_provider_key(
     let body = SetProviderKeyRequest {
         api_key: api_key.to_owned(),
     };
-    let response = send(with_csrf(Request::put(&url), csrf_token).json(&body)).await?;
-    expect_success(response).await
+    fetch_empty(with_csrf(Request::put(&url), csrf_token).json(&body)).await
 }
 
 /// `DELETE /api/settings/provider-keys/{provider}` (204).
 pub async fn delete_provider_key(csrf_token: &str, provider: &str) -> Result<(), ApiError> {
     let url = format!("/api/settings/provider-keys/{}", segment(provider));
-    let response = send(with_csrf(Request::delete(&url), csrf_token).build()).await?;
-    expect_success(response).await
+    fetch_empty(with_csrf(Request::delete(&url), csrf_token).build()).await
 }
 
 /// A connector the deployment offers in one click (`GET
@@ -337,8 +315,7 @@ struct AvailableConnectors {
 
 /// `GET /api/connectors`: the caller's connectors (never a secret).
 pub async fn list_connectors() -> Result<Vec<Connector>, ApiError> {
-    let response = send(Request::get("/api/connectors").build()).await?;
-    read_json(response).await
+    fetch_json(Request::get("/api/connectors").build()).await
 }
 
 /// `POST /api/connectors` (201). A 422 carries the server's refusal (a bad
@@ -347,15 +324,13 @@ pub async fn create_connector(
     csrf_token: &str,
     body: &CreateConnectorRequest,
 ) -> Result<Connector, ApiError> {
-    let response = send(with_csrf(Request::post("/api/connectors"), csrf_token).json(body)).await?;
-    read_json(response).await
+    fetch_json(with_csrf(Request::post("/api/connectors"), csrf_token).json(body)).await
 }
 
 /// `DELETE /api/connectors/{id}` (204): its tools and grants go with it.
 pub async fn delete_connector(csrf_token: &str, connector_id: &str) -> Result<(), ApiError> {
     let url = format!("/api/connectors/{}", segment(connector_id));
-    let response = send(with_csrf(Request::delete(&url), csrf_token).build()).await?;
-    expect_success(response).await
+    fetch_empty(with_csrf(Request::delete(&url), csrf_token).build()).await
 }
 
 /// `POST /api/connectors/{id}/test`: connects and lists the tools; answers
@@ -363,8 +338,7 @@ pub async fn delete_connector(csrf_token: &str, connector_id: &str) -> Result<()
 /// the connector as `last_error`.
 pub async fn test_connector(csrf_token: &str, connector_id: &str) -> Result<Connector, ApiError> {
     let url = format!("/api/connectors/{}/test", segment(connector_id));
-    let response = send(with_csrf(Request::post(&url), csrf_token).build()).await?;
-    read_json(response).await
+    fetch_json(with_csrf(Request::post(&url), csrf_token).build()).await
 }
 
 /// `POST /api/connectors/{id}/refresh`: lists the tools again, marking new
@@ -374,16 +348,14 @@ pub async fn refresh_connector(
     connector_id: &str,
 ) -> Result<Connector, ApiError> {
     let url = format!("/api/connectors/{}/refresh", segment(connector_id));
-    let response = send(with_csrf(Request::post(&url), csrf_token).build()).await?;
-    read_json(response).await
+    fetch_json(with_csrf(Request::post(&url), csrf_token).build()).await
 }
 
 /// `GET /api/connectors/{id}/tools`: every tool the server listed, with its
 /// review state and its annotations exactly as the server sent them.
 pub async fn connector_tools(connector_id: &str) -> Result<Vec<ConnectorTool>, ApiError> {
     let url = format!("/api/connectors/{}/tools", segment(connector_id));
-    let response = send(Request::get(&url).build()).await?;
-    read_json(response).await
+    fetch_json(Request::get(&url).build()).await
 }
 
 /// `PUT /api/connectors/{id}/tools/review` (204): keep some tools, decline
@@ -394,8 +366,7 @@ pub async fn review_tools(
     body: &ReviewToolsRequest,
 ) -> Result<(), ApiError> {
     let url = format!("/api/connectors/{}/tools/review", segment(connector_id));
-    let response = send(with_csrf(Request::put(&url), csrf_token).json(body)).await?;
-    expect_success(response).await
+    fetch_empty(with_csrf(Request::put(&url), csrf_token).json(body)).await
 }
 
 /// `PATCH /api/connectors/{id}` with only `trust_annotations`: whether the
@@ -411,8 +382,7 @@ pub async fn set_trust_annotations(
         trust_annotations: Some(trust),
         ..UpdateConnectorRequest::default()
     };
-    let response = send(with_csrf(Request::patch(&url), csrf_token).json(&body)).await?;
-    read_json(response).await
+    fetch_json(with_csrf(Request::patch(&url), csrf_token).json(&body)).await
 }
 
 /// `PATCH /api/connectors/{id}` with only `auth`: replaces the connector's
@@ -427,15 +397,13 @@ pub async fn set_connector_auth(
         auth: Some(auth.clone()),
         ..UpdateConnectorRequest::default()
     };
-    let response = send(with_csrf(Request::patch(&url), csrf_token).json(&body)).await?;
-    read_json(response).await
+    fetch_json(with_csrf(Request::patch(&url), csrf_token).json(&body)).await
 }
 
 /// `GET /api/mcp-pending-calls`: the caller's calls waiting for a decision,
 /// each with the seconds left by the server's clock.
 pub async fn pending_calls() -> Result<Vec<PendingCall>, ApiError> {
-    let response = send(Request::get("/api/mcp-pending-calls").build()).await?;
-    read_json(response).await
+    fetch_json(Request::get("/api/mcp-pending-calls").build()).await
 }
 
 /// `POST /api/mcp-pending-calls/{id}`: approve or decline one waiting call
@@ -448,22 +416,20 @@ pub async fn decide_pending_call(
     body: &DecideRequest,
 ) -> Result<DecideResponse, ApiError> {
     let url = format!("/api/mcp-pending-calls/{}", segment(pending_call_id));
-    let response = send(with_csrf(Request::post(&url), csrf_token).json(body)).await?;
-    read_json(response).await
+    fetch_json(with_csrf(Request::post(&url), csrf_token).json(body)).await
 }
 
 /// `DELETE /api/grants/{id}` (204): revokes an "always allow" rule, so the
 /// tool's next call asks again. 404: not the caller's, or already gone.
 pub async fn revoke_grant(csrf_token: &str, grant_id: &str) -> Result<(), ApiError> {
     let url = format!("/api/grants/{}", segment(grant_id));
-    let response = send(with_csrf(Request::delete(&url), csrf_token).build()).await?;
-    expect_success(response).await
+    fetch_empty(with_csrf(Request::delete(&url), csrf_token).build()).await
 }
 
 /// `GET /api/connectors/available`: the deployment's one-click offers.
 pub async fn available_connectors() -> Result<Vec<AvailableConnector>, ApiError> {
-    let response = send(Request::get("/api/connectors/available").build()).await?;
-    let body: AvailableConnectors = read_json(response).await?;
+    let body: AvailableConnectors =
+        fetch_json(Request::get("/api/connectors/available").build()).await?;
     Ok(body.available)
 }
 
@@ -498,6 +464,18 @@ fn with_csrf(request: RequestBuilder, csrf_token: &str) -> RequestBuilder {
 async fn send(request: Result<Request, gloo_net::Error>) -> Result<Response, ApiError> {
     let request = request.map_err(|_| ApiError::network())?;
     request.send().await.map_err(|_| ApiError::network())
+}
+
+/// Sends `request` and reads the answer as JSON.
+async fn fetch_json<T: DeserializeOwned>(
+    request: Result<Request, gloo_net::Error>,
+) -> Result<T, ApiError> {
+    read_json(send(request).await?).await
+}
+
+/// Sends `request` and expects a success with nothing to read (204).
+async fn fetch_empty(request: Result<Request, gloo_net::Error>) -> Result<(), ApiError> {
+    expect_success(send(request).await?).await
 }
 
 async fn read_json<T: DeserializeOwned>(response: Response) -> Result<T, ApiError> {

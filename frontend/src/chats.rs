@@ -68,6 +68,9 @@ impl ChatList {
         }) else {
             return;
         };
+        // Not a resource: a failed refresh keeps the list already shown,
+        // and `upsert` / `remove` edit that list ahead of the server, which
+        // a resource's value (replaced by every answer) would not allow.
         spawn_local(async move {
             let result = api::list_chats().await;
             if self.generation.try_get_value() != Some(generation) {

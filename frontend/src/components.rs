@@ -1,6 +1,7 @@
 //! Small pieces shared by several pages, named for what the user sees.
 
 mod approval_card;
+mod auth_form;
 mod chat_header;
 mod chat_nav;
 mod composer;
@@ -19,11 +20,12 @@ mod tool_review_list;
 mod turn_view;
 
 pub use approval_card::ApprovalCard;
+pub use auth_form::{AuthForm, AuthPage, EmailField};
 pub use chat_header::ChatHeader;
 pub use chat_nav::ChatNav;
 pub use composer::Composer;
 pub use connectors::ConnectorsSection;
-pub use form_error::FormError;
+pub use form_error::{FormError, last_error, last_notice, submit_handler};
 pub use model_picker::ModelPicker;
 pub use new_chat_button::NewChatButton;
 pub use origin_chip::OriginChip;

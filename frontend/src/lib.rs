@@ -3,35 +3,26 @@
 //! Layout: [`App`] below lists every route; [`api`] is the only module that
 //! talks HTTP (and builds every `/api` URL), [`sse`] opens a chat's event
 //! stream; [`session`] holds who is signed in and `chats` the chat list;
-//! [`transcript`] turns a chat's messages and events into what the chat page
-//! shows, and [`markdown`] renders answers safely (both plain Rust, unit-tested
-//! on the host with `cargo test -p countersign-web --lib`), as is
-//! [`tool_review`], the words Settings → Connectors puts on tools and their
-//! "always allow" rules, and [`approval`], the words and countdown of an
-//! approval card and the chip saying what let a call run, [`activity`] the
-//! activity page's rows, [`security`] and [`when`] the words of Settings →
-//! Security, and [`step_up`] the two-factor step-up's retry rule; `pages/` has one
-//! module per screen and `components/` the pieces they share. The app holds
-//! no business rules: it shows what the server decided
+//! [`clock`] asks the browser for its time zone. [`model`] is the plain-Rust
+//! half, unit-tested on the host with `cargo test -p countersign-web --lib`:
+//! the transcript a chat page shows, safe Markdown, the words of approval
+//! cards, tool reviews, the activity page and Settings → Security, times,
+//! and the two-factor step-up's retry rule. `pages/` has one module per
+//! screen and `components/` the pieces they share. The app holds no
+//! business rules: it shows what the server decided
 //! (`../shared/DESIGN.md` §9).
 //!
 //! The server's Content-Security-Policy forbids inline scripts and styles, so
 //! nothing here sets a `style` attribute: looks come from `dist/app.css`.
 
-pub mod activity;
 pub mod api;
-pub mod approval;
 mod chats;
+pub mod clock;
 mod components;
-pub mod markdown;
+pub mod model;
 mod pages;
-pub mod security;
 pub mod session;
 pub mod sse;
-pub mod step_up;
-pub mod tool_review;
-pub mod transcript;
-pub mod when;
 
 use leptos::prelude::*;
 use leptos_router::components::{ParentRoute, Route, Router, Routes};

@@ -23,13 +23,13 @@ use leptos::task::spawn_local;
 use leptos::web_sys::js_sys::Date;
 
 use crate::api;
-use crate::approval::{
+use crate::components::{OriginChip, StepUp};
+use crate::model::approval::{
     ArgPiece, argument_pieces, card_status, clock_offset_ms, countdown_text, duration_text,
     remaining_secs,
 };
-use crate::components::{OriginChip, StepUp};
+use crate::model::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 use crate::session::SessionState;
-use crate::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 
 /// The card of the call in `call`, whose approval has ledger id
 /// `approval_id`.
@@ -54,7 +54,24 @@ pub fn ApprovalCard(
     // ---- The countdown, by the server's clock: this clock plus the offset
     // learnt from `GET /api/mcp-pending-calls` (zero until then).
     let now = RwSignal::new(Date::now());
-    let offset = RwSignal::new(0.0_f64);
+    let open_at_start =
+        approval.with_untracked(|a| a.as_ref().is_some_and(|a| !a.state.is_final()));
+    let offset = if open_at_start {
+        let id = approval_id.clone();
+        let skew = LocalResource::new(move || {
+            let id = id.clone();
+            async move {
+                let before = Date::now();
+                let pending = api::pending_calls().await.ok()?;
+                let local_now = (before + Date::now()) / 2.0;
+                let found = pending.iter().find(|p| p.id == id)?;
+                clock_offset_ms(&found.expires_at, found.expires_in_secs, local_now)
+            }
+        });
+        Signal::derive(move || skew.get().flatten().unwrap_or(0.0))
+    } else {
+        Signal::stored(0.0)
+    };
     let remaining = Memo::new(move |_| {
         let at = now.get() + offset.get();
         approval.with(|a| a.as_ref().and_then(|a| remaining_secs(&a.expires_at, at)))
@@ -65,33 +82,16 @@ pub fn ApprovalCard(
                 .map(|a| tool_state.with(|tool| card_status(&a.state, tool, remaining.get())))
         })
     });
-    let open_at_start =
-        approval.with_untracked(|a| a.as_ref().is_some_and(|a| !a.state.is_final()));
-    if open_at_start {
-        if let Ok(ticker) =
+    if open_at_start
+        && let Ok(ticker) =
             set_interval_with_handle(move || _ = now.try_set(Date::now()), Duration::from_secs(1))
-        {
-            Effect::new(move |_| {
-                if approval.with(|a| a.as_ref().is_none_or(|a| a.state.is_final())) {
-                    ticker.clear();
-                }
-            });
-            on_cleanup(move || ticker.clear());
-        }
-        let id = approval_id.clone();
-        spawn_local(async move {
-            let before = Date::now();
-            let Ok(pending) = api::pending_calls().await else {
-                return;
-            };
-            let local_now = (before + Date::now()) / 2.0;
-            if let Some(found) = pending.iter().find(|p| p.id == id)
-                && let Some(skew) =
-                    clock_offset_ms(&found.expires_at, found.expires_in_secs, local_now)
-            {
-                offset.try_set(skew);
+    {
+        Effect::new(move |_| {
+            if approval.with(|a| a.as_ref().is_none_or(|a| a.state.is_final())) {
+                ticker.clear();
             }
         });
+        on_cleanup(move || ticker.clear());
     }
 
     // ---- Deciding.
@@ -117,6 +117,10 @@ pub fn ApprovalCard(
             }
         });
         let token = session.csrf_token().unwrap_or_default();
+        // Not an `Action`: the decision's progress lives in the transcript
+        // ("Approving…", then the answer), where the stream also moves it
+        // and where it outlives this card; an action's pending flag and
+        // value would be a second copy nobody reads.
         spawn_local(async move {
             let body = match decision {
                 Decision::Approve(grant) => DecideRequest {
@@ -143,7 +147,7 @@ pub fn ApprovalCard(
         });
     });
 
-    let field = move |f: fn(&crate::transcript::Approval) -> String| {
+    let field = move |f: fn(&crate::model::transcript::Approval) -> String| {
         move || approval.with(|a| a.as_deref().map(f).unwrap_or_default())
     };
     let offers = move |grant: GrantKind| {
@@ -170,7 +174,7 @@ pub fn ApprovalCard(
                 .map_or(PendingCallStatus::Pending.as_str(), |s| s.key)
         })
     };
-    let flag = move |f: fn(&crate::approval::CardStatus) -> bool| {
+    let flag = move |f: fn(&crate::model::approval::CardStatus) -> bool| {
         move || status.with(|s| s.as_ref().is_some_and(f))
     };
     let buttons_shown = flag(|s| s.buttons_shown);
@@ -183,7 +187,7 @@ pub fn ApprovalCard(
     let tool_error = move || {
         let approved = approval.with(|a| {
             a.as_ref()
-                .is_some_and(|a| a.state == crate::transcript::ApprovalState::Approved)
+                .is_some_and(|a| a.state == crate::model::transcript::ApprovalState::Approved)
         });
         match tool_state.get() {
             ToolState::Error(error) if approved => {

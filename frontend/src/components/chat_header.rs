@@ -2,16 +2,15 @@
 //! adds (the model picker).
 
 use countersign_api::UpdateChatRequest;
-use leptos::ev::{KeyboardEvent, SubmitEvent};
+use leptos::ev::KeyboardEvent;
 use leptos::html::{Button, Input};
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 use leptos_router::NavigateOptions;
 use leptos_router::hooks::use_navigate;
 
 use crate::api;
 use crate::chats::ChatList;
-use crate::components::FormError;
+use crate::components::{FormError, last_error, submit_handler};
 use crate::session::SessionState;
 
 /// What the header is doing.
@@ -20,6 +19,15 @@ enum Mode {
     Showing,
     Renaming,
     ConfirmingDelete,
+}
+
+/// What the header asks the server.
+#[derive(Debug, Clone)]
+enum HeaderRequest {
+    /// Rename the chat.
+    Rename(UpdateChatRequest),
+    /// Delete it.
+    Delete,
 }
 
 /// Title, "Rename" (inline form; Escape cancels) and "Delete" (asks first,
@@ -44,8 +52,6 @@ pub fn ChatHeader(
     let chat_id = StoredValue::new(chat_id);
 
     let mode = RwSignal::new(Mode::Showing);
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
     let new_title = RwSignal::new(String::new());
 
     let rename_input = NodeRef::<Input>::new();
@@ -83,6 +89,42 @@ pub fn ChatHeader(
         current
     });
 
+    // Rename and Delete share one action: one runs at a time, and its
+    // failure is the header's error.
+    let act = Action::new_local(move |request: &HeaderRequest| {
+        let request = request.clone();
+        let token = session.csrf_token().unwrap_or_default();
+        let id = chat_id.get_value();
+        let navigate = navigate.clone();
+        async move {
+            match request {
+                HeaderRequest::Rename(body) => {
+                    let chat = api::update_chat(&token, &id, &body)
+                        .await
+                        .map_err(|failure| failure.detail)?;
+                    on_renamed.run(chat.title.clone());
+                    chats.upsert(chat);
+                    chats.refresh();
+                    mode.set(Mode::Showing);
+                }
+                HeaderRequest::Delete => {
+                    match api::delete_chat(&token, &id).await {
+                        // Already gone (another tab): the outcome the user wanted.
+                        Ok(()) => {}
+                        Err(failure) if failure.status == Some(404) => {}
+                        Err(failure) => return Err(failure.detail),
+                    }
+                    chats.remove(&id);
+                    chats.refresh();
+                    navigate("/", NavigateOptions::default());
+                }
+            }
+            Ok(())
+        }
+    });
+    let busy = act.pending();
+    let error = last_error(act);
+
     let start_rename = move |_| {
         let current = title.get_untracked();
         new_title.set(if current == "New chat" {
@@ -90,40 +132,19 @@ pub fn ChatHeader(
         } else {
             current
         });
-        error.set(None);
+        act.clear();
         mode.set(Mode::Renaming);
     };
     let cancel = move || {
-        error.set(None);
+        act.clear();
         mode.set(Mode::Showing);
     };
-    let save_rename = move |event: SubmitEvent| {
-        event.prevent_default();
-        if busy.get_untracked() {
-            return;
-        }
-        let token = session.csrf_token().unwrap_or_default();
-        let id = chat_id.get_value();
-        let body = UpdateChatRequest {
+    let save_rename = submit_handler(act, move || {
+        Some(HeaderRequest::Rename(UpdateChatRequest {
             title: Some(new_title.get_untracked().trim().to_owned()),
             model: None,
-        };
-        busy.set(true);
-        error.set(None);
-        spawn_local(async move {
-            let result = api::update_chat(&token, &id, &body).await;
-            busy.set(false);
-            match result {
-                Ok(chat) => {
-                    on_renamed.run(chat.title.clone());
-                    chats.upsert(chat);
-                    chats.refresh();
-                    mode.set(Mode::Showing);
-                }
-                Err(failure) => error.set(Some(failure.detail)),
-            }
-        });
-    };
+        }))
+    });
     let on_rename_key = move |event: KeyboardEvent| {
         if event.key() == "Escape" {
             event.prevent_default();
@@ -131,30 +152,9 @@ pub fn ChatHeader(
         }
     };
     let delete = move |_| {
-        if busy.get_untracked() {
-            return;
+        if !busy.get_untracked() {
+            act.dispatch_local(HeaderRequest::Delete);
         }
-        let token = session.csrf_token().unwrap_or_default();
-        let id = chat_id.get_value();
-        let navigate = navigate.clone();
-        busy.set(true);
-        error.set(None);
-        spawn_local(async move {
-            let result = api::delete_chat(&token, &id).await;
-            busy.set(false);
-            match result {
-                // Already gone (another tab): the outcome the user wanted.
-                Ok(()) => {}
-                Err(failure) if failure.status == Some(404) => {}
-                Err(failure) => {
-                    error.set(Some(failure.detail));
-                    return;
-                }
-            }
-            chats.remove(&id);
-            chats.refresh();
-            navigate("/", NavigateOptions::default());
-        });
     };
     let on_confirm_key = move |event: KeyboardEvent| {
         if event.key() == "Escape" {
@@ -229,7 +229,7 @@ pub fn ChatHeader(
                     node_ref=delete_button
                     disabled=move || mode.get() != Mode::Showing
                     on:click=move |_| {
-                        error.set(None);
+                        act.clear();
                         mode.set(Mode::ConfirmingDelete);
                     }
                 >
@@ -258,7 +258,7 @@ pub fn ChatHeader(
                         class="button danger"
                         data-testid="delete-confirm"
                         disabled=move || busy.get()
-                        on:click=delete.clone()
+                        on:click=delete
                     >
                         {move || if busy.get() { "Deleting…" } else { "Delete chat" }}
                     </button>

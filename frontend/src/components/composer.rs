@@ -16,13 +16,15 @@ pub fn Composer(
     /// Whether Send may be pressed now (text present, nothing running).
     can_send: Signal<bool>,
     /// A message is on its way to the server.
-    sending: RwSignal<bool>,
+    #[prop(into)]
+    sending: Signal<bool>,
     /// A reply is being written: Stop is shown.
     running: Signal<bool>,
     /// Stop was pressed and the turn has not ended yet.
     stopping: Signal<bool>,
     /// Why the last send or stop failed, shown above the box.
-    error: RwSignal<Option<String>>,
+    #[prop(into)]
+    error: Signal<Option<String>>,
     /// Send the draft.
     on_send: Callback<()>,
     /// Stop the running turn.

@@ -3,11 +3,10 @@
 
 use countersign_api::{ModelsResponse, UpdateChatRequest};
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use crate::api::{self, ApiError};
 use crate::chats::{ChatList, remember_model};
-use crate::components::FormError;
+use crate::components::{FormError, last_error};
 use crate::session::SessionState;
 
 /// Changing the selection saves it on the chat (`PATCH`), for the next
@@ -25,8 +24,33 @@ pub fn ModelPicker(
     let session = SessionState::expect();
     let chats = ChatList::expect();
     let chat_id = StoredValue::new(chat_id);
-    let saving = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
+    // Each change is saved as it is made, even while an earlier one is on
+    // its way: the input is (chosen, shown before).
+    let save = Action::new_local(move |(chosen, previous): &(String, String)| {
+        let (chosen, previous) = (chosen.clone(), previous.clone());
+        let token = session.csrf_token().unwrap_or_default();
+        let id = chat_id.get_value();
+        async move {
+            let body = UpdateChatRequest {
+                title: None,
+                model: Some(chosen),
+            };
+            match api::update_chat(&token, &id, &body).await {
+                Ok(chat) => {
+                    model.set(chat.model.clone());
+                    remember_model(&chat.model);
+                    chats.upsert(chat);
+                    Ok(())
+                }
+                Err(failure) => {
+                    model.set(previous);
+                    Err(failure.detail)
+                }
+            }
+        }
+    });
+    let saving = save.pending();
+    let error = last_error(save);
 
     let options = move || {
         let current = model.get();
@@ -61,31 +85,9 @@ pub fn ModelPicker(
         if chosen == previous || chosen.is_empty() {
             return;
         }
-        let token = session.csrf_token().unwrap_or_default();
-        let id = chat_id.get_value();
         // Shown at once; put back if the server refuses.
         model.set(chosen.clone());
-        saving.set(true);
-        error.set(None);
-        spawn_local(async move {
-            let body = UpdateChatRequest {
-                title: None,
-                model: Some(chosen.clone()),
-            };
-            let result = api::update_chat(&token, &id, &body).await;
-            saving.set(false);
-            match result {
-                Ok(chat) => {
-                    model.set(chat.model.clone());
-                    remember_model(&chat.model);
-                    chats.upsert(chat);
-                }
-                Err(failure) => {
-                    model.set(previous);
-                    error.set(Some(failure.detail));
-                }
-            }
-        });
+        save.dispatch_local((chosen, previous));
     };
 
     let load_error = move || match models.get() {

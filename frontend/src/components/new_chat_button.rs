@@ -5,7 +5,7 @@ use leptos_router::NavigateOptions;
 use leptos_router::hooks::use_navigate;
 
 use crate::chats::{self, ChatList};
-use crate::components::FormError;
+use crate::components::{FormError, last_error};
 use crate::pages::chat_path;
 use crate::session::SessionState;
 
@@ -42,13 +42,7 @@ pub fn NewChatButton(
         }
     });
     let pending = create.pending();
-    let error = Signal::derive(move || -> Option<String> {
-        if pending.get() {
-            None
-        } else {
-            create.value().get().and_then(Result::err)
-        }
-    });
+    let error = last_error(create);
 
     view! {
         <button

@@ -3,23 +3,10 @@
 //! card. The words come from [`origin_text`]; the server decided.
 
 use leptos::prelude::*;
-use leptos::web_sys::js_sys::Date;
-use wasm_bindgen::JsValue;
 
-use crate::approval::origin_text;
-use crate::transcript::Origin;
-
-/// Minutes the browser's zone is east of UTC at `ms` (since the epoch).
-fn minutes_east_at(ms: f64) -> i64 {
-    // `getTimezoneOffset` is UTC minus local, in minutes (whole for every
-    // zone in use since 1972).
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "a zone offset in minutes fits in i64"
-    )]
-    let west = Date::new(&JsValue::from_f64(ms)).get_timezone_offset() as i64;
-    -west
-}
+use crate::clock::minutes_east_at;
+use crate::model::approval::origin_text;
+use crate::model::transcript::Origin;
 
 /// The chip of one call.
 #[component]

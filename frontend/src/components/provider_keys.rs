@@ -7,12 +7,10 @@
 //! changing a key may need a step-up first ([`StepUp`]).
 
 use countersign_api::ProviderKeyStatus;
-use leptos::ev::SubmitEvent;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use crate::api;
-use crate::components::{FormError, StepUp};
+use crate::components::{FormError, StepUp, last_error, last_notice, submit_handler};
 use crate::session::SessionState;
 
 /// Providers whose keys a user can store: id, the name people know, and the
@@ -105,6 +103,15 @@ pub fn ProviderKeys() -> impl IntoView {
     }
 }
 
+/// What a key row asks the server.
+#[derive(Debug, Clone)]
+enum KeyRequest {
+    /// Store this key.
+    Save(String),
+    /// Remove the stored key.
+    Remove,
+}
+
 /// One provider: its status, a password field with Save, and Remove.
 #[component]
 fn ProviderKeyRow(
@@ -120,56 +127,44 @@ fn ProviderKeyRow(
     let session = SessionState::expect();
     let step_up = StepUp::expect();
     let key = RwSignal::new(String::new());
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
-    let notice = RwSignal::new(None::<&'static str>);
-
-    let save = move |event: SubmitEvent| {
-        event.prevent_default();
-        let api_key = key.get_untracked().trim().to_owned();
-        if busy.get_untracked() || api_key.is_empty() {
-            return;
-        }
+    // Save and Remove share one action: one runs at a time, and its
+    // failure or notice is the row's.
+    let act = Action::new_local(move |request: &KeyRequest| {
+        let request = request.clone();
         let token = session.csrf_token().unwrap_or_default();
-        busy.set(true);
-        error.set(None);
-        notice.set(None);
-        spawn_local(async move {
-            let result = step_up
-                .run(|| api::set_provider_key(&token, provider, &api_key))
-                .await;
-            busy.set(false);
-            match result {
-                Ok(()) => {
+        async move {
+            let notice = match request {
+                KeyRequest::Save(api_key) => {
+                    step_up
+                        .run(|| api::set_provider_key(&token, provider, &api_key))
+                        .await
+                        .map_err(|failure| failure.detail)?;
                     key.set(String::new());
-                    notice.set(Some("Key saved."));
-                    on_changed.run(());
+                    "Key saved."
                 }
-                Err(failure) => error.set(Some(failure.detail)),
-            }
-        });
-    };
-    let remove = move |_| {
-        if busy.get_untracked() {
-            return;
+                KeyRequest::Remove => {
+                    step_up
+                        .run(|| api::delete_provider_key(&token, provider))
+                        .await
+                        .map_err(|failure| failure.detail)?;
+                    "Key removed."
+                }
+            };
+            on_changed.run(());
+            Ok(notice)
         }
-        let token = session.csrf_token().unwrap_or_default();
-        busy.set(true);
-        error.set(None);
-        notice.set(None);
-        spawn_local(async move {
-            let result = step_up
-                .run(|| api::delete_provider_key(&token, provider))
-                .await;
-            busy.set(false);
-            match result {
-                Ok(()) => {
-                    notice.set(Some("Key removed."));
-                    on_changed.run(());
-                }
-                Err(failure) => error.set(Some(failure.detail)),
-            }
-        });
+    });
+    let busy = act.pending();
+    let error = last_error(act);
+    let notice = last_notice(act);
+    let save = submit_handler(act, move || {
+        let api_key = key.get_untracked().trim().to_owned();
+        (!api_key.is_empty()).then_some(KeyRequest::Save(api_key))
+    });
+    let remove = move |_| {
+        if !busy.get_untracked() {
+            act.dispatch_local(KeyRequest::Remove);
+        }
     };
 
     let is_set = move || status.get().is_some_and(|s| s.is_set);

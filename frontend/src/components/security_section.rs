@@ -10,18 +10,17 @@
 //! image (a `data:` URL), never inserted into the page.
 
 use countersign_api::{MfaEnrolment, SessionInfo};
-use leptos::ev::SubmitEvent;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 use leptos::web_sys::js_sys::Date;
 
 use crate::api;
-use crate::components::FormError;
-use crate::security::{
+use crate::clock::minutes_east_at;
+use crate::components::{FormError, last_error, last_notice, submit_handler};
+use crate::model::security::{
     PASSWORD_CHANGED, device_text, password_form_problem, revoked_text, svg_data_url,
 };
+use crate::model::when::{ago_text, date_time_text};
 use crate::session::SessionState;
-use crate::when::{ago_text, date_time_text, minutes_east_at};
 
 /// The section: the password, two-factor sign-in, then sessions.
 #[component]
@@ -56,15 +55,8 @@ fn ChangePassword() -> impl IntoView {
         }
     });
     let pending = change.pending();
-    let error = Signal::derive(move || -> Option<String> {
-        if pending.get() {
-            None
-        } else {
-            problem
-                .get()
-                .or_else(|| change.value().get().and_then(Result::err))
-        }
-    });
+    let failure = last_error(change);
+    let error = Signal::derive(move || problem.get().or_else(|| failure.get()));
     let done = Signal::derive(move || {
         !pending.get() && problem.get().is_none() && matches!(change.value().get(), Some(Ok(())))
     });
@@ -77,11 +69,7 @@ fn ChangePassword() -> impl IntoView {
         }
     });
 
-    let on_submit = move |event: SubmitEvent| {
-        event.prevent_default();
-        if pending.get_untracked() {
-            return;
-        }
+    let on_submit = submit_handler(change, move || {
         let (typed_current, typed_new, typed_confirm) = (
             current.get_untracked(),
             new.get_untracked(),
@@ -89,11 +77,11 @@ fn ChangePassword() -> impl IntoView {
         );
         if let Some(why) = password_form_problem(&typed_current, &typed_new, &typed_confirm) {
             problem.set(Some(why.to_owned()));
-            return;
+            return None;
         }
         problem.set(None);
-        change.dispatch_local((typed_current, typed_new));
-    };
+        Some((typed_current, typed_new))
+    });
 
     view! {
         <div class="security-block" data-testid="password">
@@ -169,40 +157,37 @@ enum Stage {
 fn TwoFactor() -> impl IntoView {
     let session = SessionState::expect();
     let stage = RwSignal::new(Stage::Idle);
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
+    // "Two-factor sign-in is off.": set by `TurnOff`, which is gone by then.
     let notice = RwSignal::new(None::<&'static str>);
     let enabled = Memo::new(move |_| session.mfa_enabled());
     let password = RwSignal::new(String::new());
+    let problem = RwSignal::new(None::<String>);
 
-    let begin = move |event: SubmitEvent| {
-        event.prevent_default();
-        let typed = password.get_untracked();
-        if busy.get_untracked() {
-            return;
-        }
-        if typed.is_empty() {
-            error.set(Some("Enter your current password.".to_owned()));
-            return;
-        }
+    let enroll = Action::new_local(move |typed: &String| {
+        let typed = typed.clone();
         let token = session.csrf_token().unwrap_or_default();
-        busy.set(true);
-        error.set(None);
         notice.set(None);
-        spawn_local(async move {
-            let result = api::mfa_enroll(&token, &typed).await;
-            busy.try_set(false);
-            match result {
-                Ok(enrolment) => {
-                    password.try_set(String::new());
-                    stage.try_set(Stage::Enrolling(enrolment));
-                }
-                Err(failure) => {
-                    error.try_set(Some(failure.detail));
-                }
-            }
-        });
-    };
+        async move {
+            let enrolment = api::mfa_enroll(&token, &typed)
+                .await
+                .map_err(|failure| failure.detail)?;
+            password.try_set(String::new());
+            stage.try_set(Stage::Enrolling(enrolment));
+            Ok(())
+        }
+    });
+    let busy = enroll.pending();
+    let failure = last_error(enroll);
+    let error = Signal::derive(move || problem.get().or_else(|| failure.get()));
+    let begin = submit_handler(enroll, move || {
+        let typed = password.get_untracked();
+        if typed.is_empty() {
+            problem.set(Some("Enter your current password.".to_owned()));
+            return None;
+        }
+        problem.set(None);
+        Some(typed)
+    });
 
     let body = move || {
         match stage.get() {
@@ -264,37 +249,34 @@ fn TwoFactor() -> impl IntoView {
 fn Enrol(enrolment: MfaEnrolment, stage: RwSignal<Stage>) -> impl IntoView {
     let session = SessionState::expect();
     let code = RwSignal::new(String::new());
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
     let input = NodeRef::<leptos::html::Input>::new();
 
-    let confirm = move |event: SubmitEvent| {
-        event.prevent_default();
-        let typed = code.get_untracked().trim().to_owned();
-        if busy.get_untracked() || typed.is_empty() {
-            return;
-        }
+    let turn_on = Action::new_local(move |typed: &String| {
+        let typed = typed.clone();
         let token = session.csrf_token().unwrap_or_default();
-        busy.set(true);
-        error.set(None);
-        spawn_local(async move {
-            let result = api::mfa_confirm(&token, &typed).await;
-            busy.try_set(false);
-            match result {
+        async move {
+            match api::mfa_confirm(&token, &typed).await {
                 Ok(confirmed) => {
                     session.set_mfa_enabled(true);
                     stage.try_set(Stage::Codes(confirmed.recovery_codes));
+                    Ok(())
                 }
                 Err(failure) => {
-                    error.try_set(Some(failure.detail));
                     if let Some(input) = input.get_untracked() {
                         let _ = input.focus();
                         input.select();
                     }
+                    Err(failure.detail)
                 }
             }
-        });
-    };
+        }
+    });
+    let busy = turn_on.pending();
+    let error = last_error(turn_on);
+    let confirm = submit_handler(turn_on, move || {
+        let typed = code.get_untracked().trim().to_owned();
+        (!typed.is_empty()).then_some(typed)
+    });
 
     view! {
         <ol class="mfa-steps">
@@ -386,33 +368,26 @@ fn RecoveryCodes(codes: Vec<String>, stage: RwSignal<Stage>) -> impl IntoView {
 fn TurnOff(notice: RwSignal<Option<&'static str>>) -> impl IntoView {
     let session = SessionState::expect();
     let code = RwSignal::new(String::new());
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
 
-    let submit = move |event: SubmitEvent| {
-        event.prevent_default();
-        let typed = code.get_untracked().trim().to_owned();
-        if busy.get_untracked() || typed.is_empty() {
-            return;
-        }
+    let turn_off = Action::new_local(move |typed: &String| {
+        let typed = typed.clone();
         let token = session.csrf_token().unwrap_or_default();
-        busy.set(true);
-        error.set(None);
         notice.set(None);
-        spawn_local(async move {
-            let result = api::mfa_disable(&token, &typed).await;
-            busy.try_set(false);
-            match result {
-                Ok(()) => {
-                    notice.try_set(Some("Two-factor sign-in is off."));
-                    session.set_mfa_enabled(false);
-                }
-                Err(failure) => {
-                    error.try_set(Some(failure.detail));
-                }
-            }
-        });
-    };
+        async move {
+            api::mfa_disable(&token, &typed)
+                .await
+                .map_err(|failure| failure.detail)?;
+            notice.try_set(Some("Two-factor sign-in is off."));
+            session.set_mfa_enabled(false);
+            Ok(())
+        }
+    });
+    let busy = turn_off.pending();
+    let error = last_error(turn_off);
+    let submit = submit_handler(turn_off, move || {
+        let typed = code.get_untracked().trim().to_owned();
+        (!typed.is_empty()).then_some(typed)
+    });
 
     view! {
         <p>
@@ -445,35 +420,28 @@ fn TurnOff(notice: RwSignal<Option<&'static str>>) -> impl IntoView {
 fn Sessions() -> impl IntoView {
     let session = SessionState::expect();
     let sessions = LocalResource::new(api::list_sessions);
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
-    let notice = RwSignal::new(None::<String>);
+    let revoke_others = Action::new_local(move |(): &()| {
+        let token = session.csrf_token().unwrap_or_default();
+        async move {
+            let revoked = api::revoke_other_sessions(&token)
+                .await
+                .map_err(|failure| failure.detail)?;
+            sessions.refetch();
+            Ok(revoked_text(revoked))
+        }
+    });
+    let busy = revoke_others.pending();
+    let error = last_error(revoke_others);
+    let notice = last_notice(revoke_others);
 
     let others = move || match sessions.get() {
         Some(Ok(list)) => list.iter().filter(|s| !s.current).count(),
         _ => 0,
     };
     let revoke = move |_| {
-        if busy.get_untracked() {
-            return;
+        if !busy.get_untracked() {
+            revoke_others.dispatch_local(());
         }
-        let token = session.csrf_token().unwrap_or_default();
-        busy.set(true);
-        error.set(None);
-        notice.set(None);
-        spawn_local(async move {
-            let result = api::revoke_other_sessions(&token).await;
-            busy.try_set(false);
-            match result {
-                Ok(revoked) => {
-                    notice.try_set(Some(revoked_text(revoked)));
-                    sessions.refetch();
-                }
-                Err(failure) => {
-                    error.try_set(Some(failure.detail));
-                }
-            }
-        });
     };
 
     let list = move || {

@@ -11,14 +11,12 @@
 
 use std::future::Future;
 
-use leptos::ev::SubmitEvent;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use crate::api::{self, ApiError};
-use crate::components::FormError;
+use crate::components::{FormError, last_error, submit_handler};
+use crate::model::step_up::{Answer, Answerer, answer_channel, retry_after_step_up};
 use crate::session::SessionState;
-use crate::step_up::{Answer, Answerer, answer_channel, retry_after_step_up};
 
 /// Handle to the step-up dialog; provided by the signed-in shell.
 #[derive(Clone, Copy)]
@@ -85,8 +83,6 @@ pub fn StepUpDialog() -> impl IntoView {
     let dialog = NodeRef::<leptos::html::Dialog>::new();
     let input = NodeRef::<leptos::html::Input>::new();
     let code = RwSignal::new(String::new());
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
 
     let focus_input = move || {
         request_animation_frame(move || {
@@ -97,6 +93,25 @@ pub fn StepUpDialog() -> impl IntoView {
         });
     };
 
+    let check = Action::new_local(move |typed: &String| {
+        let typed = typed.clone();
+        let token = session.csrf_token().unwrap_or_default();
+        async move {
+            match api::mfa_step_up(&token, &typed).await {
+                Ok(()) => {
+                    step_up.finish(true);
+                    Ok(())
+                }
+                Err(failure) => {
+                    focus_input();
+                    Err(failure.detail)
+                }
+            }
+        }
+    });
+    let busy = check.pending();
+    let error = last_error(check);
+
     // The signal says open or closed; the element follows.
     Effect::new(move |_| {
         let open = step_up.open.get();
@@ -105,8 +120,9 @@ pub fn StepUpDialog() -> impl IntoView {
         };
         if open && !element.open() {
             code.set(String::new());
-            error.set(None);
-            busy.set(false);
+            // (A code still being checked when the dialog last closed keeps
+            // Continue busy until the server answers it.)
+            check.clear();
             if element.show_modal().is_ok() {
                 focus_input();
             }
@@ -117,27 +133,10 @@ pub fn StepUpDialog() -> impl IntoView {
     // Signing out or leaving the shell closes it: nobody waits for ever.
     on_cleanup(move || step_up.finish(false));
 
-    let submit = move |event: SubmitEvent| {
-        event.prevent_default();
+    let submit = submit_handler(check, move || {
         let typed = code.get_untracked().trim().to_owned();
-        if busy.get_untracked() || typed.is_empty() {
-            return;
-        }
-        let token = session.csrf_token().unwrap_or_default();
-        busy.set(true);
-        error.set(None);
-        spawn_local(async move {
-            let result = api::mfa_step_up(&token, &typed).await;
-            busy.try_set(false);
-            match result {
-                Ok(()) => step_up.finish(true),
-                Err(failure) => {
-                    error.try_set(Some(failure.detail));
-                    focus_input();
-                }
-            }
-        });
-    };
+        (!typed.is_empty()).then_some(typed)
+    });
     let cancel = move || step_up.finish(false);
 
     view! {

@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use crate::components::OriginChip;
-use crate::transcript::{ToolCall, ToolState};
+use crate::model::transcript::{ToolCall, ToolState};
 
 /// "tool_name", its arguments as pretty JSON, where it stands (running /
 /// ok / error with the reason), and for an MCP call that ran without a

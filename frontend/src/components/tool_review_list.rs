@@ -9,17 +9,16 @@
 //! (DESIGN §5 rule 2) — with Revoke, which deletes the rule; the server's
 //! reloaded list then shows what stands.
 
-use countersign_api::{ConnectorTool, ReviewState};
+use countersign_api::{ConnectorTool, ReviewState, ReviewToolsRequest};
 use leptos::html::P;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use crate::api;
-use crate::components::FormError;
-use crate::session::SessionState;
-use crate::tool_review::{
+use crate::components::{FormError, last_error};
+use crate::model::tool_review::{
     GrantChip, annotation_claims, descriptor_changes, grant_chip, review_request, starts_kept,
 };
+use crate::session::SessionState;
 
 /// The review list of one connector, loaded again whenever `version` moves
 /// (after Test, Refresh, a saved review or a revoked rule).
@@ -115,9 +114,24 @@ fn ReviewForm(
         })
         .collect();
     let boxes = StoredValue::new(boxes);
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
-
+    let review = Action::new_local(move |body: &ReviewToolsRequest| {
+        let body = body.clone();
+        let token = session.csrf_token().unwrap_or_default();
+        let connector_id = connector_id.clone();
+        notice.set(None);
+        async move {
+            api::review_tools(&token, &connector_id, &body)
+                .await
+                .map_err(|failure| failure.detail)?;
+            notice.set(Some(
+                "Saved. Only the tools you kept are offered to the assistant.".into(),
+            ));
+            on_saved.run(());
+            Ok(())
+        }
+    });
+    let busy = review.pending();
+    let error = last_error(review);
     let save = move |_| {
         if busy.get_untracked() {
             return;
@@ -128,24 +142,7 @@ fn ReviewForm(
                     (name.as_str(), digest.as_str(), keep.get_untracked())
                 }))
             });
-        let token = session.csrf_token().unwrap_or_default();
-        let connector_id = connector_id.clone();
-        busy.set(true);
-        error.set(None);
-        notice.set(None);
-        spawn_local(async move {
-            let result = api::review_tools(&token, &connector_id, &body).await;
-            busy.set(false);
-            match result {
-                Ok(()) => {
-                    notice.set(Some(
-                        "Saved. Only the tools you kept are offered to the assistant.".into(),
-                    ));
-                    on_saved.run(());
-                }
-                Err(failure) => error.set(Some(failure.detail)),
-            }
-        });
+        review.dispatch_local(body);
     };
 
     let rows = tools
@@ -271,27 +268,26 @@ fn ToolRow(
 #[component]
 fn RuleChip(chip: GrantChip, tool_name: String, on_revoked: Callback<String>) -> impl IntoView {
     let session = SessionState::expect();
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
     let label = format!("Revoke the always-allow rule for {tool_name}");
-    let revoke = move |_| {
-        if busy.get_untracked() {
-            return;
-        }
+    let revoke = Action::new_local(move |(): &()| {
         let token = session.csrf_token().unwrap_or_default();
         let grant_id = chip.grant_id.clone();
         let tool_name = tool_name.clone();
-        busy.set(true);
-        error.set(None);
-        spawn_local(async move {
-            let result = api::revoke_grant(&token, &grant_id).await;
-            busy.try_set(false);
-            match result {
+        async move {
+            match api::revoke_grant(&token, &grant_id).await {
                 Ok(()) => on_revoked.run(tool_name),
                 Err(failure) if failure.status == Some(404) => on_revoked.run(tool_name),
-                Err(failure) => _ = error.try_set(Some(failure.detail)),
+                Err(failure) => return Err(failure.detail),
             }
-        });
+            Ok(())
+        }
+    });
+    let busy = revoke.pending();
+    let error = last_error(revoke);
+    let on_revoke = move |_| {
+        if !busy.get_untracked() {
+            revoke.dispatch_local(());
+        }
     };
     view! {
         <p
@@ -308,7 +304,7 @@ fn RuleChip(chip: GrantChip, tool_name: String, on_revoked: Callback<String>) ->
                 data-testid="tool-grant-revoke"
                 aria-label=label
                 disabled=move || busy.get()
-                on:click=revoke
+                on:click=on_revoke
             >
                 {move || if busy.get() { "Revoking…" } else { "Revoke" }}
             </button>

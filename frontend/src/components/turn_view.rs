@@ -4,8 +4,8 @@
 use leptos::prelude::*;
 
 use crate::components::{ApprovalCard, ToolCallBlock};
-use crate::markdown::render_markdown;
-use crate::transcript::{Segment, Transcript, TurnStatus};
+use crate::model::markdown::render_markdown;
+use crate::model::transcript::{Segment, Transcript, TurnStatus};
 
 /// The kind of a segment. A tool call becomes an approval card when its
 /// `mcp_confirmation_required` arrives (and a new ledger id is a new card);

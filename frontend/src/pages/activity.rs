@@ -5,11 +5,12 @@
 
 use leptos::prelude::*;
 
-use crate::activity::{CallRow, decision_text, group_calls, outcome_text, short_digest};
 use crate::api;
-use crate::approval::duration_text;
+use crate::clock::minutes_east_at;
 use crate::components::set_page_title;
-use crate::when::{date_time_text, minutes_east_at};
+use crate::model::activity::{CallRow, decision_text, group_calls, outcome_text, short_digest};
+use crate::model::approval::duration_text;
+use crate::model::when::date_time_text;
 
 /// The page: an explanation, Refresh, and the table.
 #[component]

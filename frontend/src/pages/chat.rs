@@ -16,10 +16,10 @@ use leptos_router::hooks::use_params_map;
 
 use crate::api;
 use crate::chats::ChatList;
-use crate::components::{ChatHeader, Composer, ModelPicker, TurnView, set_page_title};
+use crate::components::{ChatHeader, Composer, ModelPicker, TurnView, last_error, set_page_title};
+use crate::model::transcript::Transcript;
 use crate::session::SessionState;
 use crate::sse::{EventStream, StreamItem};
-use crate::transcript::Transcript;
 
 /// The app path of chat `id`.
 pub fn chat_path(id: &str) -> String {
@@ -102,6 +102,11 @@ fn ChatView(chat_id: String) -> impl IntoView {
     };
     let load_chat = move || {
         load.set(Load::Loading);
+        // Not a resource: loading is the first half of opening the stream —
+        // fill the transcript, then open the stream after its last event,
+        // once per load and in that order — and `load` says where that
+        // stands; a resource would hold the detail but still need this
+        // hand-off.
         spawn_local(async move {
             let Some(id) = chat_id.try_get_value() else {
                 return;
@@ -196,29 +201,19 @@ fn ChatView(chat_id: String) -> impl IntoView {
 
     // ---- Sending and stopping.
     let draft = RwSignal::new(String::new());
-    let sending = RwSignal::new(false);
-    let action_error = RwSignal::new(None::<String>);
+    // The turn Stop was pressed for; it stays until that turn ends.
     let stopping = RwSignal::new(None::<String>);
 
-    let can_send = Signal::derive(move || {
-        !sending.get() && running.get().is_none() && !draft.with(|d| d.trim().is_empty())
-    });
-    let send = Callback::new(move |()| {
-        if !can_send.get_untracked() {
-            return;
-        }
-        let content = draft.get_untracked().trim().to_owned();
+    let send_message = Action::new_local(move |content: &String| {
+        let content = content.clone();
         let token = session.csrf_token().unwrap_or_default();
         let id = chat_id.get_value();
-        sending.set(true);
-        action_error.set(None);
-        draft.set(String::new());
-        follow.set(true);
-        spawn_local(async move {
-            let result = api::send_message(&token, &id, &content).await;
-            sending.set(false);
-            match result {
-                Ok(accepted) => transcript.update(|t| t.accepted(&accepted.turn_id)),
+        async move {
+            match api::send_message(&token, &id, &content).await {
+                Ok(accepted) => {
+                    transcript.update(|t| t.accepted(&accepted.turn_id));
+                    Ok(())
+                }
                 Err(error) => {
                     // Give the text back, unless the user already typed more.
                     draft.update(|d| {
@@ -226,23 +221,16 @@ fn ChatView(chat_id: String) -> impl IntoView {
                             *d = content;
                         }
                     });
-                    action_error.set(Some(error.detail));
+                    Err(error.detail)
                 }
             }
-        });
-    });
-    let stop = Callback::new(move |()| {
-        let Some(turn_id) = running.get_untracked() else {
-            return;
-        };
-        if stopping.get_untracked().as_deref() == Some(turn_id.as_str()) {
-            return;
         }
+    });
+    let cancel_turn = Action::new_local(move |turn_id: &String| {
+        let turn_id = turn_id.clone();
         let token = session.csrf_token().unwrap_or_default();
         let id = chat_id.get_value();
-        stopping.set(Some(turn_id.clone()));
-        action_error.set(None);
-        spawn_local(async move {
+        async move {
             match api::cancel_turn(&token, &id, &turn_id).await {
                 // The stream brings `turn_finished` (cancelled).
                 Ok(()) => {}
@@ -252,10 +240,40 @@ fn ChatView(chat_id: String) -> impl IntoView {
                 }
                 Err(error) => {
                     stopping.set(None);
-                    action_error.set(Some(error.detail));
+                    return Err(error.detail);
                 }
             }
-        });
+            Ok(())
+        }
+    });
+    let sending = send_message.pending();
+    // One line for both: starting either clears the other's failure.
+    let (send_error, stop_error) = (last_error(send_message), last_error(cancel_turn));
+    let action_error = Signal::derive(move || send_error.get().or_else(|| stop_error.get()));
+
+    let can_send = Signal::derive(move || {
+        !sending.get() && running.get().is_none() && !draft.with(|d| d.trim().is_empty())
+    });
+    let send = Callback::new(move |()| {
+        if !can_send.get_untracked() {
+            return;
+        }
+        let content = draft.get_untracked().trim().to_owned();
+        draft.set(String::new());
+        follow.set(true);
+        cancel_turn.clear();
+        send_message.dispatch_local(content);
+    });
+    let stop = Callback::new(move |()| {
+        let Some(turn_id) = running.get_untracked() else {
+            return;
+        };
+        if stopping.get_untracked().as_deref() == Some(turn_id.as_str()) {
+            return;
+        }
+        stopping.set(Some(turn_id.clone()));
+        send_message.clear();
+        cancel_turn.dispatch_local(turn_id);
     });
     let is_stopping = Signal::derive(move || {
         let running = running.get();

@@ -4,12 +4,12 @@
 //! password.
 
 use countersign_api::LoginRequest;
-use leptos::ev::SubmitEvent;
 use leptos::prelude::*;
-use leptos_router::components::A;
 
 use crate::api;
-use crate::components::{FormError, set_page_title};
+use crate::components::{
+    AuthForm, AuthPage, EmailField, last_error, set_page_title, submit_handler,
+};
 use crate::session::SessionState;
 
 /// The sign-in form; on success the app goes to `/`.
@@ -48,90 +48,51 @@ pub fn SignInPage() -> impl IntoView {
         }
     });
     let pending = submit.pending();
-    // Hidden while a retry is in flight, so a repeated error is announced anew.
-    let error = Signal::derive(move || -> Option<String> {
-        if pending.get() {
-            None
-        } else {
-            submit.value().get().and_then(Result::err)
-        }
-    });
-
-    let on_submit = move |event: SubmitEvent| {
-        event.prevent_default();
-        if pending.get_untracked() {
-            return;
-        }
+    let error = last_error(submit);
+    let on_submit = submit_handler(submit, move || {
         let typed = code.get_untracked().trim().to_owned();
-        submit.dispatch_local(LoginRequest {
+        Some(LoginRequest {
             email: email.get_untracked().trim().to_owned(),
             password: password.get_untracked(),
             code: (needs_code.get_untracked() && !typed.is_empty()).then_some(typed),
-        });
-    };
+        })
+    });
 
     view! {
-        <div class="auth-page">
-            <div class="card">
-                <p class="brand-mark">"Countersign"</p>
-                <h1>"Sign in"</h1>
-                <form on:submit=on_submit>
-                    <div class="field">
-                        <label for="signin-email">"Email"</label>
-                        <input
-                            id="signin-email"
-                            data-testid="signin-email"
-                            type="email"
-                            name="email"
-                            autocomplete="username"
-                            required
-                            bind:value=email
-                        />
-                    </div>
-                    <div class="field">
-                        <label for="signin-password">"Password"</label>
-                        <input
-                            id="signin-password"
-                            data-testid="signin-password"
-                            type="password"
-                            name="password"
-                            autocomplete="current-password"
-                            required
-                            bind:value=password
-                        />
-                    </div>
-                    <Show when=move || needs_code.get()>
-                        <div class="field">
-                            <label for="signin-code">"Two-factor code"</label>
-                            <input
-                                id="signin-code"
-                                data-testid="signin-code"
-                                type="text"
-                                name="code"
-                                autocomplete="one-time-code"
-                                spellcheck="false"
-                                aria-describedby="signin-code-hint"
-                                required
-                                node_ref=code_input
-                                bind:value=code
-                            />
-                            <p id="signin-code-hint" class="hint" data-testid="signin-code-hint">
-                                "Enter the code from your authenticator app, or one of your recovery codes."
-                            </p>
-                        </div>
-                    </Show>
-                    <FormError message=error testid="signin-error" />
-                    <button
-                        type="submit"
-                        class="button primary wide"
-                        data-testid="signin-submit"
-                        disabled=move || pending.get()
-                    >
-                        {move || if pending.get() { "Signing in…" } else { "Sign in" }}
-                    </button>
-                </form>
-                <p class="switch">"New here? " <A href="/signup">"Create an account"</A></p>
+        <AuthForm page=AuthPage::SignIn on_submit=on_submit pending=pending error=error>
+            <EmailField page=AuthPage::SignIn value=email />
+            <div class="field">
+                <label for="signin-password">"Password"</label>
+                <input
+                    id="signin-password"
+                    data-testid="signin-password"
+                    type="password"
+                    name="password"
+                    autocomplete="current-password"
+                    required
+                    bind:value=password
+                />
             </div>
-        </div>
+            <Show when=move || needs_code.get()>
+                <div class="field">
+                    <label for="signin-code">"Two-factor code"</label>
+                    <input
+                        id="signin-code"
+                        data-testid="signin-code"
+                        type="text"
+                        name="code"
+                        autocomplete="one-time-code"
+                        spellcheck="false"
+                        aria-describedby="signin-code-hint"
+                        required
+                        node_ref=code_input
+                        bind:value=code
+                    />
+                    <p id="signin-code-hint" class="hint" data-testid="signin-code-hint">
+                        "Enter the code from your authenticator app, or one of your recovery codes."
+                    </p>
+                </div>
+            </Show>
+        </AuthForm>
     }
 }

@@ -13,7 +13,8 @@
 use countersign_api::{PendingCallStatus, ToolCallStatus};
 use serde_json::Value;
 
-use crate::transcript::{ApprovalState, Grant, Origin, ToolState};
+use crate::model::transcript::{ApprovalState, Grant, Origin, ToolState};
+use crate::model::when::{clock_text, parse_rfc3339_ms};
 
 // The card's `data-state` words that are the ledger's and the call's own.
 const PENDING: &str = PendingCallStatus::Pending.as_str();
@@ -119,76 +120,6 @@ pub fn card_status(
     }
 }
 
-/// Milliseconds since the Unix epoch of an RFC 3339 time such as
-/// `2026-05-01T12:00:00.123456Z` or `…+02:00`; `None` if it is not one.
-pub fn parse_rfc3339_ms(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let bytes = text.as_bytes();
-    if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' || bytes[13] != b':' {
-        return None;
-    }
-    if !matches!(bytes[10], b'T' | b't' | b' ') || bytes[16] != b':' {
-        return None;
-    }
-    let number = |range: std::ops::Range<usize>| -> Option<i64> {
-        let part = text.get(range)?;
-        part.bytes()
-            .all(|b| b.is_ascii_digit())
-            .then(|| part.parse().ok())?
-    };
-    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
-    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
-        return None;
-    }
-    // A leap second counts as the last second of its minute.
-    let second = second.min(59);
-    let mut rest = &text[19..];
-    let mut millis = 0.0;
-    if let Some(fraction) = rest.strip_prefix('.') {
-        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        millis = format!("0.{}", &fraction[..digits]).parse::<f64>().ok()? * 1000.0;
-        rest = &fraction[digits..];
-    }
-    let offset_minutes = match rest {
-        "Z" | "z" => 0,
-        _ => {
-            let sign = match rest.as_bytes().first() {
-                Some(b'+') => 1,
-                Some(b'-') => -1,
-                _ => return None,
-            };
-            let offset = &rest[1..];
-            if offset.len() != 5 || offset.as_bytes()[2] != b':' {
-                return None;
-            }
-            let hours: i64 = offset[..2].parse().ok()?;
-            let minutes: i64 = offset[3..].parse().ok()?;
-            sign * (hours * 60 + minutes)
-        }
-    };
-    let days = days_from_civil(year, month, day);
-    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset_minutes * 60;
-    // Exact: every instant of interest is far below 2^53 ms.
-    #[expect(clippy::cast_precision_loss, reason = "seconds since 1970 fit in f64")]
-    Some(seconds as f64 * 1000.0 + millis)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let month_index = (month + 9) % 12;
-    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
 /// Whole seconds left until `expires_at` at `server_now_ms` (the local
 /// clock corrected by what the server said), rounded up so "0:00" means
 /// the time is over; `None` if `expires_at` cannot be read.
@@ -223,18 +154,6 @@ pub fn duration_text(ms: u64) -> String {
     } else {
         format!("{}.{} s", ms / 1000, (ms % 1000) / 100)
     }
-}
-
-/// "14:05": the wall-clock time of `ms` (since the Unix epoch) in a zone
-/// `minutes_east` of UTC.
-pub fn clock_text(ms: f64, minutes_east: i64) -> String {
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "minutes since 1970 fit in i64"
-    )]
-    let minutes = (ms / 60_000.0).floor() as i64 + minutes_east;
-    let of_day = minutes.rem_euclid(24 * 60);
-    format!("{:02}:{:02}", of_day / 60, of_day % 60)
 }
 
 /// The chip on an MCP call that ran: what let it run, in a few words.
@@ -422,52 +341,6 @@ mod tests {
     }
 
     #[test]
-    fn rfc3339_times_are_read_with_fractions_and_offsets() {
-        let cases = [
-            ("1970-01-01T00:00:00Z", Some(0.0), "the epoch"),
-            (
-                "2026-05-01T12:00:00Z",
-                Some(1_777_636_800_000.0),
-                "a UTC time",
-            ),
-            (
-                "2026-05-01T12:00:00.250+00:00",
-                Some(1_777_636_800_250.0),
-                "fraction and +00:00",
-            ),
-            (
-                "2026-05-01T14:30:00+02:30",
-                Some(1_777_636_800_000.0),
-                "a positive offset",
-            ),
-            (
-                "2026-05-01T11:00:00.123456789-01:00",
-                Some(1_777_636_800_123.456_8),
-                "nanoseconds and a negative offset",
-            ),
-            (
-                "2024-02-29T00:00:00Z",
-                Some(1_709_164_800_000.0),
-                "leap day",
-            ),
-            ("2026-05-01 12:00:00Z", Some(1_777_636_800_000.0), "space"),
-            ("2026-05-01T12:00:00", None, "no offset"),
-            ("2026-13-01T12:00:00Z", None, "month 13"),
-            ("yesterday", None, "not a time"),
-            ("", None, "empty"),
-        ];
-        for (text, expected, why) in cases {
-            let got = parse_rfc3339_ms(text);
-            match (got, expected) {
-                (Some(got), Some(expected)) => {
-                    assert!((got - expected).abs() < 0.01, "{why}: {got} != {expected}");
-                }
-                _ => assert_eq!(got, expected, "{why}"),
-            }
-        }
-    }
-
-    #[test]
     fn the_countdown_rounds_up_and_stops_at_zero() {
         let expires = "2026-05-01T12:02:00Z";
         let at = |offset_ms: f64| 1_777_636_800_000.0 + offset_ms;
@@ -480,27 +353,6 @@ mod tests {
         assert_eq!(countdown_text(102), "Expires in 1:42");
         assert_eq!(countdown_text(9), "Expires in 0:09");
         assert_eq!(countdown_text(-4), "Expires in 0:00");
-    }
-
-    #[test]
-    fn clock_times_are_local_and_wrap_around_midnight() {
-        let noon_utc = 1_777_636_800_000.0; // 2026-05-01T12:00:00Z
-        let cases = [
-            (noon_utc, 0, "12:00", "UTC"),
-            (
-                noon_utc + 59_999.0,
-                0,
-                "12:00",
-                "seconds are cut, not rounded",
-            ),
-            (noon_utc + 5.0 * 60_000.0, 120, "14:05", "two hours east"),
-            (noon_utc, 330, "17:30", "a half-hour zone"),
-            (noon_utc, -13 * 60, "23:00", "far west: the day before"),
-            (noon_utc + 12.0 * 3_600_000.0, 60, "01:00", "past midnight"),
-        ];
-        for (ms, east, expected, why) in cases {
-            assert_eq!(clock_text(ms, east), expected, "{why}");
-        }
     }
 
     #[test]

@@ -1,0 +1,125 @@
+//! The card the two signed-out pages share: the brand, the page's heading,
+//! its form (fields, error, submit button) and the way to the other page.
+
+use leptos::ev::SubmitEvent;
+use leptos::prelude::*;
+use leptos_router::components::A;
+
+use crate::components::FormError;
+
+/// Which signed-out page a card belongs to: its words and `data-testid`s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthPage {
+    /// `/signin`.
+    SignIn,
+    /// `/signup`.
+    SignUp,
+}
+
+impl AuthPage {
+    /// The heading, which is also the submit button's text.
+    fn title(self) -> &'static str {
+        match self {
+            Self::SignIn => "Sign in",
+            Self::SignUp => "Create account",
+        }
+    }
+
+    /// The submit button's text while the page's action runs.
+    fn busy_label(self) -> &'static str {
+        match self {
+            Self::SignIn => "Signing in…",
+            Self::SignUp => "Creating account…",
+        }
+    }
+
+    /// `data-testid`s of the error and of the submit button.
+    fn testids(self) -> (&'static str, &'static str) {
+        match self {
+            Self::SignIn => ("signin-error", "signin-submit"),
+            Self::SignUp => ("signup-error", "signup-submit"),
+        }
+    }
+
+    /// The email field's element id (also its `data-testid`) and autofill
+    /// hint.
+    fn email_field(self) -> (&'static str, &'static str) {
+        match self {
+            Self::SignIn => ("signin-email", "username"),
+            Self::SignUp => ("signup-email", "email"),
+        }
+    }
+
+    /// The line under the form: a question, and the link to the other page.
+    fn switch(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Self::SignIn => ("New here? ", "/signup", "Create an account"),
+            Self::SignUp => ("Already have an account? ", "/signin", "Sign in"),
+        }
+    }
+}
+
+/// Sign-in's or sign-up's card; the page brings the fields and the action.
+#[component]
+pub fn AuthForm(
+    /// Whose card it is.
+    page: AuthPage,
+    /// The form's `on:submit` (see [`crate::components::submit_handler`]).
+    on_submit: impl Fn(SubmitEvent) + 'static,
+    /// The page's action is running: the button is disabled and says so.
+    pending: Memo<bool>,
+    /// Why the last attempt failed.
+    error: Signal<Option<String>>,
+    /// The fields.
+    children: Children,
+) -> impl IntoView {
+    let (title, busy_label) = (page.title(), page.busy_label());
+    let (error_testid, submit_testid) = page.testids();
+    let (switch_text, switch_href, switch_link) = page.switch();
+    view! {
+        <div class="auth-page">
+            <div class="card">
+                <p class="brand-mark">"Countersign"</p>
+                <h1>{title}</h1>
+                <form on:submit=on_submit>
+                    {children()}
+                    <FormError message=error testid=error_testid />
+                    <button
+                        type="submit"
+                        class="button primary wide"
+                        data-testid=submit_testid
+                        disabled=move || pending.get()
+                    >
+                        {move || if pending.get() { busy_label } else { title }}
+                    </button>
+                </form>
+                <p class="switch">{switch_text} <A href=switch_href>{switch_link}</A></p>
+            </div>
+        </div>
+    }
+}
+
+/// The email field both forms open with.
+#[component]
+pub fn EmailField(
+    /// Whose form it is.
+    page: AuthPage,
+    /// What was typed.
+    value: RwSignal<String>,
+) -> impl IntoView {
+    let (id, autocomplete) = page.email_field();
+    view! {
+        <div class="field">
+            <label for=id>"Email"</label>
+            <input
+                id=id
+                data-testid=id
+                type="email"
+                name="email"
+                autocomplete=autocomplete
+                required
+                bind:value=value
+            />
+        </div>
+    }
+}

@@ -1,0 +1,203 @@
+//! The credentials part of the add form and of "Change credentials": the
+//! kind (none, bearer token, custom headers), the token, and the custom
+//! header rows (at most [`MAX_HEADERS`]), as a draft both forms send.
+
+use std::collections::BTreeMap;
+
+use countersign_api::{AuthType, Connector, ConnectorAuth};
+use leptos::prelude::*;
+
+// Most custom headers a connector may carry: the server's own limit.
+use countersign_api::MAX_HEADERS;
+
+/// One custom header row of a credentials form.
+#[derive(Clone, Copy)]
+struct HeaderRow {
+    key: u32,
+    name: RwSignal<String>,
+    value: RwSignal<String>,
+}
+
+/// The credentials a form is being filled with: the kind, a bearer token,
+/// or custom headers.
+#[derive(Clone, Copy)]
+pub(super) struct AuthDraft {
+    kind: RwSignal<AuthType>,
+    token: RwSignal<String>,
+    headers: RwSignal<Vec<HeaderRow>>,
+    next_key: RwSignal<u32>,
+}
+
+impl AuthDraft {
+    pub(super) fn new() -> Self {
+        Self {
+            kind: RwSignal::new(AuthType::None),
+            token: RwSignal::new(String::new()),
+            headers: RwSignal::new(Vec::new()),
+            next_key: RwSignal::new(1),
+        }
+    }
+
+    /// Starts from what the connector has: its kind, and its header names
+    /// with empty values (the values are write-only).
+    pub(super) fn from_connector(connector: Option<&Connector>) -> Self {
+        let draft = Self::new();
+        if let Some(connector) = connector {
+            draft.kind.set(connector.auth_type);
+            let rows = connector
+                .header_names
+                .iter()
+                .map(|name| {
+                    let row = draft.new_row();
+                    row.name.set(name.clone());
+                    row
+                })
+                .collect();
+            draft.headers.set(rows);
+        }
+        draft
+    }
+
+    fn new_row(self) -> HeaderRow {
+        let key = self.next_key.get_untracked();
+        self.next_key.set(key + 1);
+        HeaderRow {
+            key,
+            name: RwSignal::new(String::new()),
+            value: RwSignal::new(String::new()),
+        }
+    }
+
+    /// What to send, as filled in now.
+    pub(super) fn to_auth(self) -> ConnectorAuth {
+        match self.kind.get_untracked() {
+            AuthType::Bearer => ConnectorAuth {
+                kind: AuthType::Bearer.to_string(),
+                token: Some(self.token.get_untracked()),
+                ..ConnectorAuth::default()
+            },
+            AuthType::Headers => {
+                let map: BTreeMap<String, String> = self
+                    .headers
+                    .get_untracked()
+                    .iter()
+                    .filter(|row| !row.name.get_untracked().trim().is_empty())
+                    .map(|row| {
+                        (
+                            row.name.get_untracked().trim().to_owned(),
+                            row.value.get_untracked(),
+                        )
+                    })
+                    .collect();
+                ConnectorAuth {
+                    kind: AuthType::Headers.to_string(),
+                    headers: Some(map),
+                    ..ConnectorAuth::default()
+                }
+            }
+            _ => ConnectorAuth {
+                kind: AuthType::None.to_string(),
+                ..ConnectorAuth::default()
+            },
+        }
+    }
+
+    pub(super) fn clear(self) {
+        self.token.set(String::new());
+        self.headers.set(Vec::new());
+        self.kind.set(AuthType::None);
+    }
+}
+
+/// The credentials fields of a form. Element ids start with `id_prefix`
+/// (unique on the page); `data-testid`s with `testid_prefix`.
+#[component]
+pub(super) fn AuthFields(
+    draft: AuthDraft,
+    id_prefix: String,
+    testid_prefix: &'static str,
+) -> impl IntoView {
+    let select_id = format!("{id_prefix}-auth");
+    let token_id = format!("{id_prefix}-token");
+    let note_id = format!("{id_prefix}-secret-note");
+    let token_note_id = note_id.clone();
+    let header_rows = {
+        let id_prefix = id_prefix.clone();
+        move || {
+            let id_prefix = id_prefix.clone();
+            view! {
+                <fieldset class="connector-headers">
+                    <legend>"Custom headers (at most 20)"</legend>
+                    <For each=move || draft.headers.get() key=|row| row.key let:row>
+                        {
+                            let name_id = format!("{id_prefix}-header-name-{}", row.key);
+                            let value_id = format!("{id_prefix}-header-value-{}", row.key);
+                            view! {
+                                <div class="header-row" data-testid="connector-header-row">
+                                    <label for=name_id.clone()>"Header name"</label>
+                                    <input id=name_id type="text" autocomplete="off" spellcheck="false"
+                                        data-testid="connector-header-name" bind:value=row.name />
+                                    <label for=value_id.clone()>"Value"</label>
+                                    <input id=value_id type="password" autocomplete="off"
+                                        data-testid="connector-header-value" bind:value=row.value />
+                                    <button type="button" class="button secondary small" data-testid="connector-header-remove"
+                                        aria-label=move || {
+                                            let n = row.name.get();
+                                            if n.trim().is_empty() { "Remove this header".to_owned() } else { format!("Remove header {n}") }
+                                        }
+                                        on:click=move |_| draft.headers.update(|rows| rows.retain(|r| r.key != row.key))>
+                                        "Remove"
+                                    </button>
+                                </div>
+                            }
+                        }
+                    </For>
+                    <button type="button" class="button secondary small" data-testid="connector-header-add"
+                        disabled=move || draft.headers.with(Vec::len) >= MAX_HEADERS
+                        on:click=move |_| {
+                            if draft.headers.with_untracked(Vec::len) < MAX_HEADERS {
+                                let row = draft.new_row();
+                                draft.headers.update(|rows| rows.push(row));
+                            }
+                        }>
+                        "Add header"
+                    </button>
+                </fieldset>
+            }
+        }
+    };
+
+    view! {
+        <div class="field">
+            <label for=select_id.clone()>"Authentication"</label>
+            <select id=select_id data-testid=format!("{testid_prefix}-auth")
+                prop:value=move || draft.kind.get().as_str()
+                on:change=move |ev| {
+                    let kind = AuthType::from_wire(&event_target_value(&ev));
+                    if kind == AuthType::Headers && draft.headers.with_untracked(Vec::is_empty) {
+                        let row = draft.new_row();
+                        draft.headers.set(vec![row]);
+                    }
+                    draft.kind.set(kind);
+                }>
+                <option value=AuthType::None.as_str()>"None"</option>
+                <option value=AuthType::Bearer.as_str()>"Bearer token"</option>
+                <option value=AuthType::Headers.as_str()>"Custom headers"</option>
+            </select>
+        </div>
+        <Show when=move || draft.kind.get() == AuthType::Bearer>
+            <div class="field">
+                <label for=token_id.clone()>"Bearer token"</label>
+                <input id=token_id.clone() data-testid=format!("{testid_prefix}-token") type="password"
+                    autocomplete="off" spellcheck="false" aria-describedby=token_note_id.clone()
+                    bind:value=draft.token />
+            </div>
+        </Show>
+        <Show when=move || draft.kind.get() == AuthType::Headers>{header_rows.clone()}</Show>
+        <Show when=move || draft.kind.get() != AuthType::None>
+            <p id=note_id.clone() class="muted">
+                "Stored encrypted and never shown again: later you will see that a token is set, or the header names, not the values."
+            </p>
+        </Show>
+    }
+}

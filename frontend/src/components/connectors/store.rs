@@ -1,0 +1,71 @@
+//! The connectors as the server last answered them, shared by every piece
+//! of the section: `GET /api/connectors` as a resource, with the answers to
+//! later requests written into it. It holds no rules, only what the server
+//! said.
+
+use countersign_api::Connector;
+use leptos::prelude::*;
+
+use crate::api::{self, ApiError};
+
+/// The connectors as last loaded, shared by the list, the add form and the
+/// one-click offers; every change the server answers is written back here.
+#[derive(Clone, Copy)]
+pub(super) struct ConnectorStore {
+    /// `None` until the first answer.
+    pub(super) list: LocalResource<Result<Vec<Connector>, ApiError>>,
+}
+
+impl ConnectorStore {
+    pub(super) fn new() -> Self {
+        Self {
+            list: LocalResource::new(api::list_connectors),
+        }
+    }
+
+    /// Asks the server again; what it has is shown until it answers.
+    pub(super) fn reload(self) {
+        self.list.refetch();
+    }
+
+    /// Replaces the connector with the same id, or appends it.
+    pub(super) fn upsert(self, connector: Connector) {
+        self.list.update(|list| {
+            if let Some(Ok(items)) = list {
+                match items.iter_mut().find(|c| c.id == connector.id) {
+                    Some(slot) => *slot = connector,
+                    None => items.push(connector),
+                }
+            }
+        });
+    }
+
+    pub(super) fn remove(self, id: &str) {
+        self.list.update(|list| {
+            if let Some(Ok(items)) = list {
+                items.retain(|c| c.id != id);
+            }
+        });
+    }
+
+    pub(super) fn get(self, id: &str) -> Option<Connector> {
+        self.list.with(|list| match list {
+            Some(Ok(items)) => items.iter().find(|c| c.id == id).cloned(),
+            _ => None,
+        })
+    }
+
+    pub(super) fn ids(self) -> Vec<String> {
+        self.list.with(|list| match list {
+            Some(Ok(items)) => items.iter().map(|c| c.id.clone()).collect(),
+            _ => Vec::new(),
+        })
+    }
+
+    pub(super) fn has_url(self, url: &str) -> bool {
+        self.list.with(|list| match list {
+            Some(Ok(items)) => items.iter().any(|c| c.url == url),
+            _ => false,
+        })
+    }
+}
