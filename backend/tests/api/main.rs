@@ -18,4 +18,6 @@ mod host;
 mod mfa;
 mod rls;
 mod server_bounds;
+#[path = "../support/db.rs"]
+mod test_db;
 mod turns;
