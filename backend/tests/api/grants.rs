@@ -102,22 +102,14 @@ async fn an_always_rule_runs_the_next_identical_call_without_a_card_until_revoke
     assert_eq!(other.get_json("/api/grants").await, json!([]));
     let id = rules[0]["id"].as_str().expect("id");
     let res = other
-        .client
-        .delete(other.url(&format!("/api/grants/{id}")))
-        .header("x-csrf-token", other.csrf_token())
-        .send()
-        .await
-        .expect("delete");
+        .request(reqwest::Method::DELETE, &format!("/api/grants/{id}"), None)
+        .await;
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
 
     let res = s
         .app
-        .client
-        .delete(s.app.url(&format!("/api/grants/{id}")))
-        .header("x-csrf-token", s.app.csrf_token())
-        .send()
-        .await
-        .expect("delete");
+        .request(reqwest::Method::DELETE, &format!("/api/grants/{id}"), None)
+        .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
     let (_, card) = propose(
         &s,
@@ -299,12 +291,12 @@ async fn a_deleted_connector_or_a_removed_tool_takes_its_rules_along() {
     // inherits nothing.
     let res = s
         .app
-        .client
-        .delete(s.app.url(&format!("/api/connectors/{}", s.connector)))
-        .header("x-csrf-token", s.app.csrf_token())
-        .send()
-        .await
-        .expect("delete");
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/api/connectors/{}", s.connector),
+            None,
+        )
+        .await;
     assert!(res.status().is_success());
     assert_eq!(grants(&s).await, Vec::<Value>::new());
     add_demo_connector(&s.app, &s.demo).await;

@@ -174,11 +174,8 @@ impl TestApp {
 
     /// POST JSON with the current CSRF token (if any).
     pub async fn post(&self, path: &str, body: &Value) -> reqwest::Response {
-        let mut req = self.client.post(self.url(path)).json(body);
-        if let Some(token) = self.csrf.lock().expect("lock").clone() {
-            req = req.header("x-csrf-token", token);
-        }
-        req.send().await.expect("request")
+        self.request(reqwest::Method::POST, path, Some(body.clone()))
+            .await
     }
 
     /// Any method, with the current CSRF token (if any) and an optional
@@ -514,13 +511,12 @@ pub(crate) async fn add_demo_connector(app: &TestApp, demo: &DemoServer) -> Stri
     assert_eq!(res.status(), StatusCode::OK, "refresh");
     let seen = seen(app, &id, None).await;
     let res = app
-        .client
-        .put(app.url(&format!("/api/connectors/{id}/tools/review")))
-        .header("x-csrf-token", app.csrf_token())
-        .json(&json!({"keep": seen, "decline": []}))
-        .send()
-        .await
-        .expect("review");
+        .request(
+            reqwest::Method::PUT,
+            &format!("/api/connectors/{id}/tools/review"),
+            Some(json!({"keep": seen, "decline": []})),
+        )
+        .await;
     assert!(res.status().is_success(), "review: {}", res.status());
     id
 }
@@ -603,13 +599,12 @@ pub(crate) fn event_of(events: &[(i64, Value)], kind: &str) -> Value {
 pub(crate) async fn trust(s: &Setup) {
     let res = s
         .app
-        .client
-        .patch(s.app.url(&format!("/api/connectors/{}", s.connector)))
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({"trust_annotations": true}))
-        .send()
-        .await
-        .expect("patch");
+        .request(
+            reqwest::Method::PATCH,
+            &format!("/api/connectors/{}", s.connector),
+            Some(json!({"trust_annotations": true})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
 }
 

@@ -377,21 +377,15 @@ async fn twenty_concurrent_wrong_step_up_codes_get_at_most_five_answers_other_th
     let app = spawn_app_with(|c| c.secret_key = Some(Secret::new(KEY_HEX))).await;
     app.signed_up_user().await;
     enrolled(&app).await;
-    let csrf = app.csrf_token();
     // Open the connections first (HTTP keep-alive, and the server's pool),
     // so that the guesses below arrive together rather than one handshake
     // apart.
     let warm_up = (0..20).map(|_| app.get("/api/auth/me"));
     futures_util::future::join_all(warm_up).await;
 
-    let requests = (0..20).map(|_| {
-        let request = app
-            .client
-            .post(app.url("/api/auth/mfa/step-up"))
-            .header("x-csrf-token", &csrf)
-            .json(&json!({"code": "000000"}));
-        async move { request.send().await.expect("request").status() }
-    });
+    let body = json!({"code": "000000"});
+    let requests =
+        (0..20).map(|_| async { app.post("/api/auth/mfa/step-up", &body).await.status() });
     let statuses = futures_util::future::join_all(requests).await;
 
     assert!(not_429(&statuses) <= 5, "{statuses:?}");
