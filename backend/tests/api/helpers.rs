@@ -410,6 +410,14 @@ impl TestApp {
         assert_eq!(res.status(), StatusCode::OK, "GET {path}");
         res.json().await.expect("JSON")
     }
+
+    /// `GET` a JSON array, asserting 200.
+    pub async fn get_array(&self, path: &str) -> Vec<Value> {
+        match self.get_json(path).await {
+            Value::Array(items) => items,
+            other => panic!("GET {path}: not an array: {other}"),
+        }
+    }
 }
 
 /// The text of a turn's `text_delta` events, concatenated.
