@@ -15,6 +15,9 @@
 //! Needs `COUNTERSIGN_TEST_SUPERUSER_URL` and `COUNTERSIGN_BENCH_SERVER`;
 //! the xtask sets both.
 
+#[path = "../tests/support/db.rs"]
+mod test_db;
+
 use countersign_demo_mcp::DemoServer;
 use serde_json::{Value, json};
 use sqlx::{Connection as _, PgConnection};
@@ -22,6 +25,7 @@ use std::{
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
+use test_db::TestDb;
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
 const ROUNDS: usize = 30;
@@ -31,7 +35,7 @@ const APPROVAL_KEY: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796
 struct Server {
     child: Child,
     base: String,
-    database: String,
+    db: TestDb,
 }
 
 impl Drop for Server {
@@ -43,24 +47,8 @@ impl Drop for Server {
     }
 }
 
-async fn start_server(
-    superuser: &str,
-    demo: &DemoServer,
-    tag: &str,
-    env: &[(&str, &str)],
-) -> Server {
-    let database = format!("bench_{tag}_{}", std::process::id());
-    countersign::db::bootstrap(superuser, &database, "bench", "bench")
-        .await
-        .expect("bootstrap");
-    let mut su = reqwest::Url::parse(superuser).expect("url");
-    let mut url_for = |user: &str| {
-        su.set_username(user).expect("user");
-        su.set_password(Some("bench")).expect("password");
-        su.set_path(&database);
-        su.to_string()
-    };
-    let (app_url, owner_url) = (url_for("countersign_app"), url_for("countersign_owner"));
+async fn start_server(demo: &DemoServer, tag: &str, env: &[(&str, &str)]) -> Server {
+    let db = TestDb::create(&format!("bench_{tag}")).await;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("port")
         .local_addr()
@@ -69,8 +57,8 @@ async fn start_server(
     let mut command = Command::new(std::env::var("COUNTERSIGN_BENCH_SERVER").expect("server"));
     command
         .arg("serve")
-        .env("DATABASE_URL", &app_url)
-        .env("COUNTERSIGN_MIGRATION_DATABASE_URL", &owner_url)
+        .env("DATABASE_URL", &db.app_url)
+        .env("COUNTERSIGN_MIGRATION_DATABASE_URL", &db.owner_url)
         .env("COUNTERSIGN_BIND", format!("127.0.0.1:{port}"))
         .env(
             "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",
@@ -86,7 +74,7 @@ async fn start_server(
     let server = Server {
         child: command.spawn().expect("start the server"),
         base: format!("http://127.0.0.1:{port}"),
-        database,
+        db,
     };
     let probe = reqwest::Client::new();
     let start = Instant::now();
@@ -297,20 +285,17 @@ async fn db_counters(db: &mut PgConnection, database: &str) -> (i64, i64, i64) {
 
 #[tokio::main]
 async fn main() {
-    let superuser =
-        std::env::var("COUNTERSIGN_TEST_SUPERUSER_URL").expect("COUNTERSIGN_TEST_SUPERUSER_URL");
     let demo = DemoServer::start("127.0.0.1:0".parse().expect("addr"))
         .await
         .expect("demo server");
 
     // 1. Decision → execution start.
     let mut notify = {
-        let server = start_server(&superuser, &demo, "notify", &[]).await;
+        let server = start_server(&demo, "notify", &[]).await;
         decision_to_execution(&server, &demo).await
     };
     let mut poll = {
         let server = start_server(
-            &superuser,
             &demo,
             "poll",
             &[
@@ -330,7 +315,6 @@ async fn main() {
 
     // 2. 1,000 calls waiting at once.
     let server = start_server(
-        &superuser,
         &demo,
         "waiting",
         &[
@@ -379,15 +363,13 @@ async fn main() {
     // and make the window long enough that the tail's lag is small.
     tokio::time::sleep(Duration::from_secs(15)).await;
     let rss_with = rss_kib(pid);
-    let mut su = reqwest::Url::parse(&superuser).expect("url");
-    su.set_path(&server.database);
-    let mut db = PgConnection::connect(su.as_str())
+    let mut db = PgConnection::connect(&server.db.superuser_url)
         .await
         .expect("stats connection");
     let window = Duration::from_secs(60);
-    let (x0, l0, t0) = db_counters(&mut db, &server.database).await;
+    let (x0, l0, t0) = db_counters(&mut db, &server.db.name).await;
     tokio::time::sleep(window).await;
-    let (x1, l1, t1) = db_counters(&mut db, &server.database).await;
+    let (x1, l1, t1) = db_counters(&mut db, &server.db.name).await;
     let per_min = |a: i64, b: i64| (b - a) as f64 * 60.0 / window.as_secs_f64();
     println!(
         "  database transactions       {:8.0} per minute (everything on the database)",

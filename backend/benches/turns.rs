@@ -14,6 +14,9 @@
 //! `COUNTERSIGN_BENCH_SERVER` (the release server binary); the xtask sets
 //! both.
 
+#[path = "../tests/support/db.rs"]
+mod test_db;
+
 use axum::{
     Router,
     body::Body,
@@ -25,6 +28,7 @@ use std::{
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
+use test_db::TestDb;
 
 const ROUNDS: usize = 40;
 const STREAMS: usize = 1000;
@@ -116,23 +120,10 @@ impl Drop for Server {
 
 #[tokio::main]
 async fn main() {
-    let superuser =
-        std::env::var("COUNTERSIGN_TEST_SUPERUSER_URL").expect("COUNTERSIGN_TEST_SUPERUSER_URL");
     let server_bin = std::env::var("COUNTERSIGN_BENCH_SERVER").expect("COUNTERSIGN_BENCH_SERVER");
     let fake = start_fake().await;
 
-    let database = format!("bench_{}", std::process::id());
-    countersign::db::bootstrap(&superuser, &database, "bench", "bench")
-        .await
-        .expect("bootstrap");
-    let mut su = reqwest::Url::parse(&superuser).expect("url");
-    let mut url_for = |user: &str| {
-        su.set_username(user).expect("user");
-        su.set_password(Some("bench")).expect("password");
-        su.set_path(&database);
-        su.to_string()
-    };
-    let (app_url, owner_url) = (url_for("countersign_app"), url_for("countersign_owner"));
+    let db = TestDb::create("bench").await;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("port")
         .local_addr()
@@ -141,8 +132,8 @@ async fn main() {
     let base = format!("http://127.0.0.1:{port}");
     let child = Command::new(&server_bin)
         .arg("serve")
-        .env("DATABASE_URL", &app_url)
-        .env("COUNTERSIGN_MIGRATION_DATABASE_URL", &owner_url)
+        .env("DATABASE_URL", &db.app_url)
+        .env("COUNTERSIGN_MIGRATION_DATABASE_URL", &db.owner_url)
         .env("COUNTERSIGN_BIND", format!("127.0.0.1:{port}"))
         .env("OPENAI_BASE_URL", &fake)
         .env("RUST_LOG", "warn")

@@ -1,44 +1,10 @@
 // Journey: a person creates an account, signs out, mistypes their password,
 // signs in, reloads, and signs out again; plus the server's password rule
 // shown inline on sign-up.
-import path from 'node:path';
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
+import { PASSPHRASE, guardPages, signOut, snap, uniqueEmail } from './support';
 
-// Long, random-looking and unrelated words: passes any strength check.
-const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
-
-function uniqueEmail(label: string): string {
-  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
-}
-
-// The server's CSP forbids inline scripts and styles; a violation or an
-// uncaught error in the page fails the test even if the journey got through.
-let problems: string[] = [];
-
-test.beforeEach(({ page }) => {
-  problems = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
-      problems.push(`console: ${message.text()}`);
-    }
-  });
-});
-
-test.afterEach(() => {
-  expect(problems, 'CSP violations or page errors').toEqual([]);
-});
-
-/** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
-async function snap(page: Page, name: string) {
-  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
-}
-
-async function signOut(page: Page) {
-  await page.getByTestId('signout').click();
-  await expect(page).toHaveURL(/\/signin$/);
-  await expect(page.getByTestId('signin-submit')).toBeVisible();
-}
+guardPages();
 
 test('a new user signs up, signs out, fails and then succeeds to sign in, and stays signed in across a reload', async ({
   page,

@@ -8,68 +8,16 @@
 // plain reply of ~45 words takes ~7 s: long enough to reload, open a second
 // tab or press Stop in the middle of it. Nothing here sleeps: every wait is
 // an assertion that polls.
-import path from 'node:path';
-import { expect, test, type Locator, type Page } from '@playwright/test';
+import { expect, test, type Locator } from '@playwright/test';
+import { REPLY_TIMEOUT, guardPages, newChat, say, signUp, snap } from './support';
 
-const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
 // The offline demo's reply opens and ends with these.
 const REPLY_START = 'This is the offline demo model';
 const REPLY_END = 'Name a tool';
-// A whole demo reply, with room for a slow machine.
-const REPLY_TIMEOUT = 30_000;
 
 test.setTimeout(90_000);
 
-function uniqueEmail(label: string): string {
-  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
-}
-
-// A CSP violation or an uncaught error in any page of the test fails it.
-let problems: string[] = [];
-
-test.beforeEach(({ context }) => {
-  problems = [];
-  const watch = (page: Page) => {
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
-        problems.push(`console: ${message.text()}`);
-      }
-    });
-  };
-  context.pages().forEach(watch);
-  context.on('page', watch);
-});
-
-test.afterEach(() => {
-  expect(problems, 'CSP violations or page errors').toEqual([]);
-});
-
-/** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
-async function snap(page: Page, name: string) {
-  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
-}
-
-async function signUp(page: Page, label: string) {
-  await page.goto('/signup');
-  await page.getByTestId('signup-email').fill(uniqueEmail(label));
-  await page.getByTestId('signup-password').fill(PASSPHRASE);
-  await page.getByTestId('signup-submit').click();
-  await expect(page.getByTestId('shell')).toBeVisible();
-}
-
-/** Clicks "New chat" and waits for the empty chat page. */
-async function newChat(page: Page) {
-  await page.getByTestId('new-chat').click();
-  await expect(page).toHaveURL(/\/chats\/[0-9a-f-]{36}$/);
-  await expect(page.getByTestId('composer-input')).toBeVisible();
-  await expect(page.getByTestId('offline-badge')).toBeVisible();
-}
-
-async function send(page: Page, text: string) {
-  await page.getByTestId('composer-input').fill(text);
-  await page.getByTestId('composer-send').click();
-}
+guardPages();
 
 async function textLength(locator: Locator): Promise<number> {
   return (await locator.innerText()).length;
@@ -131,7 +79,7 @@ test('a message gets a streamed answer, and the chat appears in the sidebar with
 test('a reload in the middle of a turn picks the stream up where it was, without duplicates', async ({ page }) => {
   await signUp(page, 'reload');
   await newChat(page);
-  await send(page, 'Please keep going across a reload');
+  await say(page, 'Please keep going across a reload');
 
   const answer = page.getByTestId('message-assistant');
   await waitForText(answer, 20);
@@ -170,7 +118,7 @@ test('a second tab on the same chat shows a turn sent from the first one live', 
   await expect(second.getByTestId('composer-input')).toBeVisible();
   await expect(second.getByTestId('transcript-empty')).toBeVisible();
 
-  await send(page, 'Sent from the first tab');
+  await say(page, 'Sent from the first tab');
 
   await expect(second.getByTestId('message-user')).toHaveText('Sent from the first tab');
   const answer = second.getByTestId('message-assistant');
@@ -195,7 +143,7 @@ test('a second tab on the same chat shows a turn sent from the first one live', 
 test('Stop ends the answer, keeps what was written, and the chat goes on', async ({ page }) => {
   await signUp(page, 'stop');
   await newChat(page);
-  await send(page, 'Start and then stop');
+  await say(page, 'Start and then stop');
 
   const answer = page.getByTestId('message-assistant');
   await waitForText(answer, 20);
@@ -214,7 +162,7 @@ test('Stop ends the answer, keeps what was written, and the chat goes on', async
   await expect(answer).toContainText(REPLY_START);
 
   // The composer works again.
-  await send(page, 'And now a full answer');
+  await say(page, 'And now a full answer');
   await expect(page.getByTestId('message-user')).toHaveCount(2);
   const next = page.getByTestId('message-assistant').nth(1);
   await expect(next).toHaveAttribute('data-streaming', 'true');
@@ -237,7 +185,7 @@ test('the transcript follows a streaming answer until the reader scrolls up', as
   const overflowing = () => transcript.evaluate((el) => el.scrollHeight > el.clientHeight + 40);
 
   // Following: while the answer streams past the fold, the view stays at the bottom.
-  await send(page, 'Fill the window please');
+  await say(page, 'Fill the window please');
   const first = page.getByTestId('message-assistant');
   await expect.poll(overflowing, { timeout: REPLY_TIMEOUT }).toBe(true);
   await expect(first).toHaveAttribute('data-streaming', 'true');
@@ -246,7 +194,7 @@ test('the transcript follows a streaming answer until the reader scrolls up', as
   await expect.poll(distanceFromBottom).toBeLessThan(50);
 
   // Scrolled up: the view stays where the reader put it while text arrives.
-  await send(page, 'Now I will scroll up');
+  await say(page, 'Now I will scroll up');
   const second = page.getByTestId('message-assistant').nth(1);
   await waitForText(second, 20);
   // A reader scrolls up; if an auto-scroll already requested for this
@@ -383,7 +331,7 @@ test('HTML and script links in an answer are shown as text, never run', async ({
   await newChat(page);
   // The demo echoes the message into its reply, which is rendered as Markdown.
   const hostile = '<img src=x onerror="window.__xss=1"> [go](javascript:window.__xss=2) **bold**';
-  await send(page, hostile);
+  await say(page, hostile);
 
   const answer = page.getByTestId('message-assistant');
   await expect(answer).not.toHaveAttribute('data-streaming', { timeout: REPLY_TIMEOUT });

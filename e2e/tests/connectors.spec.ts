@@ -7,12 +7,9 @@
 // Needs the server started with COUNTERSIGN_DEMO_CONNECTOR_URL pointing at
 // the demo server (and that address allowed), and this process given
 // COUNTERSIGN_E2E_DEMO_ADMIN=http://127.0.0.1:<demo port> to steer it.
-import path from 'node:path';
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
+import { demoAdmin, demoRow, guardPages, signUp, snap } from './support';
 
-const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
-const DEMO_ADMIN = process.env.COUNTERSIGN_E2E_DEMO_ADMIN;
-const DEMO_NAME = 'Countersign demo';
 const DEMO_TOOLS = [
   'add_note',
   'delete_note',
@@ -26,47 +23,18 @@ const DEMO_TOOLS = [
 ];
 const KEPT = ['search_notes', 'drifting_tool'];
 
-function uniqueEmail(label: string): string {
-  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
-}
-
-let problems: string[] = [];
-
-test.beforeEach(({ page }) => {
-  problems = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
-      problems.push(`console: ${message.text()}`);
-    }
-  });
-});
-
-test.afterEach(() => {
-  expect(problems, 'CSP violations or page errors').toEqual([]);
-});
-
-async function snap(page: Page, name: string) {
-  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
-}
+guardPages();
 
 test('a user adds the demo connector, keeps two tools, and after a refresh sees the changed and the new tool badged', async ({
   page,
   request,
 }) => {
-  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
-  const admin = (route: string, data?: unknown) =>
-    request.post(`${DEMO_ADMIN}${route}`, data === undefined ? {} : { data });
+  const admin = demoAdmin(request);
 
   // The demo server is shared by the run: start from its original tool list.
   expect((await admin('/admin/reset')).ok(), 'POST /admin/reset').toBe(true);
 
-  await page.goto('/signup');
-  await page.getByTestId('signup-email').fill(uniqueEmail('connectors'));
-  await page.getByTestId('signup-name').fill('Connie Nector');
-  await page.getByTestId('signup-password').fill(PASSPHRASE);
-  await page.getByTestId('signup-submit').click();
-  await expect(page.getByTestId('shell')).toBeVisible();
+  await signUp(page, 'connectors', 'Connie Nector');
 
   await page.getByTestId('nav-settings').click();
   await expect(page).toHaveURL(/\/settings$/);
@@ -83,7 +51,7 @@ test('a user adds the demo connector, keeps two tools, and after a refresh sees 
 
   // "Available": one click adds the demo server and tests it.
   await section.getByTestId('available-add').first().click();
-  const row = section.locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
+  const row = demoRow(page);
   await expect(row).toBeVisible();
   await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
   await expect(row.getByTestId('connector-status')).toHaveText('OK');
@@ -167,22 +135,13 @@ test('a tool with an invalid x-mcp-header is not offered, and Settings says so w
   page,
   request,
 }) => {
-  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
-  const admin = (route: string, data?: unknown) =>
-    request.post(`${DEMO_ADMIN}${route}`, data === undefined ? {} : { data });
+  const admin = demoAdmin(request);
   expect((await admin('/admin/hostile', { mode: 'bad_header' })).ok(), 'POST /admin/hostile').toBe(true);
   try {
-    await page.goto('/signup');
-    await page.getByTestId('signup-email').fill(uniqueEmail('dropped'));
-    await page.getByTestId('signup-name').fill('Hal Header');
-    await page.getByTestId('signup-password').fill(PASSPHRASE);
-    await page.getByTestId('signup-submit').click();
-    await expect(page.getByTestId('shell')).toBeVisible();
+    await signUp(page, 'dropped', 'Hal Header');
     await page.getByTestId('nav-settings').click();
     await page.getByTestId('connectors-section').getByTestId('available-add').first().click();
-    const row = page
-      .getByTestId('connectors-section')
-      .locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
+    const row = demoRow(page);
     await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
     const line = row.getByTestId('connector-not-offered');
     await expect(line).toHaveCount(1);

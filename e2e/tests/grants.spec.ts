@@ -15,12 +15,12 @@
 // demo server (its call log proves what ran).
 import { expect, test, type Locator, type Page } from '@playwright/test';
 import {
-  DEMO_ADMIN,
   DEMO_NAME,
   REPLY_TIMEOUT,
   guardPages,
   snap,
   demoCalls,
+  demoAdmin,
   signUp,
   demoRow,
   addDemoConnector,
@@ -190,8 +190,7 @@ test('Drift: a tool that changes after "Always allow" asks again, saying it chan
   page,
   request,
 }) => {
-  const admin = (route: string, data?: unknown) =>
-    request.post(`${DEMO_ADMIN}${route}`, data === undefined ? {} : { data });
+  const admin = demoAdmin(request);
   // The demo server is shared by the run: start from its original tools,
   // and leave them so.
   expect((await admin('/admin/reset')).ok(), 'POST /admin/reset').toBe(true);

@@ -26,46 +26,26 @@
 // Needs, like approvals.spec.ts, the server started with a secret key
 // (COUNTERSIGN_SECRET_KEY) and the demo MCP server as an available connector.
 import { createHash, createHmac } from 'node:crypto';
-import path from 'node:path';
 import { expect, test, type Browser, type Page, type TestInfo } from '@playwright/test';
+import {
+  PASSPHRASE,
+  DEMO_NAME,
+  REPLY_TIMEOUT,
+  guardPages,
+  snap,
+  signUp,
+  signOut,
+  demoRow,
+  addDemoConnector,
+  newChat,
+  ask,
+} from './support';
 
-const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
-const DEMO_NAME = 'Countersign demo';
-const REPLY_TIMEOUT = 30_000;
 const SEARCH = { query: 'lease' };
 
 test.setTimeout(120_000);
 
-function uniqueEmail(label: string): string {
-  return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
-}
-
-// A CSP violation or an uncaught error in any watched page fails the test.
-let problems: string[] = [];
-
-function watch(page: Page) {
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
-      problems.push(`console: ${message.text()}`);
-    }
-  });
-}
-
-test.beforeEach(({ context }) => {
-  problems = [];
-  context.pages().forEach(watch);
-  context.on('page', watch);
-});
-
-test.afterEach(() => {
-  expect(problems, 'CSP violations or page errors').toEqual([]);
-});
-
-/** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
-async function snap(page: Page, name: string) {
-  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
-}
+const watch = guardPages();
 
 // ---- The authenticator app (RFC 6238: HMAC-SHA1, 30 s steps, 6 digits).
 
@@ -130,23 +110,6 @@ test('the test authenticator computes RFC 6238 codes', () => {
 
 // ---- Journeys.
 
-async function signUp(page: Page, label: string): Promise<string> {
-  const email = uniqueEmail(label);
-  await page.goto('/signup');
-  await page.getByTestId('signup-email').fill(email);
-  await page.getByTestId('signup-name').fill('Sam Secure');
-  await page.getByTestId('signup-password').fill(PASSPHRASE);
-  await page.getByTestId('signup-submit').click();
-  await expect(page.getByTestId('shell')).toBeVisible();
-  return email;
-}
-
-async function signOut(page: Page) {
-  await page.getByTestId('signout').click();
-  await expect(page).toHaveURL(/\/signin$/);
-  await expect(page.getByTestId('signin-submit')).toBeVisible();
-}
-
 /** Email and password; returns once the server asked for the second factor. */
 async function signInAskingForCode(page: Page, email: string) {
   await page.getByTestId('signin-email').fill(email);
@@ -171,7 +134,7 @@ async function openSecurity(page: Page) {
 test('two-factor sign-in: set up with a code, recovery codes shown once, then sign-in asks for the code', async ({
   page,
 }) => {
-  const email = await signUp(page, 'mfa');
+  const email = await signUp(page, 'mfa', 'Sam Secure');
   const security = await openSecurity(page);
   const mfa = security.getByTestId('mfa');
   await expect(mfa.getByTestId('mfa-status')).toHaveText('Off');
@@ -258,25 +221,15 @@ test('two-factor sign-in: set up with a code, recovery codes shown once, then si
 test('the activity log lists an approved call with its digest, decision and outcome, never its arguments', async ({
   page,
 }) => {
-  await signUp(page, 'activity');
+  await signUp(page, 'activity', 'Sam Secure');
   await page.getByTestId('nav-activity').click();
   await expect(page).toHaveURL(/\/activity$/);
   await expect(page.getByTestId('activity-empty')).toBeVisible();
 
   // Add the demo connector, keep search_notes, and approve one call.
-  await page.getByTestId('nav-settings').click();
-  const connectors = page.getByTestId('connectors-section');
-  await connectors.getByTestId('available-add').first().click();
-  const row = connectors.locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
-  await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
-  await row.getByTestId('connector-review').click();
-  await row.locator('[data-testid="tool-row"][data-tool-name="search_notes"]').getByTestId('tool-keep').check();
-  await row.getByTestId('review-save').click();
-  await expect(row.getByTestId('connector-tool-counts')).toContainText('1 kept');
-  await page.getByTestId('new-chat').click();
-  await expect(page).toHaveURL(/\/chats\/[0-9a-f-]{36}$/);
-  await page.getByTestId('composer-input').fill(`use search_notes with ${JSON.stringify(SEARCH)}`);
-  await page.getByTestId('composer-send').click();
+  await addDemoConnector(page, ['search_notes']);
+  await newChat(page);
+  await ask(page, 'search_notes', SEARCH);
   const card = page.getByTestId('approval-card');
   await expect(card).toHaveCount(1, { timeout: REPLY_TIMEOUT });
   await card.getByTestId('approval-allow-once').click();
@@ -320,11 +273,10 @@ test('the activity log lists an approved call with its digest, decision and outc
 });
 
 test("a connector's credentials can be replaced, and are never shown back", async ({ page }) => {
-  await signUp(page, 'credentials');
+  await signUp(page, 'credentials', 'Sam Secure');
   await page.getByTestId('nav-settings').click();
-  const connectors = page.getByTestId('connectors-section');
-  await connectors.getByTestId('available-add').first().click();
-  const row = connectors.locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
+  await page.getByTestId('connectors-section').getByTestId('available-add').first().click();
+  const row = demoRow(page);
   await expect(row.getByTestId('connector-auth')).toHaveText('No authentication');
 
   await row.getByTestId('connector-credentials-edit').click();
@@ -363,7 +315,7 @@ test('sessions: both browsers are listed, this one marked, and "Sign out other s
   page,
   browser,
 }, testInfo) => {
-  const email = await signUp(page, 'sessions');
+  const email = await signUp(page, 'sessions', 'Sam Secure');
   const other = await otherBrowser(browser, testInfo);
   try {
     await other.page.goto('/signin');
@@ -404,7 +356,7 @@ test('changing the password signs the other browser out, keeps this one, and onl
   page,
   browser,
 }, testInfo) => {
-  const email = await signUp(page, 'password');
+  const email = await signUp(page, 'password', 'Sam Secure');
   const other = await otherBrowser(browser, testInfo);
   const NEW_PASSPHRASE = 'amber Falcon meadow 12 cipher Lagoon';
   try {

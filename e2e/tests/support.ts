@@ -1,10 +1,11 @@
-// What the approval, grant and drift journeys share: the demo connector,
-// the offline model, the demo server's own call log, and the guard that
-// fails a test on any CSP violation or page error. Not a spec: Playwright
-// runs only `*.spec.ts`.
+// What the journeys share: the guard that fails a test on any CSP
+// violation or page error, screenshots, signing up and out, the demo
+// connector, the offline model and the demo server's own call log and
+// admin routes. Not a spec: Playwright runs only `*.spec.ts`.
 import path from 'node:path';
 import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
 
+// Long, random-looking and unrelated words: passes any strength check.
 export const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
 export const DEMO_ADMIN = process.env.COUNTERSIGN_E2E_DEMO_ADMIN;
 export const DEMO_NAME = 'Countersign demo';
@@ -16,25 +17,31 @@ export function uniqueEmail(label: string): string {
   return `e2e-${label}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
 }
 
-/** A CSP violation or an uncaught error in any page of a test fails it. */
-export function guardPages() {
+/**
+ * A CSP violation or an uncaught error in any page of a test's browser
+ * context fails the test, even if the journey got through (the server's
+ * CSP forbids inline scripts and styles). Call once per spec file. Returns
+ * `watch`, which guards a page of another context (a second browser) too.
+ */
+export function guardPages(): (page: Page) => void {
   let problems: string[] = [];
+  const watch = (page: Page) => {
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
+        problems.push(`console: ${message.text()}`);
+      }
+    });
+  };
   test.beforeEach(({ context }) => {
     problems = [];
-    const watch = (page: Page) => {
-      page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-      page.on('console', (message) => {
-        if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
-          problems.push(`console: ${message.text()}`);
-        }
-      });
-    };
     context.pages().forEach(watch);
     context.on('page', watch);
   });
   test.afterEach(() => {
     expect(problems, 'CSP violations or page errors').toEqual([]);
   });
+  return watch;
 }
 
 /** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
@@ -51,13 +58,34 @@ export async function demoCalls(request: APIRequestContext, tool: string): Promi
   return log.by_tool[tool] ?? 0;
 }
 
-export async function signUp(page: Page, label: string, name: string) {
+/** Steers the demo server: `admin(route, data)` posts `data` (if any) as JSON to its `route`. */
+export function demoAdmin(request: APIRequestContext) {
+  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
+  return (route: string, data?: unknown) => request.post(`${DEMO_ADMIN}${route}`, data === undefined ? {} : { data });
+}
+
+/**
+ * Signs up a new account (an address made from `label`, with the display
+ * name `name` if given) and waits for the shell. Returns the address.
+ */
+export async function signUp(page: Page, label: string, name?: string): Promise<string> {
+  const email = uniqueEmail(label);
   await page.goto('/signup');
-  await page.getByTestId('signup-email').fill(uniqueEmail(label));
-  await page.getByTestId('signup-name').fill(name);
+  await page.getByTestId('signup-email').fill(email);
+  if (name !== undefined) {
+    await page.getByTestId('signup-name').fill(name);
+  }
   await page.getByTestId('signup-password').fill(PASSPHRASE);
   await page.getByTestId('signup-submit').click();
   await expect(page.getByTestId('shell')).toBeVisible();
+  return email;
+}
+
+/** Signs out from the sidebar and waits for the sign-in page. */
+export async function signOut(page: Page) {
+  await page.getByTestId('signout').click();
+  await expect(page).toHaveURL(/\/signin$/);
+  await expect(page.getByTestId('signin-submit')).toBeVisible();
 }
 
 /** The demo connector's row in Settings → Connectors (Settings must be open). */

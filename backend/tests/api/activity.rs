@@ -2,20 +2,11 @@
 //! ended, hash-chained; `countersign audit verify` finds tampering; a call
 //! that cannot be written down does not run.
 
-use crate::helpers::{Setup, decide, event_of, ledger, propose, setup, trust};
+use crate::helpers::{decide, event_of, ledger, propose, setup, trust};
 use countersign::audit::{self, Verified};
 use countersign_api::PendingCallStatus;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-async fn activity(s: &Setup) -> Vec<Value> {
-    s.app
-        .get_json("/api/activity")
-        .await
-        .as_array()
-        .cloned()
-        .expect("activity")
-}
 
 #[tokio::test]
 async fn every_proposed_call_is_logged_with_its_digest_decision_and_outcome_never_its_arguments() {
@@ -45,7 +36,7 @@ async fn every_proposed_call_is_logged_with_its_digest_decision_and_outcome_neve
         .await;
     stream.until("turn_finished").await;
 
-    let log = activity(&s).await;
+    let log = s.app.get_array("/api/activity").await;
     assert!(
         !log.iter()
             .any(|e| e.to_string().contains("privileged-lease")),

@@ -183,30 +183,11 @@ async fn fifty_concurrent_approvals_give_one_200_and_one_execution_at_the_server
     )
     .await;
     // The same session in fifty requests at once.
-    let client = s.app.client.clone();
-    let mut tasks = Vec::new();
-    for _ in 0..50 {
-        let client = client.clone();
-        let url = s.app.url(&format!(
-            "/api/mcp-pending-calls/{}",
-            card["id"].as_str().expect("id")
-        ));
-        let csrf = s.app.csrf_token();
-        let body = json!({"decision": "approve", "arguments_digest": card["arguments_digest"]});
-        tasks.push(tokio::spawn(async move {
-            client
-                .post(url)
-                .header("x-csrf-token", csrf)
-                .json(&body)
-                .send()
-                .await
-                .expect("decide")
-                .status()
-        }));
-    }
+    let decisions = (0..50).map(|_| decide(&s.app, &card, "approve"));
+    let responses = futures_util::future::join_all(decisions).await;
     let mut ok = 0;
-    for task in tasks {
-        match task.await.expect("task") {
+    for response in responses {
+        match response.status() {
             StatusCode::OK => ok += 1,
             StatusCode::NOT_FOUND => {}
             other => panic!("unexpected {other}"),
@@ -360,13 +341,12 @@ async fn a_stale_row_with_trust_on_still_asks_and_declared_safe_tools_run_withou
     let s = setup(|_| {}).await;
     let res = s
         .app
-        .client
-        .patch(s.app.url(&format!("/api/connectors/{}", s.connector)))
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({"trust_annotations": true}))
-        .send()
-        .await
-        .expect("patch");
+        .request(
+            reqwest::Method::PATCH,
+            &format!("/api/connectors/{}", s.connector),
+            Some(json!({"trust_annotations": true})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(
         res.json::<Value>().await.expect("JSON")["trust_annotations"],

@@ -23,25 +23,24 @@ async fn chats_are_listed_newest_first_renamed_and_deleted() {
     assert_eq!(ids, vec![second.as_str(), first.as_str()], "newest first");
 
     let res = app
-        .client
-        .patch(app.url(&format!("/api/chats/{first}")))
-        .header("x-csrf-token", app.csrf_token())
-        .json(&json!({ "title": "Lease review" }))
-        .send()
-        .await
-        .expect("patch");
+        .request(
+            reqwest::Method::PATCH,
+            &format!("/api/chats/{first}"),
+            Some(json!({ "title": "Lease review" })),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     let list = app.get_json("/api/chats").await;
     assert_eq!(list[0]["id"], first.as_str(), "a rename counts as use");
     assert_eq!(list[0]["title"], "Lease review");
 
     let res = app
-        .client
-        .delete(app.url(&format!("/api/chats/{first}")))
-        .header("x-csrf-token", app.csrf_token())
-        .send()
-        .await
-        .expect("delete");
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/api/chats/{first}"),
+            None,
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
     assert_eq!(
         app.get(&format!("/api/chats/{first}")).await.status(),
@@ -185,15 +184,13 @@ async fn provider_keys_are_stored_encrypted_and_never_returned() {
         spawn_app_with(|c| c.secret_key = Some(countersign::config::Secret::new(KEY_HEX))).await;
     let (user_id, _) = app.signed_up_user().await;
     let secret = "sk-ant-test-DO-NOT-LEAK-1234567890";
-    let csrf = app.csrf_token();
     let res = app
-        .client
-        .put(app.url("/api/settings/provider-keys/anthropic"))
-        .header("x-csrf-token", &csrf)
-        .json(&json!({ "api_key": secret }))
-        .send()
-        .await
-        .expect("put");
+        .request(
+            reqwest::Method::PUT,
+            "/api/settings/provider-keys/anthropic",
+            Some(json!({ "api_key": secret })),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
 
     let status = app
@@ -233,12 +230,12 @@ async fn provider_keys_are_stored_encrypted_and_never_returned() {
     );
 
     let res = app
-        .client
-        .delete(app.url("/api/settings/provider-keys/anthropic"))
-        .header("x-csrf-token", &csrf)
-        .send()
-        .await
-        .expect("delete");
+        .request(
+            reqwest::Method::DELETE,
+            "/api/settings/provider-keys/anthropic",
+            None,
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
     assert_eq!(
         app.get_json("/api/settings/provider-keys").await[0]["is_set"],
@@ -250,15 +247,13 @@ async fn provider_keys_are_stored_encrypted_and_never_returned() {
 async fn without_a_secret_key_keys_cannot_be_stored() {
     let app = spawn_app().await;
     app.signed_up_user().await;
-    let csrf = app.csrf_token();
     let res = app
-        .client
-        .put(app.url("/api/settings/provider-keys/openai"))
-        .header("x-csrf-token", csrf)
-        .json(&json!({ "api_key": "sk-x" }))
-        .send()
-        .await
-        .expect("put");
+        .request(
+            reqwest::Method::PUT,
+            "/api/settings/provider-keys/openai",
+            Some(json!({ "api_key": "sk-x" })),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
     let body: Value = res.json().await.expect("JSON");
     assert!(

@@ -42,15 +42,6 @@ fn asked(events: &[Value]) -> bool {
         .any(|e| e["type"] == "mcp_confirmation_required")
 }
 
-async fn grants(s: &Setup) -> Vec<Value> {
-    s.app
-        .get_json("/api/grants")
-        .await
-        .as_array()
-        .cloned()
-        .expect("grants")
-}
-
 #[tokio::test]
 async fn an_always_rule_runs_the_next_identical_call_without_a_card_until_revoked() {
     let s = setup(|_| {}).await;
@@ -81,7 +72,7 @@ async fn an_always_rule_runs_the_next_identical_call_without_a_card_until_revoke
         "{ran}"
     );
 
-    let rules = grants(&s).await;
+    let rules = s.app.get_array("/api/grants").await;
     assert_eq!(rules.len(), 1);
     assert_eq!(rules[0]["tool_name"], "add_note");
     assert_eq!(rules[0]["suspended"], false);
@@ -102,22 +93,14 @@ async fn an_always_rule_runs_the_next_identical_call_without_a_card_until_revoke
     assert_eq!(other.get_json("/api/grants").await, json!([]));
     let id = rules[0]["id"].as_str().expect("id");
     let res = other
-        .client
-        .delete(other.url(&format!("/api/grants/{id}")))
-        .header("x-csrf-token", other.csrf_token())
-        .send()
-        .await
-        .expect("delete");
+        .request(reqwest::Method::DELETE, &format!("/api/grants/{id}"), None)
+        .await;
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
 
     let res = s
         .app
-        .client
-        .delete(s.app.url(&format!("/api/grants/{id}")))
-        .header("x-csrf-token", s.app.csrf_token())
-        .send()
-        .await
-        .expect("delete");
+        .request(reqwest::Method::DELETE, &format!("/api/grants/{id}"), None)
+        .await;
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
     let (_, card) = propose(
         &s,
@@ -196,7 +179,11 @@ async fn a_changed_tool_suspends_its_rule_for_each_field_and_allowing_again_pins
     ] {
         assert!(s.demo.state().drift(field), "{field:?} drifts");
         refreshed(&s).await;
-        assert_eq!(grants(&s).await[0]["suspended"], true, "{field:?}");
+        assert_eq!(
+            s.app.get_array("/api/grants").await[0]["suspended"],
+            true,
+            "{field:?}"
+        );
         // Until the user keeps the change, the tool runs only as reviewed.
         let (_, card) = propose(&s, &mut stream, "drifting_tool", args.clone()).await;
         assert_eq!(
@@ -227,7 +214,11 @@ async fn a_changed_tool_suspends_its_rule_for_each_field_and_allowing_again_pins
         approve(&s, &card, "always").await;
         stream.until("turn_finished").await;
         runs += 1;
-        assert_eq!(grants(&s).await[0]["suspended"], false, "{field:?}");
+        assert_eq!(
+            s.app.get_array("/api/grants").await[0]["suspended"],
+            false,
+            "{field:?}"
+        );
         let events = turn(
             &s,
             &mut stream,
@@ -265,7 +256,7 @@ async fn decline_failure_and_expiry_never_create_a_rule() {
     propose(&s, &mut stream, "search_notes", json!({"query": "x"})).await;
     stream.until("turn_finished").await;
 
-    assert_eq!(grants(&s).await, Vec::<Value>::new());
+    assert_eq!(s.app.get_array("/api/grants").await, Vec::<Value>::new());
     let (_, card) = propose(&s, &mut stream, "failing_tool", json!({})).await;
     assert_eq!(
         card["tool_name"], "failing_tool",
@@ -287,11 +278,11 @@ async fn a_deleted_connector_or_a_removed_tool_takes_its_rules_along() {
     let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
     approve(&s, &card, "always").await;
     stream.until("turn_finished").await;
-    assert_eq!(grants(&s).await.len(), 2);
+    assert_eq!(s.app.get_array("/api/grants").await.len(), 2);
 
     s.demo.state().reset();
     refreshed(&s).await;
-    let left = grants(&s).await;
+    let left = s.app.get_array("/api/grants").await;
     assert_eq!(left.len(), 1, "the removed tool lost its rule");
     assert_eq!(left[0]["tool_name"], "search_notes");
 
@@ -299,14 +290,14 @@ async fn a_deleted_connector_or_a_removed_tool_takes_its_rules_along() {
     // inherits nothing.
     let res = s
         .app
-        .client
-        .delete(s.app.url(&format!("/api/connectors/{}", s.connector)))
-        .header("x-csrf-token", s.app.csrf_token())
-        .send()
-        .await
-        .expect("delete");
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/api/connectors/{}", s.connector),
+            None,
+        )
+        .await;
     assert!(res.status().is_success());
-    assert_eq!(grants(&s).await, Vec::<Value>::new());
+    assert_eq!(s.app.get_array("/api/grants").await, Vec::<Value>::new());
     add_demo_connector(&s.app, &s.demo).await;
     let before = s.demo.calls().count("search_notes");
     let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;

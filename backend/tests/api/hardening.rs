@@ -35,15 +35,24 @@ async fn tool(s: &Setup, name: &str) -> Value {
         .unwrap_or_else(|| panic!("no tool {name}"))
 }
 
-/// `PUT …/tools/review` keeping `name` with `digest` (what the user saw).
-async fn keep(s: &Setup, name: &str, digest: &Value) -> reqwest::Response {
+/// `PUT …/tools/review` with `body`.
+async fn review(s: &Setup, body: Value) -> reqwest::Response {
     s.app
         .request(
             reqwest::Method::PUT,
             &format!("/api/connectors/{}/tools/review", s.connector),
-            Some(json!({"keep": [{"name": name, "descriptor_digest": digest}], "decline": []})),
+            Some(body),
         )
         .await
+}
+
+/// `PUT …/tools/review` keeping `name` with `digest` (what the user saw).
+async fn keep(s: &Setup, name: &str, digest: &Value) -> reqwest::Response {
+    review(
+        s,
+        json!({"keep": [{"name": name, "descriptor_digest": digest}], "decline": []}),
+    )
+    .await
 }
 
 async fn turn_events(s: &Setup, stream: &mut SseReader, message: &str) -> Vec<Value> {
@@ -411,21 +420,14 @@ async fn a_review_naming_a_stale_digest_is_a_409_and_changes_nothing() {
 
     // Alone, or beside a tool whose digest is current: 409, nothing saved.
     let echo = tool(&s, "echo").await;
-    let res = s
-        .app
-        .client
-        .put(
-            s.app
-                .url(&format!("/api/connectors/{}/tools/review", s.connector)),
-        )
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({
+    let res = review(
+        &s,
+        json!({
             "keep": [{"name": "drifting_tool", "descriptor_digest": looked_at["descriptor_digest"]}],
             "decline": [{"name": "echo", "descriptor_digest": echo["descriptor_digest"]}]
-        }))
-        .send()
-        .await
-        .expect("review");
+        }),
+    )
+    .await;
     assert_eq!(res.status(), StatusCode::CONFLICT);
     let body: Value = res.json().await.expect("JSON");
     assert!(
@@ -447,18 +449,7 @@ async fn a_review_naming_a_stale_digest_is_a_409_and_changes_nothing() {
     );
 
     // A bare name cannot keep anything.
-    let res = s
-        .app
-        .client
-        .put(
-            s.app
-                .url(&format!("/api/connectors/{}/tools/review", s.connector)),
-        )
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({"keep": ["drifting_tool"]}))
-        .send()
-        .await
-        .expect("review");
+    let res = review(&s, json!({"keep": ["drifting_tool"]})).await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(tool(&s, "drifting_tool").await["review_state"], "changed");
     // The digest now shown keeps it.

@@ -3,10 +3,11 @@
 //! and an offline chat, proposing and deciding calls, reading the ledger)
 //! that the gate, grant and hardening tests share.
 
+use crate::test_db::TestDb;
 use countersign::{AppState, Config, config::Secret, db, tools::ToolBox};
 use countersign_api::PendingCallStatus;
 use countersign_demo_mcp::DemoServer;
-use reqwest::{StatusCode, Url, header};
+use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 use sqlx::Row as _;
 use sqlx::{Connection as _, PgConnection, PgPool};
@@ -33,24 +34,6 @@ pub struct TestApp {
     pub csrf: std::sync::Mutex<Option<String>>,
     /// The server's settings.
     pub config: Config,
-}
-
-fn superuser_url() -> Url {
-    let raw = std::env::var("COUNTERSIGN_TEST_SUPERUSER_URL").unwrap_or_else(|_| {
-        panic!(
-            "COUNTERSIGN_TEST_SUPERUSER_URL is not set. Run the tests with `cargo xtask test`, \
-             which starts a throwaway Postgres, or point it at a superuser of a scratch cluster."
-        )
-    });
-    Url::parse(&raw).expect("COUNTERSIGN_TEST_SUPERUSER_URL is a URL")
-}
-
-fn with_login(url: &Url, user: &str, password: &str, database: &str) -> String {
-    let mut url = url.clone();
-    url.set_username(user).expect("URL has a host");
-    url.set_password(Some(password)).expect("URL has a host");
-    url.set_path(database);
-    url.to_string()
 }
 
 /// A server with the default settings.
@@ -83,22 +66,12 @@ pub async fn spawn_app_custom(
     customize: impl FnOnce(&mut AppState),
 ) -> TestApp {
     countersign::telemetry::init_for_tests();
-    let su = superuser_url();
-    let database = format!("t_{}", Uuid::new_v4().simple());
-    db::bootstrap(su.as_str(), &database, "test-owner", "test-app")
-        .await
-        .expect("bootstrap the test database");
-    let owner_db_url = with_login(&su, db::OWNER_ROLE, "test-owner", &database);
-    let app_url = with_login(&su, db::APP_ROLE, "test-app", &database);
-    let mut superuser_db = su.clone();
-    superuser_db.set_path(&database);
-
-    db::migrate(&owner_db_url).await.expect("migrate");
-    let pool = db::connect(&app_url)
+    let test_db = TestDb::migrated().await;
+    let pool = db::connect(&test_db.app_url)
         .await
         .expect("connect as the app role");
 
-    let mut config = Config::with_database_url(app_url);
+    let mut config = Config::with_database_url(test_db.app_url);
     config.static_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../frontend/dist");
     config.approval_key = Some(countersign::config::Secret::new(
         "5e1f2a3b4c5d6e7f8091a2b3c4d5e6f7a8b9cadbecfd0e1f2031425364758697",
@@ -109,8 +82,8 @@ pub async fn spawn_app_custom(
     TestApp {
         base,
         pool,
-        superuser_db_url: superuser_db.to_string(),
-        owner_db_url,
+        superuser_db_url: test_db.superuser_url,
+        owner_db_url: test_db.owner_url,
         client: new_client(),
         csrf: std::sync::Mutex::new(None),
         config,
@@ -201,11 +174,8 @@ impl TestApp {
 
     /// POST JSON with the current CSRF token (if any).
     pub async fn post(&self, path: &str, body: &Value) -> reqwest::Response {
-        let mut req = self.client.post(self.url(path)).json(body);
-        if let Some(token) = self.csrf.lock().expect("lock").clone() {
-            req = req.header("x-csrf-token", token);
-        }
-        req.send().await.expect("request")
+        self.request(reqwest::Method::POST, path, Some(body.clone()))
+            .await
     }
 
     /// Any method, with the current CSRF token (if any) and an optional
@@ -440,6 +410,14 @@ impl TestApp {
         assert_eq!(res.status(), StatusCode::OK, "GET {path}");
         res.json().await.expect("JSON")
     }
+
+    /// `GET` a JSON array, asserting 200.
+    pub async fn get_array(&self, path: &str) -> Vec<Value> {
+        match self.get_json(path).await {
+            Value::Array(items) => items,
+            other => panic!("GET {path}: not an array: {other}"),
+        }
+    }
 }
 
 /// The text of a turn's `text_delta` events, concatenated.
@@ -544,13 +522,12 @@ pub(crate) async fn add_demo_connector(app: &TestApp, demo: &DemoServer) -> Stri
     assert_eq!(res.status(), StatusCode::OK, "refresh");
     let seen = seen(app, &id, None).await;
     let res = app
-        .client
-        .put(app.url(&format!("/api/connectors/{id}/tools/review")))
-        .header("x-csrf-token", app.csrf_token())
-        .json(&json!({"keep": seen, "decline": []}))
-        .send()
-        .await
-        .expect("review");
+        .request(
+            reqwest::Method::PUT,
+            &format!("/api/connectors/{id}/tools/review"),
+            Some(json!({"keep": seen, "decline": []})),
+        )
+        .await;
     assert!(res.status().is_success(), "review: {}", res.status());
     id
 }
@@ -633,13 +610,12 @@ pub(crate) fn event_of(events: &[(i64, Value)], kind: &str) -> Value {
 pub(crate) async fn trust(s: &Setup) {
     let res = s
         .app
-        .client
-        .patch(s.app.url(&format!("/api/connectors/{}", s.connector)))
-        .header("x-csrf-token", s.app.csrf_token())
-        .json(&json!({"trust_annotations": true}))
-        .send()
-        .await
-        .expect("patch");
+        .request(
+            reqwest::Method::PATCH,
+            &format!("/api/connectors/{}", s.connector),
+            Some(json!({"trust_annotations": true})),
+        )
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
 }
 

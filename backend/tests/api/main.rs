@@ -20,4 +20,6 @@ mod oauth_flow;
 mod oauth_store;
 mod rls;
 mod server_bounds;
+#[path = "../support/db.rs"]
+mod test_db;
 mod turns;

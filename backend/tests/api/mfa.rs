@@ -128,6 +128,20 @@ async fn login(app: &TestApp, email: &str, code: Option<&str>) -> (StatusCode, V
     (status, body)
 }
 
+/// `POST path {"code"}` (disable, step-up): `wrong` gets 401, the
+/// authenticator's next code 204.
+async fn refuses_a_wrong_code_and_takes_a_fresh_one(
+    app: &TestApp,
+    path: &str,
+    wrong: &str,
+    authenticator: &mut Authenticator,
+) {
+    let res = app.post(path, &json!({"code": wrong})).await;
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{path}: {wrong}");
+    let res = app.post(path, &json!({"code": authenticator.next()})).await;
+    assert_eq!(res.status(), StatusCode::NO_CONTENT, "{path}: a fresh code");
+}
+
 #[tokio::test]
 async fn sign_in_asks_for_the_code_and_refuses_wrong_or_reused_ones() {
     let app = spawn_app_with(|c| c.secret_key = Some(Secret::new(KEY_HEX))).await;
@@ -166,22 +180,13 @@ async fn sign_in_asks_for_the_code_and_refuses_wrong_or_reused_ones() {
     );
 
     // Disabling needs a code; then sign-in needs none.
-    let res = tab
-        .request(
-            reqwest::Method::POST,
-            "/api/auth/mfa/disable",
-            Some(json!({"code": "000000"})),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-    let res = tab
-        .request(
-            reqwest::Method::POST,
-            "/api/auth/mfa/disable",
-            Some(json!({"code": authenticator.next()})),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    refuses_a_wrong_code_and_takes_a_fresh_one(
+        &tab,
+        "/api/auth/mfa/disable",
+        "000000",
+        &mut authenticator,
+    )
+    .await;
     let (status, _) = login(&third, &email, None).await;
     assert_eq!(status, StatusCode::OK);
 }
@@ -270,22 +275,13 @@ async fn the_four_trust_changing_actions_need_a_recent_step_up() {
         .await;
     assert_eq!(res.status(), StatusCode::OK);
 
-    let res = app
-        .request(
-            reqwest::Method::POST,
-            "/api/auth/mfa/step-up",
-            Some(json!({"code": "999999"})),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-    let res = app
-        .request(
-            reqwest::Method::POST,
-            "/api/auth/mfa/step-up",
-            Some(json!({"code": authenticator.next()})),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    refuses_a_wrong_code_and_takes_a_fresh_one(
+        app,
+        "/api/auth/mfa/step-up",
+        "999999",
+        &mut authenticator,
+    )
+    .await;
     for (method, path, body, what) in actions {
         let res = app.request(method, path, Some(body)).await;
         assert!(res.status().is_success(), "{what}: {}", res.status());
@@ -377,21 +373,15 @@ async fn twenty_concurrent_wrong_step_up_codes_get_at_most_five_answers_other_th
     let app = spawn_app_with(|c| c.secret_key = Some(Secret::new(KEY_HEX))).await;
     app.signed_up_user().await;
     enrolled(&app).await;
-    let csrf = app.csrf_token();
     // Open the connections first (HTTP keep-alive, and the server's pool),
     // so that the guesses below arrive together rather than one handshake
     // apart.
     let warm_up = (0..20).map(|_| app.get("/api/auth/me"));
     futures_util::future::join_all(warm_up).await;
 
-    let requests = (0..20).map(|_| {
-        let request = app
-            .client
-            .post(app.url("/api/auth/mfa/step-up"))
-            .header("x-csrf-token", &csrf)
-            .json(&json!({"code": "000000"}));
-        async move { request.send().await.expect("request").status() }
-    });
+    let body = json!({"code": "000000"});
+    let requests =
+        (0..20).map(|_| async { app.post("/api/auth/mfa/step-up", &body).await.status() });
     let statuses = futures_util::future::join_all(requests).await;
 
     assert!(not_429(&statuses) <= 5, "{statuses:?}");

@@ -8,6 +8,8 @@
 mod clients;
 mod probe;
 mod refresh;
+#[path = "../support/db.rs"]
+mod test_db;
 
 use countersign::{
     mcp::{self, McpSession, McpSettings, McpTarget},

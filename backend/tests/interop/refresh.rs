@@ -1,7 +1,7 @@
 //! Test/Refresh and review (`countersign::connectors`) on a fresh database,
 //! against the servers that others wrote.
 
-use crate::{Server, everything, python};
+use crate::{Server, everything, python, test_db::TestDb};
 use countersign::{
     AppState, Config,
     connectors::{self, Auth, refresh::refresh},
@@ -11,41 +11,15 @@ use reqwest::Url;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-fn superuser_url() -> Url {
-    let raw = std::env::var("COUNTERSIGN_TEST_SUPERUSER_URL").unwrap_or_else(|_| {
-        panic!(
-            "COUNTERSIGN_TEST_SUPERUSER_URL is not set. Run the tests with `cargo xtask test`, \
-             which starts a throwaway Postgres, or point it at a superuser of a scratch cluster."
-        )
-    });
-    Url::parse(&raw).expect("COUNTERSIGN_TEST_SUPERUSER_URL is a URL")
-}
-
-fn with_login(url: &Url, user: &str, password: &str, database: &str) -> String {
-    let mut url = url.clone();
-    url.set_username(user).expect("URL has a host");
-    url.set_password(Some(password)).expect("URL has a host");
-    url.set_path(database);
-    url.to_string()
-}
-
 /// App state over a new database, with the guard letting `server`'s port
 /// through, and a user in it.
 async fn state_for(server: &Server) -> (AppState, Uuid) {
     countersign::telemetry::init_for_tests();
-    let su = superuser_url();
-    let database = format!("t_{}", Uuid::new_v4().simple());
-    db::bootstrap(su.as_str(), &database, "test-owner", "test-app")
-        .await
-        .expect("bootstrap the test database");
-    db::migrate(&with_login(&su, db::OWNER_ROLE, "test-owner", &database))
-        .await
-        .expect("migrate");
-    let app_url = with_login(&su, db::APP_ROLE, "test-app", &database);
-    let pool = db::connect(&app_url)
+    let test_db = TestDb::migrated().await;
+    let pool = db::connect(&test_db.app_url)
         .await
         .expect("connect as the app role");
-    let mut config = Config::with_database_url(app_url);
+    let mut config = Config::with_database_url(test_db.app_url);
     config.allow_private_connectors = server.allow();
     let state = AppState::new(pool, config).await.expect("app state");
 

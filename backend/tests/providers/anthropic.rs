@@ -1,13 +1,14 @@
 //! The Anthropic Messages adapter on the wire.
 
 use crate::fake::{
-    FakeProvider, Reply, assert_reveals_none_of, client, collect, first_events, fixture,
-    recv_until_text, settings, text_of,
+    FakeProvider, Reply, assert_reveals_none_of, assert_status_errors, client, collect,
+    cut_mid_stream, first_events, fixture, one_message, settings, status_cases_of_every_provider,
+    text_of,
 };
 use countersign::config::Secret;
 use countersign::llm::{
-    ChatRequest, HttpSettings, LlmError, LlmEvent, Message, StopReason, ToolCall, ToolSpec,
-    anthropic,
+    ChatRequest, HttpSettings, LlmError, LlmEvent, LlmStream, Message, StopReason, ToolCall,
+    ToolSpec, anthropic,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -20,15 +21,7 @@ fn key() -> Secret {
 }
 
 fn hello() -> ChatRequest {
-    ChatRequest {
-        model: "claude-opus-4-1-20250805".into(),
-        system: "You are terse.".into(),
-        messages: vec![Message::User {
-            text: "Hello".into(),
-        }],
-        tools: vec![],
-        max_tokens: 256,
-    }
+    one_message("claude-opus-4-1-20250805", "Hello")
 }
 
 fn weather_tool() -> ToolSpec {
@@ -41,6 +34,11 @@ fn weather_tool() -> ToolSpec {
             "required": ["location"],
         }),
     }
+}
+
+/// `hello()` to `fake`, with the key.
+async fn stream_hello(fake: &FakeProvider) -> Result<LlmStream, LlmError> {
+    anthropic::stream(&client(), &settings(), &fake.url(""), &key(), hello()).await
 }
 
 async fn start_and_collect(
@@ -179,35 +177,8 @@ async fn error_statuses_map_to_errors_that_reveal_no_key_url_or_body() {
     let body = format!(
         r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY} {BODY_SECRET}"}}}}"#
     );
-    // (what, status, retry-after header, expected error)
-    let cases = [
-        (
-            "401 is a refused key",
-            401,
-            None,
-            LlmError::Unauthorized {
-                provider: "Anthropic".into(),
-                status: 401,
-            },
-        ),
-        (
-            "403 is a refused key too",
-            403,
-            None,
-            LlmError::Unauthorized {
-                provider: "Anthropic".into(),
-                status: 403,
-            },
-        ),
-        (
-            "429 carries retry-after in seconds",
-            429,
-            Some("30"),
-            LlmError::RateLimited {
-                provider: "Anthropic".into(),
-                retry_after: Some(30),
-            },
-        ),
+    let mut cases = status_cases_of_every_provider("Anthropic", "30", 30);
+    cases.extend([
         (
             "429 with an HTTP-date retry-after has no seconds",
             429,
@@ -215,15 +186,6 @@ async fn error_statuses_map_to_errors_that_reveal_no_key_url_or_body() {
             LlmError::RateLimited {
                 provider: "Anthropic".into(),
                 retry_after: None,
-            },
-        ),
-        (
-            "500 is an upstream error",
-            500,
-            None,
-            LlmError::Upstream {
-                provider: "Anthropic".into(),
-                status: 500,
             },
         ),
         (
@@ -235,28 +197,14 @@ async fn error_statuses_map_to_errors_that_reveal_no_key_url_or_body() {
                 status: 529,
             },
         ),
-    ];
-    for (message, status, retry_after, expected) in cases {
-        let fake = FakeProvider::start(vec![Reply::Status {
-            status,
-            headers: retry_after
-                .map(|value| ("retry-after", value))
-                .into_iter()
-                .collect(),
-            body: body.clone(),
-        }])
-        .await;
-
-        let error = anthropic::stream(&client(), &settings(), &fake.url(""), &key(), hello())
-            .await
-            .expect_err(message);
-
-        assert_eq!(error, expected, "{message}");
-        assert_reveals_none_of(
-            &error,
-            &[KEY, BODY_SECRET, "127.0.0.1", "http", "invalid x-api-key"],
-        );
-    }
+    ]);
+    assert_status_errors(
+        cases,
+        &body,
+        &[KEY, BODY_SECRET, "127.0.0.1", "http", "invalid x-api-key"],
+        stream_hello,
+    )
+    .await;
     let shown = LlmError::RateLimited {
         provider: "Anthropic".into(),
         retry_after: Some(30),
@@ -267,36 +215,21 @@ async fn error_statuses_map_to_errors_that_reveal_no_key_url_or_body() {
 
 #[tokio::test]
 async fn a_connection_cut_mid_stream_ends_in_one_network_error_after_the_text_so_far() {
-    let (cut, cut_rx) = oneshot::channel();
-    let fake = FakeProvider::start(vec![Reply::BreakOff {
-        prefix: first_events(&fixture("anthropic_tool_use.sse"), 7),
-        cut: cut_rx,
-    }])
+    let items = cut_mid_stream(
+        "anthropic_tool_use.sse",
+        7,
+        "Okay, let's",
+        &[KEY, "127.0.0.1"],
+        stream_hello,
+    )
     .await;
-    let mut stream = anthropic::stream(&client(), &settings(), &fake.url(""), &key(), hello())
-        .await
-        .expect("the request is accepted");
-    let mut items = recv_until_text(&mut stream, "Okay, let's").await;
 
-    cut.send(()).expect("the server waits for the cut");
-    items.extend(collect(stream).await);
-
-    let Some(Err(error)) = items.last() else {
-        panic!("the stream ends in an error: {items:?}");
-    };
-    assert!(matches!(error, LlmError::Network { .. }), "{error:?}");
-    assert_eq!(
-        items.iter().filter(|item| item.is_err()).count(),
-        1,
-        "exactly one error"
-    );
     assert!(
         !items
             .iter()
             .any(|item| matches!(item, Ok(LlmEvent::Finished(_)))),
         "a broken stream does not finish"
     );
-    assert_reveals_none_of(error, &[KEY, "127.0.0.1"]);
 }
 
 #[tokio::test]

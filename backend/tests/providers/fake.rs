@@ -4,13 +4,17 @@
 //! path, and records what it received so tests can assert on headers and
 //! bodies. Streams are dribbled in small chunks so that event, line and
 //! UTF-8 boundaries fall mid-chunk, as they do on a real network.
+//!
+//! Also what the two adapters' tests share around it: the client and
+//! settings, reading a stream, the error-status cases both providers answer
+//! alike (`assert_status_errors`) and the cut connection (`cut_mid_stream`).
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use countersign::llm::{HttpSettings, LlmError, LlmEvent, LlmStream};
+use countersign::llm::{ChatRequest, HttpSettings, LlmError, LlmEvent, LlmStream, Message};
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 use serde_json::Value;
@@ -234,6 +238,18 @@ pub fn first_events(body: &str, n: usize) -> String {
     events[..n].concat()
 }
 
+/// A request of one user message, `text`, to `model`: a terse system
+/// prompt, no tools, at most 256 tokens.
+pub fn one_message(model: &str, text: &str) -> ChatRequest {
+    ChatRequest {
+        model: model.into(),
+        system: "You are terse.".into(),
+        messages: vec![Message::User { text: text.into() }],
+        tools: vec![],
+        max_tokens: 256,
+    }
+}
+
 /// A client that never goes through a proxy (tests talk to 127.0.0.1 only).
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
@@ -307,4 +323,120 @@ pub fn assert_reveals_none_of(error: &LlmError, secrets: &[&str]) {
             "{debugged:?} reveals {secret:?}"
         );
     }
+}
+
+/// An error status to answer with: what it means (the assertion message),
+/// the status, its `retry-after` header if any, and the error the adapter
+/// must make of it.
+pub type StatusCase = (&'static str, u16, Option<&'static str>, LlmError);
+
+/// The statuses both providers' adapters read alike: 401 and 403 are a
+/// refused key, a 429 carries its `retry-after` (`retry_after`, which is
+/// `seconds`), 500 is an upstream error.
+pub fn status_cases_of_every_provider(
+    provider: &str,
+    retry_after: &'static str,
+    seconds: u64,
+) -> Vec<StatusCase> {
+    vec![
+        (
+            "401 is a refused key",
+            401,
+            None,
+            LlmError::Unauthorized {
+                provider: provider.into(),
+                status: 401,
+            },
+        ),
+        (
+            "403 is a refused key too",
+            403,
+            None,
+            LlmError::Unauthorized {
+                provider: provider.into(),
+                status: 403,
+            },
+        ),
+        (
+            "429 carries retry-after in seconds",
+            429,
+            Some(retry_after),
+            LlmError::RateLimited {
+                provider: provider.into(),
+                retry_after: Some(seconds),
+            },
+        ),
+        (
+            "500 is an upstream error",
+            500,
+            None,
+            LlmError::Upstream {
+                provider: provider.into(),
+                status: 500,
+            },
+        ),
+    ]
+}
+
+/// For each case: a fake that answers with its status, its `retry-after`
+/// and `body`; `stream` (the adapter asking that fake) must fail with the
+/// case's error, and the error must reveal none of `secrets`.
+pub async fn assert_status_errors(
+    cases: Vec<StatusCase>,
+    body: &str,
+    secrets: &[&str],
+    stream: impl AsyncFn(&FakeProvider) -> Result<LlmStream, LlmError>,
+) {
+    for (message, status, retry_after, expected) in cases {
+        let fake = FakeProvider::start(vec![Reply::Status {
+            status,
+            headers: retry_after
+                .map(|value| ("retry-after", value))
+                .into_iter()
+                .collect(),
+            body: body.to_owned(),
+        }])
+        .await;
+
+        let error = stream(&fake).await.expect_err(message);
+
+        assert_eq!(error, expected, "{message}");
+        assert_reveals_none_of(&error, secrets);
+    }
+}
+
+/// Cuts the connection after the first `events` events of the fixture
+/// `name`, once their text, `text`, has arrived through `stream` (the
+/// adapter asking the fake). The stream must then end in exactly one error,
+/// a network error revealing none of `secrets`. Returns all it sent.
+pub async fn cut_mid_stream(
+    name: &str,
+    events: usize,
+    text: &str,
+    secrets: &[&str],
+    stream: impl AsyncFn(&FakeProvider) -> Result<LlmStream, LlmError>,
+) -> Vec<Result<LlmEvent, LlmError>> {
+    let (cut, cut_rx) = oneshot::channel();
+    let fake = FakeProvider::start(vec![Reply::BreakOff {
+        prefix: first_events(&fixture(name), events),
+        cut: cut_rx,
+    }])
+    .await;
+    let mut stream = stream(&fake).await.expect("the request is accepted");
+    let mut items = recv_until_text(&mut stream, text).await;
+
+    cut.send(()).expect("the server waits for the cut");
+    items.extend(collect(stream).await);
+
+    let Some(Err(error)) = items.last() else {
+        panic!("the stream ends in an error: {items:?}");
+    };
+    assert!(matches!(error, LlmError::Network { .. }), "{error:?}");
+    assert_eq!(
+        items.iter().filter(|item| item.is_err()).count(),
+        1,
+        "exactly one error"
+    );
+    assert_reveals_none_of(error, secrets);
+    items
 }

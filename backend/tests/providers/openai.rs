@@ -1,15 +1,15 @@
 //! The OpenAI-compatible Chat Completions adapter on the wire.
 
 use crate::fake::{
-    FakeProvider, Reply, assert_reveals_none_of, client, collect, first_events, fixture,
-    recv_until_text, settings, text_of,
+    FakeProvider, Reply, assert_reveals_none_of, assert_status_errors, client, collect,
+    cut_mid_stream, first_events, fixture, one_message, settings, status_cases_of_every_provider,
+    text_of,
 };
 use countersign::config::Secret;
 use countersign::llm::{
-    ChatRequest, LlmError, LlmEvent, Message, StopReason, ToolCall, ToolSpec, openai,
+    ChatRequest, LlmError, LlmEvent, LlmStream, Message, StopReason, ToolCall, ToolSpec, openai,
 };
 use serde_json::json;
-use tokio::sync::oneshot;
 
 const KEY: &str = "sk-proj-TEST-KEY-0a1b2c3d4e5f";
 
@@ -18,15 +18,7 @@ fn key() -> Secret {
 }
 
 fn hello() -> ChatRequest {
-    ChatRequest {
-        model: "gpt-4o".into(),
-        system: "You are terse.".into(),
-        messages: vec![Message::User {
-            text: "Hello!".into(),
-        }],
-        tools: vec![],
-        max_tokens: 256,
-    }
+    one_message("gpt-4o", "Hello!")
 }
 
 fn weather_tool() -> ToolSpec {
@@ -40,6 +32,18 @@ fn weather_tool() -> ToolSpec {
             "additionalProperties": false,
         }),
     }
+}
+
+/// `hello()` to `fake`, with the key.
+async fn stream_hello(fake: &FakeProvider) -> Result<LlmStream, LlmError> {
+    openai::stream(
+        &client(),
+        &settings(),
+        &fake.url("/v1"),
+        Some(&key()),
+        hello(),
+    )
+    .await
 }
 
 async fn start_and_collect(
@@ -229,35 +233,8 @@ async fn error_statuses_map_to_errors_that_reveal_no_key_url_or_body() {
     let body = format!(
         r#"{{"error":{{"message":"Incorrect API key provided: {KEY} {BODY_SECRET}","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}}}"#
     );
-    // (what, status, retry-after header, expected error)
-    let cases = [
-        (
-            "401 is a refused key",
-            401,
-            None,
-            LlmError::Unauthorized {
-                provider: "OpenAI".into(),
-                status: 401,
-            },
-        ),
-        (
-            "403 is a refused key too",
-            403,
-            None,
-            LlmError::Unauthorized {
-                provider: "OpenAI".into(),
-                status: 403,
-            },
-        ),
-        (
-            "429 carries retry-after in seconds",
-            429,
-            Some("7"),
-            LlmError::RateLimited {
-                provider: "OpenAI".into(),
-                retry_after: Some(7),
-            },
-        ),
+    let mut cases = status_cases_of_every_provider("OpenAI", "7", 7);
+    cases.extend([
         (
             "429 without retry-after has no seconds",
             429,
@@ -265,15 +242,6 @@ async fn error_statuses_map_to_errors_that_reveal_no_key_url_or_body() {
             LlmError::RateLimited {
                 provider: "OpenAI".into(),
                 retry_after: None,
-            },
-        ),
-        (
-            "500 is an upstream error",
-            500,
-            None,
-            LlmError::Upstream {
-                provider: "OpenAI".into(),
-                status: 500,
             },
         ),
         (
@@ -285,68 +253,26 @@ async fn error_statuses_map_to_errors_that_reveal_no_key_url_or_body() {
                 status: 404,
             },
         ),
-    ];
-    for (message, status, retry_after, expected) in cases {
-        let fake = FakeProvider::start(vec![Reply::Status {
-            status,
-            headers: retry_after
-                .map(|value| ("retry-after", value))
-                .into_iter()
-                .collect(),
-            body: body.clone(),
-        }])
-        .await;
-
-        let error = openai::stream(
-            &client(),
-            &settings(),
-            &fake.url("/v1"),
-            Some(&key()),
-            hello(),
-        )
-        .await
-        .expect_err(message);
-
-        assert_eq!(error, expected, "{message}");
-        assert_reveals_none_of(
-            &error,
-            &[KEY, BODY_SECRET, "127.0.0.1", "http", "Incorrect API key"],
-        );
-    }
+    ]);
+    assert_status_errors(
+        cases,
+        &body,
+        &[KEY, BODY_SECRET, "127.0.0.1", "http", "Incorrect API key"],
+        stream_hello,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_connection_cut_mid_stream_ends_in_one_network_error_after_the_text_so_far() {
-    let (cut, cut_rx) = oneshot::channel();
-    let fake = FakeProvider::start(vec![Reply::BreakOff {
-        prefix: first_events(&fixture("openai_text.sse"), 5),
-        cut: cut_rx,
-    }])
-    .await;
-    let mut stream = openai::stream(
-        &client(),
-        &settings(),
-        &fake.url("/v1"),
-        Some(&key()),
-        hello(),
+    cut_mid_stream(
+        "openai_text.sse",
+        5,
+        "Hello! How can",
+        &[KEY, "127.0.0.1"],
+        stream_hello,
     )
-    .await
-    .expect("the request is accepted");
-    let mut items = recv_until_text(&mut stream, "Hello! How can").await;
-
-    cut.send(()).expect("the server waits for the cut");
-    items.extend(collect(stream).await);
-
-    let Some(Err(error)) = items.last() else {
-        panic!("the stream ends in an error: {items:?}");
-    };
-    assert!(matches!(error, LlmError::Network { .. }), "{error:?}");
-    assert_eq!(
-        items.iter().filter(|item| item.is_err()).count(),
-        1,
-        "exactly one error"
-    );
-    assert_reveals_none_of(error, &[KEY, "127.0.0.1"]);
+    .await;
 }
 
 #[tokio::test]

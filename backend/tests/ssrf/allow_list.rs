@@ -2,7 +2,7 @@
 //! 127.0.0.1. Stubs here only ever answer 127.0.0.1 or ::1, so even a
 //! broken guard could not reach past loopback.
 
-use crate::helpers::{Loopback, Recorder, StubResolver, ssrf_error};
+use crate::helpers::{AllowListed, Loopback, StubResolver, ssrf_error};
 use countersign::ssrf::{AddressClass, AllowList, HostResolver, SsrfError, check, guarded_client};
 use std::sync::Arc;
 
@@ -20,31 +20,15 @@ fn no_names() -> Arc<dyn HostResolver> {
 
 #[tokio::test]
 async fn an_allow_listed_loopback_address_and_port_is_reachable_over_plain_http() {
-    let server = Loopback::start().await;
-    let allow = allow(&format!("127.0.0.1:{}", server.port()));
-    let stub = no_names();
-    let target = check(&server.url("/"), &*stub, &allow)
-        .await
-        .expect("allow-listed");
-    let recorder = Recorder::new(stub.clone(), allow.clone());
-    let client = guarded_client(
-        reqwest::Client::builder().connector_layer(recorder.clone()),
-        stub,
-        allow,
-    )
-    .expect("a client");
+    let allowed = AllowListed::start("/").await;
 
-    let response = client
-        .get(target.url().clone())
-        .send()
-        .await
-        .expect("the loopback server answers");
+    let response = allowed.get().await;
 
     assert_eq!(response.status(), 200);
     assert_eq!(response.text().await.expect("a body"), "ok");
-    assert_eq!(server.hits(), 1);
-    assert_eq!(recorder.dialled_addrs(), target.addrs());
-    assert_eq!(target.addrs(), [server.addr]);
+    assert_eq!(allowed.server.hits(), 1);
+    assert_eq!(allowed.recorder.dialled_addrs(), allowed.target.addrs());
+    assert_eq!(allowed.target.addrs(), [allowed.server.addr]);
 }
 
 #[tokio::test]

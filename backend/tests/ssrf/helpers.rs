@@ -1,12 +1,16 @@
 //! The pieces that keep these tests off the network: a stub resolver, a
 //! connector layer that records where reqwest would dial and dials only
-//! loopback literals, and a loopback HTTP server.
+//! loopback literals, a loopback HTTP server, and `AllowListed`, the three
+//! put together behind an allow-list.
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use countersign::ssrf::{AllowList, GuardedResolver, HostResolver, Lookup, SsrfError};
+use countersign::ssrf::{
+    AllowList, GuardedResolver, GuardedTarget, HostResolver, Lookup, SsrfError, check,
+    guarded_client,
+};
 use reqwest::Url;
 use reqwest::dns::{Name, Resolve as _};
 use std::collections::{HashMap, VecDeque};
@@ -292,6 +296,59 @@ impl Loopback {
     /// Requests received so far.
     pub fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// A [`Loopback`] server allow-listed by its port, with `path` on it
+/// passed by `check` and a guarded client whose dials `recorder` writes
+/// down: the set-up of the tests that reach a real server through the
+/// allow-list and watch where the client dials.
+#[derive(Debug)]
+pub struct AllowListed {
+    /// The server.
+    pub server: Loopback,
+    /// What `check` made of `path` on it.
+    pub target: GuardedTarget,
+    /// Where `client` dialled.
+    pub recorder: Recorder,
+    /// The guarded client, allow-listing the server's port only.
+    client: reqwest::Client,
+}
+
+impl AllowListed {
+    /// Starts the server, allow-lists `127.0.0.1:PORT`, checks `path`.
+    /// No name resolves.
+    pub async fn start(path: &str) -> Self {
+        let server = Loopback::start().await;
+        let allow =
+            AllowList::parse(&format!("127.0.0.1:{}", server.port())).expect("a valid allow-list");
+        let stub = StubResolver::new().shared();
+        let target = check(&server.url(path), &*stub, &allow)
+            .await
+            .expect("allow-listed");
+        let recorder = Recorder::new(stub.clone(), allow.clone());
+        let client = guarded_client(
+            reqwest::Client::builder().connector_layer(recorder.clone()),
+            stub,
+            allow,
+        )
+        .expect("a client");
+        Self {
+            server,
+            target,
+            recorder,
+            client,
+        }
+    }
+
+    /// GETs the checked URL through the guarded client (which does not
+    /// follow redirects).
+    pub async fn get(&self) -> reqwest::Response {
+        self.client
+            .get(self.target.url().clone())
+            .send()
+            .await
+            .expect("the loopback server answers")
     }
 }
 

@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::helpers::{spawn_server, text_of};
+use crate::helpers::{TestServer, spawn_server, text_of};
 
 #[tokio::test]
 async fn search_notes_and_failing_tool_calls_are_counted_exactly_in_both_eras() {
@@ -108,37 +108,71 @@ async fn calls_that_never_execute_are_not_counted() {
     assert_eq!(server.calls().await["total"], 0);
 }
 
+/// What a call's answer must be.
+#[derive(Debug)]
+enum Answer {
+    /// A text result, exactly this.
+    Is(&'static str),
+    /// A text result that begins with this.
+    StartsWith(&'static str),
+    /// A text result that contains this.
+    Contains(&'static str),
+    /// A tool error (`isError`).
+    ToolError,
+}
+
+/// Makes each call over 2026-07-28, in order, and checks its answer.
+async fn assert_answers(server: &TestServer, calls: Vec<(&str, Value, Answer)>) {
+    for (tool, arguments, answer) in calls {
+        let call = format!("{tool} {arguments}");
+        let message = server.call_2026(tool, arguments).await;
+        match answer {
+            Answer::Is(text) => assert_eq!(text_of(&message), text, "{call}"),
+            Answer::StartsWith(start) => {
+                assert!(text_of(&message).starts_with(start), "{call}: {message}");
+            }
+            Answer::Contains(part) => {
+                assert!(text_of(&message).contains(part), "{call}: {message}");
+            }
+            Answer::ToolError => {
+                assert_eq!(message["result"]["isError"], true, "{call}: {message}");
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_note_tools_add_and_delete_notes_in_memory() {
     let server = spawn_server().await;
 
-    let added = server
-        .call_2026(
-            "add_note",
-            json!({"title": "Lease novation", "body": "Novate the lease to the buyer."}),
-        )
-        .await;
-    let found = server
-        .call_2026("search_notes", json!({"query": "novat"}))
-        .await;
-    let deleted = server
-        .call_2026("delete_note", json!({"id": "note-6"}))
-        .await;
-    let gone = server
-        .call_2026("search_notes", json!({"query": "novat"}))
-        .await;
-    let deleted_again = server
-        .call_2026("delete_note", json!({"id": "note-6"}))
-        .await;
+    assert_answers(
+        &server,
+        vec![
+            (
+                "add_note",
+                json!({"title": "Lease novation", "body": "Novate the lease to the buyer."}),
+                Answer::Is("Added note-6 (Lease novation)."),
+            ),
+            (
+                "search_notes",
+                json!({"query": "novat"}),
+                Answer::Contains("note-6 · Lease novation"),
+            ),
+            (
+                "delete_note",
+                json!({"id": "note-6"}),
+                Answer::Is("Deleted note-6 (Lease novation)."),
+            ),
+            (
+                "search_notes",
+                json!({"query": "novat"}),
+                Answer::Is("No notes match \"novat\"."),
+            ),
+            ("delete_note", json!({"id": "note-6"}), Answer::ToolError),
+        ],
+    )
+    .await;
 
-    assert_eq!(text_of(&added), "Added note-6 (Lease novation).");
-    assert!(
-        text_of(&found).contains("note-6 · Lease novation"),
-        "{found}"
-    );
-    assert_eq!(text_of(&deleted), "Deleted note-6 (Lease novation).");
-    assert_eq!(text_of(&gone), "No notes match \"novat\".");
-    assert_eq!(deleted_again["result"]["isError"], true, "{deleted_again}");
     assert_eq!(
         server.calls().await["by_tool"],
         json!({"add_note": 1, "search_notes": 2, "delete_note": 2})
@@ -149,27 +183,32 @@ async fn the_note_tools_add_and_delete_notes_in_memory() {
 async fn the_other_tools_answer_without_touching_anything_outside() {
     let server = spawn_server().await;
 
-    let echo = server.call_2026("echo", json!({"text": "same text"})).await;
-    let preview = server
-        .call_2026("fetch_url_preview", json!({"url": "https://example.com/"}))
-        .await;
-    let glossary = server
-        .call_2026("stringly_annotated", json!({"term": "indemnity"}))
-        .await;
-    let drifting = server
-        .call_2026("drifting_tool", json!({"matter": "M-1"}))
-        .await;
-
-    assert_eq!(text_of(&echo), "same text");
-    assert!(
-        text_of(&preview).contains("nothing was fetched"),
-        "{preview}"
-    );
-    assert!(text_of(&glossary).starts_with("indemnity: "), "{glossary}");
-    assert!(
-        text_of(&drifting).starts_with("Matter M-1: open"),
-        "{drifting}"
-    );
+    assert_answers(
+        &server,
+        vec![
+            (
+                "echo",
+                json!({"text": "same text"}),
+                Answer::Is("same text"),
+            ),
+            (
+                "fetch_url_preview",
+                json!({"url": "https://example.com/"}),
+                Answer::Contains("nothing was fetched"),
+            ),
+            (
+                "stringly_annotated",
+                json!({"term": "indemnity"}),
+                Answer::StartsWith("indemnity: "),
+            ),
+            (
+                "drifting_tool",
+                json!({"matter": "M-1"}),
+                Answer::StartsWith("Matter M-1: open"),
+            ),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]
