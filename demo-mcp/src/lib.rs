@@ -19,6 +19,9 @@
 //! - [`tools::hostile`] — listings and results beyond a client's bounds (600
 //!   tools, a 70 KiB descriptor, an 18 MiB listing, a 17 MiB result, an
 //!   invalid `x-mcp-header`), one mode at a time;
+//! - `tools::conformance` — the tools the official MCP conformance suite's
+//!   server scenarios call, listed only with `--conformance-fixtures`
+//!   ([`DemoState::with_conformance_fixtures`]);
 //! - `guard` — loopback-only listening, `Host`/`Origin` checks.
 //!
 //! Routes: `POST|GET|DELETE /mcp` (MCP Streamable HTTP, both the 2026-07-28
@@ -114,10 +117,15 @@ impl DemoServer {
     ///
     /// Refuses any non-loopback address before binding it.
     pub async fn start(addr: SocketAddr) -> io::Result<Self> {
+        Self::start_with(addr, DemoState::new()).await
+    }
+
+    /// Like [`Self::start`], serving `state` (e.g.
+    /// [`DemoState::with_conformance_fixtures`]).
+    pub async fn start_with(addr: SocketAddr, state: DemoState) -> io::Result<Self> {
         guard::ensure_loopback(addr)?;
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let state = DemoState::new();
         let (shutdown, stop) = oneshot::channel::<()>();
         let task = tokio::spawn(serve_with_state(listener, state.clone(), async move {
             // Resolves on `stop()` and when the handle is dropped.

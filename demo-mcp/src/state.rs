@@ -18,6 +18,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::watch;
 
+use crate::tools::conformance::Sealer;
+
 /// A cheap-to-clone handle on one demo server's state.
 ///
 /// Tests that run the server in-process keep a clone and read the call log
@@ -37,6 +39,9 @@ struct Inner {
     /// Sessions opened with `initialize` (2025-11-25); they are told about
     /// list changes through their standalone SSE stream.
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Set when the conformance fixtures are served: the seal of their
+    /// `requestState`.
+    fixtures: Option<Sealer>,
 }
 
 /// Which of the admin changes to the tool list are in effect.
@@ -214,6 +219,16 @@ impl CallLog {
 impl DemoState {
     /// Fresh state: the original tool list, the seeded notebook, no calls.
     pub fn new() -> Self {
+        Self::with(None)
+    }
+
+    /// Fresh state that also serves the MCP conformance suite's fixture
+    /// tools (see `crate::tools::conformance`).
+    pub fn with_conformance_fixtures() -> Self {
+        Self::with(Some(Sealer::new()))
+    }
+
+    fn with(fixtures: Option<Sealer>) -> Self {
         let (list_version, _) = watch::channel(0);
         Self {
             inner: Arc::new(Inner {
@@ -222,8 +237,14 @@ impl DemoState {
                 calls: Mutex::new(Vec::new()),
                 list_version,
                 legacy_peers: Mutex::new(Vec::new()),
+                fixtures,
             }),
         }
+    }
+
+    /// The conformance fixtures' seal, when they are served.
+    pub(crate) fn fixtures(&self) -> Option<&Sealer> {
+        self.inner.fixtures.as_ref()
     }
 
     /// The call log so far.
@@ -260,6 +281,13 @@ impl DemoState {
     /// the tool list changed.
     pub fn add_late_arrival(&self) -> bool {
         self.change_shape(|shape| shape.late_arrival = true)
+    }
+
+    /// Lists `late_arrival` if it is not listed, else stops listing it: a
+    /// change to the tool list every time (the conformance fixtures'
+    /// `test_trigger_tool_change`).
+    pub(crate) fn toggle_late_arrival(&self) {
+        self.change_shape(|shape| shape.late_arrival = !shape.late_arrival);
     }
 
     /// Switches on one hostile mode (`crate::tools::hostile`). Returns whether the
