@@ -233,10 +233,9 @@ fn read_baseline() -> anyhow::Result<Vec<Expected>> {
     baseline::parse(&text, BASELINE)
 }
 
-/// Inside the namespace: bring `lo` up, make sure it is the only
-/// interface, run everything, print the table.
+/// Inside the namespace: make sure `lo` is its only interface (before
+/// touching anything), bring it up, run everything, print the table.
 fn inside() -> anyhow::Result<()> {
-    run(cmd("ip").args(["link", "set", "lo", "up"]))?;
     let interfaces =
         std::fs::read_to_string("/proc/self/net/dev").context("cannot read /proc/self/net/dev")?;
     let others: Vec<&str> = interfaces
@@ -252,6 +251,7 @@ fn inside() -> anyhow::Result<()> {
             others.join(", ")
         );
     }
+    run(cmd("ip").args(["link", "set", "lo", "up"]))?;
 
     let suite = Suite::at(&home());
     let baseline = read_baseline()?;
