@@ -1,6 +1,7 @@
 //! The server's shared, in-memory state: the notebook the note tools work
-//! on, the shape of the tool list (drift and the late arrival), and the log
-//! of executed calls.
+//! on, the shape of the tool list (drift and the late arrival), the log
+//! of executed calls and, when the conformance fixtures are served, the
+//! key that seals their `requestState` ([`Sealer`]).
 //!
 //! Everything here is deliberately volatile: a restart (or `POST
 //! /admin/reset` plus `POST /admin/calls/reset`) brings the server back to
@@ -11,14 +12,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rmcp::model::JsonObject;
+use rmcp::model::{JsonObject, RequestStateCodec};
 use rmcp::{Peer, RoleServer};
 use serde::Serialize;
+use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::watch;
-
-use crate::tools::conformance::Sealer;
 
 /// A cheap-to-clone handle on one demo server's state.
 ///
@@ -186,6 +186,38 @@ const SEED_NOTES: &[(&str, &str)] = &[
          linked to the consumer price index.",
     ),
 ];
+
+/// Seals and opens the fixtures' `requestState`.
+#[derive(Clone)]
+pub(crate) struct Sealer(RequestStateCodec);
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sealer(<key>)")
+    }
+}
+
+impl Sealer {
+    /// A codec with a fresh random key (states do not survive a restart).
+    pub(crate) fn new() -> Self {
+        Self(
+            RequestStateCodec::try_new(rand::random::<[u8; 32]>().to_vec())
+                .expect("32 random bytes are long enough for a request-state key"),
+        )
+    }
+
+    pub(crate) fn seal(&self, tool: &str, round: u64) -> Option<String> {
+        self.0
+            .seal_json(&json!({"tool": tool, "round": round}))
+            .ok()
+    }
+
+    /// The round a state was sealed at, if it is intact and for `tool`.
+    pub(crate) fn open(&self, tool: &str, state: &str) -> Option<u64> {
+        let value: Value = self.0.open_json(state).ok()?;
+        (value.get("tool")? == tool).then(|| value.get("round")?.as_u64())?
+    }
+}
 
 /// One tool call the server executed.
 #[derive(Debug, Clone, PartialEq, Serialize)]

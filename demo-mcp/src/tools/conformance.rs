@@ -43,15 +43,15 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientResult, ElicitRequest,
-    ErrorCode, InputRequests, InputRequiredResult, ProgressNotificationParam, RequestStateCodec,
-    ResultType, ServerRequest, Tool,
+    ErrorCode, InputRequests, InputRequiredResult, ProgressNotificationParam, ResultType,
+    ServerRequest, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
 
 use super::object;
-use crate::state::DemoState;
+use crate::state::{DemoState, Sealer};
 
 /// A 1×1 red PNG.
 const PNG: &str =
@@ -224,38 +224,6 @@ fn schema_2020_12() -> Value {
         "else": {"required": ["email"]},
         "additionalProperties": false
     })
-}
-
-/// Seals and opens the fixtures' `requestState`.
-#[derive(Clone)]
-pub(crate) struct Sealer(RequestStateCodec);
-
-impl std::fmt::Debug for Sealer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Sealer(<key>)")
-    }
-}
-
-impl Sealer {
-    /// A codec with a fresh random key (states do not survive a restart).
-    pub(crate) fn new() -> Self {
-        Self(
-            RequestStateCodec::try_new(rand::random::<[u8; 32]>().to_vec())
-                .expect("32 random bytes are long enough for a request-state key"),
-        )
-    }
-
-    fn seal(&self, tool: &str, round: u64) -> Option<String> {
-        self.0
-            .seal_json(&json!({"tool": tool, "round": round}))
-            .ok()
-    }
-
-    /// The round a state was sealed at, if it is intact and for `tool`.
-    fn open(&self, tool: &str, state: &str) -> Option<u64> {
-        let value: Value = self.0.open_json(state).ok()?;
-        (value.get("tool")? == tool).then(|| value.get("round")?.as_u64())?
-    }
 }
 
 /// Runs fixture `request.name`, or `None` when it is not one.
