@@ -660,6 +660,8 @@ impl<'a> Report<'a> {
         for version in VERSIONS {
             let _ = write!(out, "  {version:<14}");
         }
+        let line = out.trim_end().len();
+        out.truncate(line);
         out.push('\n');
         for ((side, scenario), versions) in &self.rows {
             let _ = write!(out, "{:<6}  {scenario:<width$}", side.to_string());
