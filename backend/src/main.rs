@@ -50,6 +50,7 @@ enum ConnectorCommand {
     /// Connect to URL through the SSRF guard, print the negotiated protocol
     /// and every tool as the server describes it (annotations raw, with the
     /// descriptor digest); with --call, call one tool. Stores nothing.
+    /// Exits 1 when connecting, listing or the call fails.
     Probe {
         /// The connector's URL, e.g. https://mcp.example.com/mcp.
         url: String,
@@ -69,6 +70,23 @@ enum ConnectorCommand {
         /// The tool's arguments, a JSON object.
         #[arg(long, value_name = "JSON", requires = "call", default_value = "{}")]
         args: String,
+        /// Print one JSON document: {"protocol", "tools": [{"digest",
+        /// "descriptor"}], "dropped", "calls"}, each descriptor exactly as
+        /// the server sent it.
+        #[arg(long)]
+        json: bool,
+        /// Answer the server's requests for input (elicitation, legacy and
+        /// 2026-07-28 multi-round) without asking: accept with the requested
+        /// form's defaults (a URL is accepted, never opened), decline, or
+        /// cancel. Without it, no elicitation capability is declared.
+        #[arg(long, value_name = "accept-defaults|decline|cancel")]
+        elicit: Option<countersign::mcp::HeadlessAnswer>,
+        /// Be the MCP conformance suite's client under test: read the
+        /// scenario from MCP_CONFORMANCE_SCENARIO and MCP_CONFORMANCE_CONTEXT,
+        /// list, make the calls it asks for, answer elicitations with
+        /// accept-defaults (unless --elicit says otherwise), print --json.
+        #[arg(long, conflicts_with = "call")]
+        conformance: bool,
     },
 }
 
@@ -139,6 +157,9 @@ async fn main() -> anyhow::Result<()> {
             allow_private,
             call,
             args,
+            json,
+            elicit,
+            conformance,
         }) => {
             let request = countersign::probe::Probe {
                 url,
@@ -146,13 +167,23 @@ async fn main() -> anyhow::Result<()> {
                 bearer,
                 allow: allow_private,
                 call: call.map(|name| (name, args)),
+                elicit,
+                json,
             };
-            match countersign::probe::probe(&request).await {
+            let result = if conformance {
+                countersign::probe::conformance::run_from_env(&request).await
+            } else {
+                countersign::probe::probe(&request).await
+            };
+            match result {
                 Ok(report) => {
                     print!("{report}");
                     Ok(())
                 }
                 Err(err) => {
+                    if let countersign::probe::ProbeError::CallsFailed { report, .. } = &err {
+                        print!("{report}");
+                    }
                     // A message for a person, not a backtrace: exit 1.
                     eprintln!("countersign connector probe: {err}");
                     std::process::exit(1);

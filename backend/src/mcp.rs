@@ -26,7 +26,15 @@
 //!   with the reason ([`DroppedTool`]): rmcp only logs them, and a caller
 //!   that offered them would let the model call them.
 //! - [`McpSession::call_tool`]: one `tools/call`, no retries, bounded in
-//!   time and in size ([`ToolResult`]).
+//!   time and in size ([`ToolResult`]). With a headless answer to
+//!   elicitation ([`McpSettings::elicitation`], the probe's `--elicit`),
+//!   the session declares `elicitation: {form: {}, url: {}}`, answers the
+//!   legacy `elicitation/create` request, and drives the 2026-07-28
+//!   `InputRequiredResult` rounds itself: each retry is a new request (a
+//!   new JSON-RPC id) with `requestState` echoed exactly as received and
+//!   `inputResponses` for that round only, at most [`MAX_INPUT_ROUNDS`]
+//!   times. Not rmcp's own `call_tool` loop: it would send each round
+//!   without the call timeout and without the response bound below.
 //! - [`descriptor_digest`]: the SHA-256 a gate grant pins (DESIGN §5).
 //! - [`McpError`]: failures in words a user can act on, without secrets.
 //!
@@ -34,10 +42,13 @@
 //! gate does), check URLs against the SSRF rules (the caller passes a
 //! client from `ssrf::guarded_client`, and this module sends everything,
 //! rmcp's requests included, through it), store anything, or answer the
-//! server's own requests (sampling, elicitation, roots): the client
-//! declares no such capability, and a tool that asks for input fails with
-//! [`McpError::ToolFailed`].
+//! server's own requests for sampling or roots. Without a headless answer
+//! (the server's connector sessions: the chat has no input card yet) the
+//! client declares no elicitation capability, declines an
+//! `elicitation/create`, and a tool that returns an `InputRequiredResult`
+//! fails with [`McpError::ToolFailed`].
 
+mod elicit;
 mod error;
 mod transport;
 
@@ -45,22 +56,26 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
-use rmcp::RoleClient;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ServerResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, Implementation, InputRequest, InputRequests, InputResponses,
+    ListToolsRequest, PaginatedRequestParams, ProtocolVersion, ServerResult,
+    UrlElicitationCapability,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, ClientServiceExt,
-    PeerRequestOptions, RunningService,
+    PeerRequestOptions, RequestContext, RunningService,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::config::Secret;
+pub use elicit::HeadlessAnswer;
 pub use error::McpError;
 use error::{Phase, Redactor};
 use transport::{ConnectorHttp, RawReplies, Reply};
@@ -72,6 +87,9 @@ pub const MAX_TOOLS: usize = 500;
 pub const MAX_DESCRIPTOR_BYTES: usize = 64 * 1024;
 /// The largest response body read from an MCP server, in bytes (DESIGN §2).
 pub const MAX_RESPONSE_BYTES: usize = transport::MAX_RESPONSE_BYTES;
+/// How many times one call answers a server's request for input and
+/// retries before giving up (DESIGN §6a: rounds are capped at 5).
+pub const MAX_INPUT_ROUNDS: usize = 5;
 
 /// A tool the server listed that is not offered, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +106,10 @@ pub struct DroppedTool {
 pub struct ToolListing {
     /// Tools that passed every check.
     pub tools: Vec<ToolDescriptor>,
+    /// Each of `tools` (same order) as the server sent it: every member,
+    /// `_meta`, `icons` and unknown keys included (JSON objects are
+    /// unordered, so only member order is not kept).
+    pub sent: Vec<Value>,
     /// Tools left out, with the reason.
     pub dropped: Vec<DroppedTool>,
 }
@@ -126,6 +148,11 @@ pub struct McpSettings {
     /// The longest [`ToolResult::text`] handed on, in characters (Unicode
     /// scalar values); longer text is cut, with a note.
     pub max_result_chars: usize,
+    /// How the session answers a server's requests for user input. `None`
+    /// (the default, and every connector session of the server until the
+    /// chat can ask the user, DESIGN §6a): no elicitation capability is
+    /// declared and nothing is answered but "decline".
+    pub elicitation: Option<HeadlessAnswer>,
 }
 
 impl Default for McpSettings {
@@ -134,6 +161,7 @@ impl Default for McpSettings {
             call_timeout: Duration::from_secs(60),
             list_timeout: Duration::from_secs(30),
             max_result_chars: 20_000,
+            elicitation: None,
         }
     }
 }
@@ -181,7 +209,7 @@ pub struct ToolResult {
 
 /// A live connection to one connector.
 pub struct McpSession {
-    service: RunningService<RoleClient, ClientConfig>,
+    service: RunningService<RoleClient, Client>,
     raw: RawReplies,
     protocol_version: String,
     settings: McpSettings,
@@ -194,6 +222,54 @@ impl std::fmt::Debug for McpSession {
             .field("protocol_version", &self.protocol_version)
             .field("settings", &self.settings)
             .finish_non_exhaustive()
+    }
+}
+
+/// Our side of a session, as rmcp sees it: what the client declares, and
+/// its answers to the server's requests.
+#[derive(Debug, Clone)]
+struct Client {
+    info: ClientConfig,
+    elicitation: Option<HeadlessAnswer>,
+}
+
+impl Client {
+    fn new(elicitation: Option<HeadlessAnswer>) -> Self {
+        let mut capabilities = ClientCapabilities::default();
+        if elicitation.is_some() {
+            // Declared only where there is an answer (MCP: a client that
+            // declares a capability must handle its requests).
+            capabilities.elicitation = Some(
+                ElicitationCapability::new()
+                    .with_form(FormElicitationCapability::new())
+                    .with_url(UrlElicitationCapability::new()),
+            );
+        }
+        Self {
+            info: ClientConfig::new(
+                capabilities,
+                Implementation::new("countersign", env!("CARGO_PKG_VERSION")),
+            ),
+            elicitation,
+        }
+    }
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(match self.elicitation {
+            Some(how) => elicit::answer(how, &request),
+            // rmcp's default, and Countersign's answer before it had any.
+            None => ElicitResult::new(ElicitationAction::Decline),
+        })
     }
 }
 
@@ -230,7 +306,10 @@ pub async fn connect(
             ConnectorHttp::new(http.clone(), raw.clone()),
             config.clone(),
         );
-        tokio::time::timeout_at(deadline, start(transport, handshake))
+        tokio::time::timeout_at(
+            deadline,
+            start(transport, handshake, Client::new(settings.elicitation)),
+        )
     };
     let service = match attempt(Handshake::Auto).await {
         Err(_) => return Err(timed_out()),
@@ -288,26 +367,27 @@ pub async fn connect(
 async fn start(
     transport: StreamableHttpClientTransport<ConnectorHttp>,
     handshake: Handshake,
-) -> Result<RunningService<RoleClient, ClientConfig>, ClientInitializeError> {
-    let info = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("countersign", env!("CARGO_PKG_VERSION")),
-    );
+    mut client: Client,
+) -> Result<RunningService<RoleClient, Client>, ClientInitializeError> {
     match handshake {
         Handshake::Auto => {
-            info.serve_with_lifecycle(
-                transport,
-                ClientLifecycleMode::Auto {
-                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                    legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
-                },
-            )
-            .await
+            client
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Auto {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+                    },
+                )
+                .await
         }
         Handshake::Legacy => {
             // Without this, `initialize` would name 2026-07-28, which has no
             // handshake, and strict servers refuse it.
-            info.with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+            client.info = client
+                .info
+                .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
+            client
                 .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
                 .await
         }
@@ -390,6 +470,7 @@ impl McpSession {
     pub async fn list(&self) -> Result<ToolListing, McpError> {
         let deadline = Instant::now() + self.settings.list_timeout;
         let mut tools = Vec::new();
+        let mut sent = Vec::new();
         let mut dropped = Vec::new();
         let mut listed = 0usize;
         let mut names = HashSet::new();
@@ -437,7 +518,10 @@ impl McpSession {
                             "its input schema has an invalid x-mcp-header annotation ({reason})"
                         )),
                     }),
-                    None => tools.push(tool),
+                    None => {
+                        tools.push(tool);
+                        sent.push(raw.clone());
+                    }
                 }
             }
             match result.get("nextCursor").and_then(Value::as_str) {
@@ -453,7 +537,13 @@ impl McpSession {
                     cursor = Some(next.to_owned());
                 }
                 _ if listed > MAX_TOOLS => return Err(too_many(listed, false)),
-                _ => return Ok(ToolListing { tools, dropped }),
+                _ => {
+                    return Ok(ToolListing {
+                        tools,
+                        sent,
+                        dropped,
+                    });
+                }
             }
         }
         Err(McpError::Protocol(format!(
@@ -514,13 +604,65 @@ impl McpSession {
     ///
     /// Nothing is retried: a timeout (after which rmcp tells the server the
     /// request is cancelled) or a transport failure is reported as such,
-    /// and the call may or may not have run.
+    /// and the call may or may not have run. The one exception is the
+    /// 2026-07-28 multi-round-trip: a server that answers with an
+    /// `InputRequiredResult` has not finished the call, and a session with
+    /// a headless answer ([`McpSettings::elicitation`]) answers its
+    /// requests and sends the call again — a new request, carrying this
+    /// round's `inputResponses` and the `requestState` exactly as received
+    /// (opaque: never read, never kept for another call) — each round
+    /// within `call_timeout`, at most [`MAX_INPUT_ROUNDS`] rounds.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: Map<String, Value>,
     ) -> Result<ToolResult, McpError> {
-        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let mut rounds = 0;
+        loop {
+            let asked = match self.call_once(params.clone()).await? {
+                ServerResult::InputRequiredResult(asked) => asked,
+                ServerResult::CreateTaskResult(_) => {
+                    return Err(McpError::ToolFailed(
+                        "the server turned the call into a background task, which Countersign \
+                         does not support yet"
+                            .to_owned(),
+                    ));
+                }
+                other => {
+                    let value = serde_json::to_value(&other).map_err(|_| {
+                        McpError::Protocol("its tools/call result could not be read".to_owned())
+                    })?;
+                    return tool_result(&value, self.settings.max_result_chars);
+                }
+            };
+            let Some(how) = self.settings.elicitation else {
+                return Err(McpError::ToolFailed(
+                    "the tool asked the user for more input, which Countersign does not support \
+                     yet"
+                    .to_owned(),
+                ));
+            };
+            if rounds == MAX_INPUT_ROUNDS {
+                return Err(McpError::ToolFailed(format!(
+                    "the tool asked for input again after {MAX_INPUT_ROUNDS} rounds; Countersign \
+                     stopped answering"
+                )));
+            }
+            rounds += 1;
+            let responses = input_responses(how, asked.input_requests.unwrap_or_default())?;
+            if responses.is_empty() {
+                // Only `requestState` (a server shedding load): not at once.
+                let pause = 50u64 << rounds.min(3);
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+            }
+            params.input_responses = (!responses.is_empty()).then_some(responses);
+            params.request_state = asked.request_state;
+        }
+    }
+
+    /// One `tools/call` request: its result, whatever kind it is.
+    async fn call_once(&self, params: CallToolRequestParams) -> Result<ServerResult, McpError> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = self
             .service
@@ -538,25 +680,7 @@ impl McpSession {
                 max: MAX_RESPONSE_BYTES,
             });
         }
-        let result =
-            outcome.map_err(|e| error::from_service(&e, Phase::CallTool, &self.redactor))?;
-        match result {
-            ServerResult::InputRequiredResult(_) => Err(McpError::ToolFailed(
-                "the tool asked the user for more input, which Countersign does not support yet"
-                    .to_owned(),
-            )),
-            ServerResult::CreateTaskResult(_) => Err(McpError::ToolFailed(
-                "the server turned the call into a background task, which Countersign does not \
-                 support yet"
-                    .to_owned(),
-            )),
-            other => {
-                let value = serde_json::to_value(&other).map_err(|_| {
-                    McpError::Protocol("its tools/call result could not be read".to_owned())
-                })?;
-                tool_result(&value, self.settings.max_result_chars)
-            }
-        }
+        outcome.map_err(|e| error::from_service(&e, Phase::CallTool, &self.redactor))
     }
 
     /// Ends the session (a legacy session is also deleted on the server,
@@ -566,6 +690,31 @@ impl McpSession {
             tracing::debug!(%error, "mcp: the session task ended abnormally");
         }
     }
+}
+
+/// The answers to one round's input requests, keyed as the server keyed
+/// them. Only elicitation is answered: a session never declares sampling
+/// or roots, so a server asking for them gets no retry.
+fn input_responses(
+    how: HeadlessAnswer,
+    requests: InputRequests,
+) -> Result<InputResponses, McpError> {
+    requests
+        .into_iter()
+        .map(|(key, request)| match request {
+            InputRequest::Elicitation(request) => {
+                let answer = elicit::answer(how, &request.params);
+                serde_json::to_value(answer)
+                    .map(|answer| (key, answer))
+                    .map_err(|_| McpError::Protocol("an answer could not be written".to_owned()))
+            }
+            _ => Err(McpError::ToolFailed(
+                "the tool asked for something other than user input (sampling or roots), \
+                 which Countersign does not provide"
+                    .to_owned(),
+            )),
+        })
+        .collect()
 }
 
 /// A descriptor from one raw `tools/list` entry; `None` without a name.

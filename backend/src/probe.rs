@@ -3,13 +3,23 @@
 //! MCP client as Test/Refresh, prints the negotiated protocol and each
 //! tool (annotations raw, descriptor digest) and, when asked, calls one
 //! tool. It stores nothing and needs no database.
+//!
+//! Two things only the probe does, because a person at a shell (or a test
+//! suite) is there to see the answer: `--elicit` answers a server's
+//! requests for input with a fixed answer (see `mcp::HeadlessAnswer`; the
+//! server's own connector sessions answer none yet), and `--json` prints
+//! the report as one JSON document with each tool exactly as the server
+//! sent it. `conformance` is the probe as the MCP conformance suite's
+//! client under test (`--conformance`).
+
+pub mod conformance;
 
 use crate::{
     config::Secret,
-    mcp::{self, McpSettings, McpTarget},
+    mcp::{self, HeadlessAnswer, McpSession, McpSettings, McpTarget, ToolListing, ToolResult},
     ssrf,
 };
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::{fmt::Write as _, sync::Arc};
 
 /// What to probe.
@@ -25,6 +35,11 @@ pub struct Probe {
     pub allow: ssrf::AllowList,
     /// A tool to call after listing, with its JSON arguments (an object).
     pub call: Option<(String, String)>,
+    /// How to answer the server's requests for input; `None` declares no
+    /// elicitation capability (as the server's connector sessions do).
+    pub elicit: Option<HeadlessAnswer>,
+    /// Print one JSON document instead of lines of text.
+    pub json: bool,
 }
 
 /// Why a probe stopped.
@@ -39,14 +54,68 @@ pub enum ProbeError {
     /// Connecting, listing or calling failed.
     #[error(transparent)]
     Mcp(#[from] mcp::McpError),
+    /// Listing worked but a call failed; the report says which and why.
+    #[error("{failed} tool call(s) failed (see the report)")]
+    CallsFailed {
+        /// The report, as far as it went.
+        report: String,
+        /// How many calls failed.
+        failed: usize,
+    },
 }
 
-/// Runs the probe; returns the report, one line per fact.
+/// One call the probe made, and what came of it.
+#[derive(Debug)]
+pub(crate) struct Call {
+    tool: String,
+    arguments: Map<String, Value>,
+    outcome: Result<ToolResult, mcp::McpError>,
+}
+
+/// Runs the probe; returns the report (lines of text, or one JSON
+/// document with `--json`).
 pub async fn probe(probe: &Probe) -> Result<String, ProbeError> {
-    let arguments = match &probe.call {
+    let call = match &probe.call {
         Some((name, args)) => Some((name.clone(), parse_args(args)?)),
         None => None,
     };
+    let session = open(probe).await?;
+    let result = async {
+        let listing = session.list().await?;
+        let mut calls = Vec::new();
+        if let Some((tool, arguments)) = call {
+            let outcome = session.call_tool(&tool, arguments.clone()).await;
+            calls.push(Call {
+                tool,
+                arguments,
+                outcome,
+            });
+        }
+        Ok::<_, ProbeError>((listing, calls))
+    }
+    .await;
+    let protocol = session.protocol_version();
+    session.close().await;
+    let (listing, calls) = result?;
+    let report = if probe.json {
+        json_report(&protocol, &listing, &calls)
+    } else {
+        text_report(&protocol, &listing, &calls)
+    };
+    finish(report, &calls)
+}
+
+/// The report, or [`ProbeError::CallsFailed`] carrying it when a call
+/// failed (the CLI prints it and exits 1).
+fn finish(report: String, calls: &[Call]) -> Result<String, ProbeError> {
+    match calls.iter().filter(|call| call.outcome.is_err()).count() {
+        0 => Ok(report),
+        failed => Err(ProbeError::CallsFailed { report, failed }),
+    }
+}
+
+/// Checks the URL, builds the guarded client, connects.
+pub(crate) async fn open(probe: &Probe) -> Result<McpSession, ProbeError> {
     let mut target = McpTarget::new(
         ssrf::check(&probe.url, &ssrf::SystemResolver, &probe.allow)
             .await
@@ -66,27 +135,23 @@ pub async fn probe(probe: &Probe) -> Result<String, ProbeError> {
         probe.allow.clone(),
     )
     .map_err(|e| ProbeError::Invalid(format!("cannot build the HTTP client: {e}")))?;
-
-    let session = mcp::connect(http, &target, &McpSettings::default()).await?;
-    let result = report(&session, arguments).await;
-    session.close().await;
-    result
+    let settings = McpSettings {
+        elicitation: probe.elicit,
+        ..McpSettings::default()
+    };
+    Ok(mcp::connect(http, &target, &settings).await?)
 }
 
-async fn report(
-    session: &mcp::McpSession,
-    call: Option<(String, Map<String, Value>)>,
-) -> Result<String, ProbeError> {
+/// One line per fact.
+fn text_report(protocol: &str, listing: &ToolListing, calls: &[Call]) -> String {
     let mut out = String::new();
-    let listing = session.list().await?;
-    let tools = listing.tools;
     // Writing to a String cannot fail.
-    let _ = writeln!(out, "protocol: {}", session.protocol_version());
-    let _ = writeln!(out, "tools: {}", tools.len());
+    let _ = writeln!(out, "protocol: {protocol}");
+    let _ = writeln!(out, "tools: {}", listing.tools.len());
     for dropped in &listing.dropped {
         let _ = writeln!(out, "not offered: {} — {}", dropped.name, dropped.reason);
     }
-    for tool in &tools {
+    for tool in &listing.tools {
         let _ = writeln!(out, "- {}", tool.name);
         let _ = writeln!(out, "  title: {}", tool.title.as_deref().unwrap_or("-"));
         let first_line = tool
@@ -102,12 +167,62 @@ async fn report(
         let _ = writeln!(out, "  annotations: {annotations}");
         let _ = writeln!(out, "  digest: {}", mcp::descriptor_digest(tool));
     }
-    if let Some((name, arguments)) = call {
-        let result = session.call_tool(&name, arguments).await?;
-        let _ = writeln!(out, "call {name}: is_error={}", result.is_error);
-        let _ = writeln!(out, "{}", result.text);
+    for call in calls {
+        match &call.outcome {
+            Ok(result) => {
+                let _ = writeln!(out, "call {}: is_error={}", call.tool, result.is_error);
+                let _ = writeln!(out, "{}", result.text);
+            }
+            Err(err) => {
+                let _ = writeln!(out, "call {}: failed: {err}", call.tool);
+            }
+        }
     }
-    Ok(out)
+    out
+}
+
+/// `{"protocol", "tools": [{"digest", "descriptor"}], "dropped", "calls"}`,
+/// each descriptor the tool's JSON as the server sent it, beside the
+/// digest Countersign computes over it.
+fn json_report(protocol: &str, listing: &ToolListing, calls: &[Call]) -> String {
+    let tools: Vec<Value> = listing
+        .tools
+        .iter()
+        .zip(&listing.sent)
+        .map(|(tool, sent)| json!({"digest": mcp::descriptor_digest(tool), "descriptor": sent}))
+        .collect();
+    let dropped: Vec<Value> = listing
+        .dropped
+        .iter()
+        .map(|d| json!({"name": d.name, "reason": d.reason}))
+        .collect();
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|call| match &call.outcome {
+            Ok(result) => json!({
+                "tool": call.tool,
+                "arguments": call.arguments,
+                "isError": result.is_error,
+                "text": result.text,
+                "structuredContent": result.structured,
+                "truncated": result.truncated,
+            }),
+            Err(err) => json!({
+                "tool": call.tool,
+                "arguments": call.arguments,
+                "error": err.to_string(),
+            }),
+        })
+        .collect();
+    let report = json!({
+        "protocol": protocol,
+        "tools": tools,
+        "dropped": dropped,
+        "calls": calls,
+    });
+    let mut text = serde_json::to_string_pretty(&report).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 fn parse_header(raw: &str) -> Result<(String, Secret), ProbeError> {

@@ -19,6 +19,9 @@
 //! - [`tools::hostile`] — listings and results beyond a client's bounds (600
 //!   tools, a 70 KiB descriptor, an 18 MiB listing, a 17 MiB result, an
 //!   invalid `x-mcp-header`), one mode at a time;
+//! - `tools::conformance` — the tools the official MCP conformance suite's
+//!   server scenarios call, listed only with `--conformance-fixtures`
+//!   ([`DemoState::with_conformance_fixtures`]);
 //! - `guard` — loopback-only listening, `Host`/`Origin` checks;
 //! - [`oauth`] — OAuth mode: `/mcp` needs a bearer token that the server's
 //!   own loopback authorization server issued (metadata, registration,
@@ -145,20 +148,29 @@ impl DemoServer {
     ///
     /// Refuses any non-loopback address before binding it.
     pub async fn start(addr: SocketAddr) -> io::Result<Self> {
-        Self::start_inner(addr, None).await
+        Self::start_inner(addr, DemoState::new(), None).await
+    }
+
+    /// Like [`Self::start`], serving `state` (e.g.
+    /// [`DemoState::with_conformance_fixtures`]).
+    pub async fn start_with(addr: SocketAddr, state: DemoState) -> io::Result<Self> {
+        Self::start_inner(addr, state, None).await
     }
 
     /// Like [`DemoServer::start`], in OAuth mode ([`oauth`]): access tokens
     /// live `token_ttl`.
     pub async fn start_with_oauth(addr: SocketAddr, token_ttl: Duration) -> io::Result<Self> {
-        Self::start_inner(addr, Some(token_ttl)).await
+        Self::start_inner(addr, DemoState::new(), Some(token_ttl)).await
     }
 
-    async fn start_inner(addr: SocketAddr, token_ttl: Option<Duration>) -> io::Result<Self> {
+    async fn start_inner(
+        addr: SocketAddr,
+        state: DemoState,
+        token_ttl: Option<Duration>,
+    ) -> io::Result<Self> {
         guard::ensure_loopback(addr)?;
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let state = DemoState::new();
         let oauth = token_ttl.map(|ttl| oauth::AuthServer::new(addr, ttl));
         let (shutdown, stop) = oneshot::channel::<()>();
         let task = tokio::spawn(serve_with(

@@ -1,17 +1,19 @@
-//! `countersign-demo-mcp [--bind 127.0.0.1:PORT]`: runs the demo MCP server
-//! until Ctrl-C or SIGTERM. A thin shim over the library.
+//! `countersign-demo-mcp [--bind 127.0.0.1:PORT] [--conformance-fixtures]`:
+//! runs the demo MCP server until Ctrl-C or SIGTERM. A thin shim over the
+//! library.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 const DEFAULT_BIND: &str = "127.0.0.1:3100";
-const USAGE: &str = "usage: countersign-demo-mcp [--bind 127.0.0.1:PORT]\n\
-    Serves the Countersign demo MCP server at http://ADDR/mcp (loopback only; default 127.0.0.1:3100).";
+const USAGE: &str = "usage: countersign-demo-mcp [--bind 127.0.0.1:PORT] [--conformance-fixtures]\n\
+    Serves the Countersign demo MCP server at http://ADDR/mcp (loopback only; default 127.0.0.1:3100).\n\
+    --conformance-fixtures also lists the tools the MCP conformance suite's server scenarios call.";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let bind = match parse_bind(std::env::args().skip(1)) {
-        Ok(Some(bind)) => bind,
+    let options = match parse_options(std::env::args().skip(1)) {
+        Ok(Some(options)) => options,
         Ok(None) => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -21,7 +23,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(bind).await {
+    match run(options).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("countersign-demo-mcp: {error}");
@@ -30,7 +32,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(bind: SocketAddr) -> std::io::Result<()> {
+async fn run(Options { bind, fixtures }: Options) -> std::io::Result<()> {
     if !bind.ip().is_loopback() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -39,15 +41,28 @@ async fn run(bind: SocketAddr) -> std::io::Result<()> {
     }
     let listener = tokio::net::TcpListener::bind(bind).await?;
     println!("Demo MCP server on http://{}/mcp", listener.local_addr()?);
-    countersign_demo_mcp::serve(listener, shutdown_signal()).await
+    let state = if fixtures {
+        countersign_demo_mcp::DemoState::with_conformance_fixtures()
+    } else {
+        countersign_demo_mcp::DemoState::new()
+    };
+    countersign_demo_mcp::serve_with_state(listener, state, shutdown_signal()).await
+}
+
+/// What the command line asked for.
+struct Options {
+    bind: SocketAddr,
+    fixtures: bool,
 }
 
 /// `Ok(None)` means `--help`.
-fn parse_bind(mut args: impl Iterator<Item = String>) -> Result<Option<SocketAddr>, String> {
+fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
     let mut bind = DEFAULT_BIND.to_owned();
+    let mut fixtures = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
+            "--conformance-fixtures" => fixtures = true,
             "--bind" => bind = args.next().ok_or("--bind needs an address")?,
             other => match other.strip_prefix("--bind=") {
                 Some(value) => bind = value.to_owned(),
@@ -55,9 +70,10 @@ fn parse_bind(mut args: impl Iterator<Item = String>) -> Result<Option<SocketAdd
             },
         }
     }
-    bind.parse()
-        .map(Some)
-        .map_err(|_| format!("--bind wants IP:PORT, e.g. 127.0.0.1:3100, not {bind:?}"))
+    let bind = bind
+        .parse()
+        .map_err(|_| format!("--bind wants IP:PORT, e.g. 127.0.0.1:3100, not {bind:?}"))?;
+    Ok(Some(Options { bind, fixtures }))
 }
 
 async fn shutdown_signal() {

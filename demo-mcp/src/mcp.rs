@@ -86,6 +86,14 @@ impl ServerHandler for DemoHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(sealer) = self.state.fixtures()
+            && let Some(result) =
+                tools::conformance::call(&self.state, sealer, &request, &context).await
+        {
+            let arguments = request.arguments.clone().unwrap_or_default();
+            self.state.record_call(&request.name, &arguments);
+            return result;
+        }
         let cancelled = context.ct.clone();
         tools::call(
             &self.state,

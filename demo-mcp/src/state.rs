@@ -1,6 +1,7 @@
 //! The server's shared, in-memory state: the notebook the note tools work
-//! on, the shape of the tool list (drift and the late arrival), and the log
-//! of executed calls.
+//! on, the shape of the tool list (drift and the late arrival), the log
+//! of executed calls and, when the conformance fixtures are served, the
+//! key that seals their `requestState` ([`Sealer`]).
 //!
 //! Everything here is deliberately volatile: a restart (or `POST
 //! /admin/reset` plus `POST /admin/calls/reset`) brings the server back to
@@ -11,9 +12,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rmcp::model::JsonObject;
+use rmcp::model::{JsonObject, RequestStateCodec};
 use rmcp::{Peer, RoleServer};
 use serde::Serialize;
+use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::watch;
@@ -37,6 +39,9 @@ struct Inner {
     /// Sessions opened with `initialize` (2025-11-25); they are told about
     /// list changes through their standalone SSE stream.
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Set when the conformance fixtures are served: the seal of their
+    /// `requestState`.
+    fixtures: Option<Sealer>,
 }
 
 /// Which of the admin changes to the tool list are in effect.
@@ -182,6 +187,38 @@ const SEED_NOTES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Seals and opens the fixtures' `requestState`.
+#[derive(Clone)]
+pub(crate) struct Sealer(RequestStateCodec);
+
+impl std::fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sealer(<key>)")
+    }
+}
+
+impl Sealer {
+    /// A codec with a fresh random key (states do not survive a restart).
+    pub(crate) fn new() -> Self {
+        Self(
+            RequestStateCodec::try_new(rand::random::<[u8; 32]>().to_vec())
+                .expect("32 random bytes are long enough for a request-state key"),
+        )
+    }
+
+    pub(crate) fn seal(&self, tool: &str, round: u64) -> Option<String> {
+        self.0
+            .seal_json(&json!({"tool": tool, "round": round}))
+            .ok()
+    }
+
+    /// The round a state was sealed at, if it is intact and for `tool`.
+    pub(crate) fn open(&self, tool: &str, state: &str) -> Option<u64> {
+        let value: Value = self.0.open_json(state).ok()?;
+        (value.get("tool")? == tool).then(|| value.get("round")?.as_u64())?
+    }
+}
+
 /// One tool call the server executed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CallRecord {
@@ -214,6 +251,16 @@ impl CallLog {
 impl DemoState {
     /// Fresh state: the original tool list, the seeded notebook, no calls.
     pub fn new() -> Self {
+        Self::with(None)
+    }
+
+    /// Fresh state that also serves the MCP conformance suite's fixture
+    /// tools (see `crate::tools::conformance`).
+    pub fn with_conformance_fixtures() -> Self {
+        Self::with(Some(Sealer::new()))
+    }
+
+    fn with(fixtures: Option<Sealer>) -> Self {
         let (list_version, _) = watch::channel(0);
         Self {
             inner: Arc::new(Inner {
@@ -222,8 +269,14 @@ impl DemoState {
                 calls: Mutex::new(Vec::new()),
                 list_version,
                 legacy_peers: Mutex::new(Vec::new()),
+                fixtures,
             }),
         }
+    }
+
+    /// The conformance fixtures' seal, when they are served.
+    pub(crate) fn fixtures(&self) -> Option<&Sealer> {
+        self.inner.fixtures.as_ref()
     }
 
     /// The call log so far.
@@ -260,6 +313,13 @@ impl DemoState {
     /// the tool list changed.
     pub fn add_late_arrival(&self) -> bool {
         self.change_shape(|shape| shape.late_arrival = true)
+    }
+
+    /// Lists `late_arrival` if it is not listed, else stops listing it: a
+    /// change to the tool list every time (the conformance fixtures'
+    /// `test_trigger_tool_change`).
+    pub(crate) fn toggle_late_arrival(&self) {
+        self.change_shape(|shape| shape.late_arrival = !shape.late_arrival);
     }
 
     /// Switches on one hostile mode (`crate::tools::hostile`). Returns whether the

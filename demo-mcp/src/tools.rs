@@ -45,6 +45,7 @@ use serde_json::{Value, json};
 
 use crate::state::{DemoState, ToolSetShape};
 
+pub(crate) mod conformance;
 pub mod hostile;
 
 /// Read-only, closed-world search over the demo notebook.
@@ -220,8 +221,18 @@ impl DemoState {
     /// This is the typed view, *before* the `/mcp` response layer turns
     /// `stringly_annotated`'s annotations into JSON strings (see
     /// the `stringly` module); on the typed view that tool has none.
+    ///
+    /// With the conformance fixtures (`--conformance-fixtures`), the
+    /// `conformance` tools are listed too and `stringly_annotated`, whose
+    /// hints are schema-invalid on purpose, is not.
     pub fn tools(&self) -> Vec<Tool> {
-        descriptors(self.shape())
+        let mut tools = descriptors(self.shape());
+        if self.fixtures().is_some() {
+            tools.retain(|tool| tool.name != STRINGLY_ANNOTATED);
+            tools.extend(conformance::descriptors());
+            tools.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        tools
     }
 }
 
@@ -343,10 +354,7 @@ async fn run(
     arguments: &JsonObject,
     cancelled: impl Future<Output = ()>,
 ) -> Result<CallToolResult, Refusal> {
-    if !descriptors(state.shape())
-        .iter()
-        .any(|tool| tool.name == name)
-    {
+    if !state.tools().iter().any(|tool| tool.name == name) {
         return Err(Refusal::UnknownTool);
     }
     let result = match name {

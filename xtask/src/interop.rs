@@ -20,7 +20,9 @@ pub fn prepare() -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
 
     let npm = dir.join("npm");
-    if installed_npm_version(&npm).as_deref() != Some(EVERYTHING_VERSION) {
+    if installed_npm_version(&npm, "@modelcontextprotocol/server-everything").as_deref()
+        != Some(EVERYTHING_VERSION)
+    {
         run(cmd("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&npm)
@@ -48,13 +50,11 @@ pub fn prepare() -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// The `version` in server-everything's installed `package.json`, if any.
-fn installed_npm_version(npm: &Path) -> Option<String> {
-    let manifest = npm.join("node_modules/@modelcontextprotocol/server-everything/package.json");
+/// The `version` in the installed `package.json` of npm package `name`
+/// under the `npm --prefix` folder `npm`, if any.
+pub fn installed_npm_version(npm: &Path, name: &str) -> Option<String> {
+    let manifest = npm.join("node_modules").join(name).join("package.json");
     let text = std::fs::read_to_string(manifest).ok()?;
-    // No JSON crate in xtask: the first `"version": "…"` line is the package's.
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("\"version\""))?;
-    Some(line.split('"').nth(3)?.to_owned())
+    let manifest: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(manifest.get("version")?.as_str()?.to_owned())
 }

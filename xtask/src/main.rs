@@ -4,8 +4,12 @@
 //!   Postgres under `.data/` (unless `DATABASE_URL` is set) and the server
 //!   on http://127.0.0.1:3000. Ctrl-C stops both.
 //! - `test`: every check CI runs: fmt, clippy (host and wasm32), unit and
-//!   API tests against a throwaway Postgres, the schema drift check, and the
-//!   browser e2e in headless Chromium.
+//!   API tests against a throwaway Postgres, the MCP conformance suite, the
+//!   schema drift check, and the browser e2e in headless Chromium.
+//! - `conformance`: the official MCP conformance suite against our MCP
+//!   client (the probe) and the demo MCP server, in a private network
+//!   namespace; fails on failures `e2e/conformance-baseline.yml` does not
+//!   list.
 //! - `e2e`: only the browser journeys, against a throwaway Postgres.
 //! - `schema`: regenerate `schema.sql` from a freshly migrated database.
 //! - `sqlx`: regenerate `backend/.sqlx/`, the offline data of the server's
@@ -17,6 +21,7 @@
 //! Each step prints the command it runs, so a failure says where it was.
 
 mod bench;
+mod conformance;
 mod cycles;
 mod interop;
 mod pg;
@@ -33,20 +38,22 @@ use std::path::PathBuf;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  run      run the product: embedded Postgres, server on http://127.0.0.1:3000
-  test     run every check (what CI runs)
-  e2e      only the browser journeys (headless Chromium), for iterating
-  schema   regenerate schema.sql from a freshly migrated database
-  sqlx     regenerate backend/.sqlx (the compile-checked queries' offline data)
-  bench    print the server's figures (time to first token, memory per stream)
-  cycles   check that no module imports itself through others (also a test)
-  web      build the web app into frontend/dist/pkg";
+  run          run the product: embedded Postgres, server on http://127.0.0.1:3000
+  test         run every check (what CI runs)
+  conformance  the official MCP conformance suite against the probe and the demo server
+  e2e          only the browser journeys (headless Chromium), for iterating
+  schema       regenerate schema.sql from a freshly migrated database
+  sqlx         regenerate backend/.sqlx (the compile-checked queries' offline data)
+  bench        print the server's figures (time to first token, memory per stream)
+  cycles       check that no module imports itself through others (also a test)
+  web          build the web app into frontend/dist/pkg";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("run") => run::run(),
         Some("test") => test::test(),
+        Some("conformance") => conformance::conformance(&args[1..]),
         Some("e2e") => test::e2e_only(),
         Some("schema") => schema::write(),
         Some("sqlx") => sqlx::write(),

@@ -1,7 +1,7 @@
 //! `cargo xtask test`: every check, in the order that fails fastest.
 
 use crate::{
-    interop,
+    conformance, interop,
     pg::{Cluster, StopOnDrop, throwaway_cluster},
     proc::{Counts, cmd, free_port, run, run_counting, spawn, terminate, wait_for_http},
     run::{bootstrap_db, build_server, server_bin},
@@ -110,6 +110,11 @@ pub fn test() -> anyhow::Result<()> {
             &mut counts,
         )
     })?;
+    step(
+        &mut t,
+        "MCP conformance suite (client and demo server)",
+        || conformance::conformance(&[]),
+    )?;
     step(&mut t, "schema.sql drift", || schema::check(&cluster))?;
     step(&mut t, "browser e2e (headless Chromium)", || {
         e2e(&cluster, &mut counts)

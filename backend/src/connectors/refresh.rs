@@ -82,7 +82,7 @@ async fn list(
     let protocol_version = session.protocol_version();
     let listed = session.list().await;
     session.close().await;
-    let mcp::ToolListing { tools, dropped } = listed.map_err(unreachable)?;
+    let mcp::ToolListing { tools, dropped, .. } = listed.map_err(unreachable)?;
     let listing = tools
         .iter()
         .map(|tool| {

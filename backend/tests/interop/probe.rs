@@ -151,3 +151,82 @@ async fn probe_reports_a_server_that_is_not_there_and_exits_1() {
     );
     assert!(output.stdout.is_empty(), "nothing printed as a result");
 }
+
+#[tokio::test]
+async fn probe_json_prints_each_descriptor_as_sent_beside_the_digest_of_the_text_report() {
+    let demo = countersign_demo_mcp::DemoServer::start("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("the demo server starts");
+    let allow = demo.addr().to_string();
+    let url = demo.mcp_url();
+
+    let text = stdout(&run_probe(&[&url, "--allow-private", &allow]).await);
+    let json: serde_json::Value = serde_json::from_str(&stdout(
+        &run_probe(&[&url, "--allow-private", &allow, "--json"]).await,
+    ))
+    .expect("--json prints one JSON document");
+
+    assert_eq!(json["protocol"], "2026-07-28");
+    let tools = json["tools"].as_array().expect("a tools array");
+    let json_digests: Vec<&str> = tools
+        .iter()
+        .map(|t| t["digest"].as_str().expect("a digest"))
+        .collect();
+    assert_eq!(
+        json_digests,
+        digests(&text),
+        "the same digests, in the same order"
+    );
+    let stringly = tools
+        .iter()
+        .map(|t| &t["descriptor"])
+        .find(|d| d["name"] == "stringly_annotated")
+        .expect("stringly_annotated is listed");
+    assert_eq!(
+        stringly["annotations"],
+        serde_json::json!({"readOnlyHint": "true", "openWorldHint": "false"}),
+        "the descriptor as the server sent it"
+    );
+    assert_eq!(json["calls"], serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn probe_elicit_answers_a_multi_round_tool_and_without_it_the_call_fails() {
+    let demo = countersign_demo_mcp::DemoServer::start_with(
+        "127.0.0.1:0".parse().expect("addr"),
+        countersign_demo_mcp::DemoState::with_conformance_fixtures(),
+    )
+    .await
+    .expect("the demo server starts");
+    let allow = demo.addr().to_string();
+    let url = demo.mcp_url();
+    let call = ["--call", "test_input_required_result_request_state"];
+
+    let answered = stdout(
+        &run_probe(&[
+            &url,
+            "--allow-private",
+            &allow,
+            call[0],
+            call[1],
+            "--elicit",
+            "accept-defaults",
+        ])
+        .await,
+    );
+    assert!(
+        answered.ends_with(
+            "call test_input_required_result_request_state: is_error=false\nConfirmed: state-ok\n"
+        ),
+        "{answered}"
+    );
+
+    let refused = run_probe(&[&url, "--allow-private", &allow, call[0], call[1]]).await;
+    assert_eq!(refused.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        report.contains("call test_input_required_result_request_state: failed: ")
+            && report.contains("asked the user for more input"),
+        "the report names the failed call: {report}"
+    );
+}

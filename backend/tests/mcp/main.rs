@@ -1,9 +1,11 @@
 //! The MCP client (`countersign::mcp`) against real servers on loopback:
 //! the workspace's demo server, in-test rmcp servers, a hand-written
-//! 2025-11-25 server, and things that are not MCP servers at all.
+//! 2025-11-25 server, a server that asks for input mid-call (`input`), and
+//! things that are not MCP servers at all.
 
 mod calls;
 mod failures;
+mod input;
 mod negotiation;
 mod servers;
 mod tools;

@@ -98,6 +98,7 @@ pub fn settings() -> McpSettings {
         call_timeout: Duration::from_secs(20),
         list_timeout: Duration::from_secs(20),
         max_result_chars: 10_000,
+        ..McpSettings::default()
     }
 }
 
