@@ -82,6 +82,43 @@ async fn connector(app: &TestApp, id: &str) -> Value {
     app.get_json(&format!("/api/connectors/{id}")).await
 }
 
+/// A signed-up user with an OAuth connector to a demo server in OAuth
+/// mode, who started a sign-in and pressed "Allow"; `back` is where the
+/// authorization server sends the browser.
+async fn allowed() -> (DemoServer, TestApp, String, Url) {
+    let demo = demo().await;
+    let app = app_for(&demo).await;
+    app.signed_up_user().await;
+    let res = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Demo notes", "url": demo.mcp_url(), "auth": {"type": "oauth"}}),
+        )
+        .await;
+    let id = res.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let started: Value = app
+        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let back =
+        allow_at_the_authorization_server(started["authorization_url"].as_str().expect("URL"))
+            .await;
+    (demo, app, id, back)
+}
+
+/// [`allowed`], and the callback followed: the connector is signed in.
+async fn signed_in() -> (DemoServer, TestApp, String) {
+    let (demo, app, id, back) = allowed().await;
+    callback(&app, &back).await;
+    assert_eq!(connector(&app, &id).await["oauth_status"], "connected");
+    (demo, app, id)
+}
+
 #[tokio::test]
 async fn a_user_signs_in_through_the_authorization_server_and_the_token_is_refreshed() {
     let demo = demo().await;
@@ -180,30 +217,7 @@ async fn a_user_signs_in_through_the_authorization_server_and_the_token_is_refre
 
 #[tokio::test]
 async fn a_token_is_never_sent_to_another_host_even_the_same_server_by_another_name() {
-    let demo = demo().await;
-    let app = app_for(&demo).await;
-    app.signed_up_user().await;
-    let res = app
-        .post(
-            "/api/connectors",
-            &json!({"name": "Demo notes", "url": demo.mcp_url(), "auth": {"type": "oauth"}}),
-        )
-        .await;
-    let id = res.json::<Value>().await.expect("JSON")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let started: Value = app
-        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
-        .await
-        .json()
-        .await
-        .expect("JSON");
-    let back =
-        allow_at_the_authorization_server(started["authorization_url"].as_str().expect("URL"))
-            .await;
-    callback(&app, &back).await;
-    assert_eq!(connector(&app, &id).await["oauth_status"], "connected");
+    let (demo, app, id) = signed_in().await;
 
     // Change nothing but the host: loopback.test is the very same server.
     let moved = format!("http://loopback.test:{}/mcp", demo.addr().port());
@@ -235,28 +249,7 @@ async fn a_token_is_never_sent_to_another_host_even_the_same_server_by_another_n
 
 #[tokio::test]
 async fn a_callback_for_another_users_sign_in_is_refused_and_spends_it() {
-    let demo = demo().await;
-    let app = app_for(&demo).await;
-    app.signed_up_user().await;
-    let res = app
-        .post(
-            "/api/connectors",
-            &json!({"name": "Demo notes", "url": demo.mcp_url(), "auth": {"type": "oauth"}}),
-        )
-        .await;
-    let id = res.json::<Value>().await.expect("JSON")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let started: Value = app
-        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
-        .await
-        .json()
-        .await
-        .expect("JSON");
-    let back =
-        allow_at_the_authorization_server(started["authorization_url"].as_str().expect("URL"))
-            .await;
+    let (_demo, app, id, back) = allowed().await;
 
     // Someone else's signed-in browser opens the link.
     let other = app.at(&app.base);
@@ -271,30 +264,7 @@ async fn a_callback_for_another_users_sign_in_is_refused_and_spends_it() {
 
 #[tokio::test]
 async fn disconnecting_revokes_the_token_at_the_authorization_server_and_forgets_it() {
-    let demo = demo().await;
-    let app = app_for(&demo).await;
-    app.signed_up_user().await;
-    let res = app
-        .post(
-            "/api/connectors",
-            &json!({"name": "Demo notes", "url": demo.mcp_url(), "auth": {"type": "oauth"}}),
-        )
-        .await;
-    let id = res.json::<Value>().await.expect("JSON")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let started: Value = app
-        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
-        .await
-        .json()
-        .await
-        .expect("JSON");
-    let back =
-        allow_at_the_authorization_server(started["authorization_url"].as_str().expect("URL"))
-            .await;
-    callback(&app, &back).await;
-    assert_eq!(connector(&app, &id).await["oauth_status"], "connected");
+    let (demo, app, id) = signed_in().await;
 
     let res = app
         .request(
