@@ -62,16 +62,17 @@ create table oauth_states (
 );
 create index oauth_states_expires_at on oauth_states (expires_at);
 
-do $$
-declare t text;
-begin
-    foreach t in array array['connector_oauth', 'oauth_states'] loop
-        execute format('alter table %I enable row level security', t);
-        execute format('alter table %I force row level security', t);
-        execute format('revoke all on %I from public, anon, authenticated', t);
-        execute format('grant select, insert, update, delete on %I to service_role', t);
-        execute format('create policy %I on %I for all to service_role using (true) with check (true)',
-                       t || '_service', t);
-    end loop;
-end
-$$;
+-- Service-only, spelled out per table (as connector_secrets is).
+alter table connector_oauth enable row level security;
+alter table connector_oauth force row level security;
+revoke all on connector_oauth from public, anon, authenticated;
+grant select, insert, update, delete on connector_oauth to service_role;
+create policy connector_oauth_service on connector_oauth
+    for all to service_role using (true) with check (true);
+
+alter table oauth_states enable row level security;
+alter table oauth_states force row level security;
+revoke all on oauth_states from public, anon, authenticated;
+grant select, insert, update, delete on oauth_states to service_role;
+create policy oauth_states_service on oauth_states
+    for all to service_role using (true) with check (true);
