@@ -11,7 +11,7 @@ pub fn SessionPending() -> impl IntoView {
     let session = SessionState::expect();
     move || match session.unreachable() {
         None => view! {
-            <p class="pending" role="status">
+            <p class="loading" role="status">
                 "Loading…"
             </p>
         }

@@ -286,7 +286,7 @@ fn ChatView(chat_id: String) -> impl IntoView {
     let body = move || {
         match load.get() {
         Load::Loading => view! {
-            <p class="pending" role="status">
+            <p class="loading" role="status">
                 "Loading the chat…"
             </p>
         }
