@@ -362,6 +362,19 @@ async fn current_url(
     Ok(url)
 }
 
+/// Marks the connector's sign-in as refused (the server answered 401 to
+/// its token), so it shows "Sign in again" and is not tried again.
+pub async fn needs_sign_in(
+    state: &AppState,
+    ids: (UserId, ConnectorId),
+    url: &str,
+) -> Result<(), OAuthError> {
+    PgCredentialStore::new(state.db.clone(), secret_box(state)?, ids, url)
+        .needs_sign_in()
+        .await
+        .map_err(|e| OAuthError::Store(e.to_string()))
+}
+
 /// Signs connector `connector_id` of `user_id` out: asks the authorization
 /// server to revoke the refresh token where its metadata offers a
 /// `revocation_endpoint` (RFC 7009; best effort, through the guard), then

@@ -39,6 +39,7 @@ pub async fn open_session(
     let guarded = check_url(state, url).await?;
     let auth = load_auth(&state.db, state.secrets.as_ref(), user_id, id).await?;
     let mut target = McpTarget::new(guarded.url().clone());
+    let oauth = matches!(auth, Auth::OAuth(_));
     match auth {
         Auth::None => {}
         Auth::Bearer(token) => target.bearer = Some(crate::config::Secret::new(token)),
@@ -58,7 +59,14 @@ pub async fn open_session(
         call_timeout: Duration::from_secs(state.config.mcp_timeout_secs),
         ..McpSettings::default()
     };
-    mcp::connect(state.connector_http.clone(), &target, &settings)
-        .await
-        .map_err(|e| ConnectorError::Unreachable(e.to_string()))
+    match mcp::connect(state.connector_http.clone(), &target, &settings).await {
+        Ok(session) => Ok(session),
+        // The server refused a token we held as good (revoked, or expired
+        // early): the user must sign in again — said once, not retried.
+        Err(mcp::McpError::Unauthorized { status: 401 }) if oauth => {
+            super::oauth::needs_sign_in(state, (user_id.into(), id.into()), url).await?;
+            Err(super::oauth::OAuthError::NeedsSignIn.into())
+        }
+        Err(e) => Err(ConnectorError::Unreachable(e.to_string())),
+    }
 }

@@ -313,3 +313,26 @@ async fn the_client_metadata_document_is_served_only_with_an_https_public_url() 
         .expect("GET");
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn a_token_the_server_refuses_asks_for_a_new_sign_in_instead_of_retrying() {
+    let (demo, app, id) = signed_in().await;
+    demo.oauth().expect("oauth").revoke_all();
+    let res = app
+        .post(&format!("/api/connectors/{id}/test"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    let body: Value = res.json().await.expect("JSON");
+    assert_eq!(body["detail"], "Sign in to this connector again.");
+    assert_eq!(connector(&app, &id).await["oauth_status"], "needs_sign_in");
+    let refused = demo.oauth().expect("oauth").counters().refused;
+    let res = app
+        .post(&format!("/api/connectors/{id}/test"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    assert_eq!(
+        demo.oauth().expect("oauth").counters().refused,
+        refused,
+        "the refused token is not sent again"
+    );
+}
