@@ -87,6 +87,38 @@ enum ConnectorCommand {
         /// accept-defaults (unless --elicit says otherwise), print --json.
         #[arg(long, conflicts_with = "call")]
         conformance: bool,
+        /// Sign in with OAuth (the MCP authorization spec) when the server
+        /// answers 401: discovery from its challenge, a client (the
+        /// --client-id, a --client-metadata-url document, or dynamic
+        /// registration as a native client), PKCE; prints the authorization
+        /// URL and waits for the browser to come back to a one-shot listener
+        /// on 127.0.0.1. Steps up on 403 insufficient_scope (at most twice).
+        /// Nothing is stored. Without it, a 401 prints what the server's
+        /// OAuth metadata names.
+        #[arg(long, conflicts_with = "bearer")]
+        oauth: bool,
+        /// With --oauth (implied): open the authorization URL itself and
+        /// follow its redirects back to the listener, for authorization
+        /// servers that need no person (test servers, the conformance suite).
+        #[arg(long, conflicts_with = "bearer")]
+        oauth_follow: bool,
+        /// With --oauth: a client id registered with the authorization server
+        /// out of band.
+        #[arg(long, value_name = "ID")]
+        client_id: Option<String>,
+        /// With --client-id: its secret (a confidential client).
+        #[arg(
+            long,
+            env = "COUNTERSIGN_PROBE_CLIENT_SECRET",
+            hide_env_values = true,
+            requires = "client_id"
+        )]
+        client_secret: Option<config::Secret>,
+        /// With --oauth: the https URL of a Client ID Metadata Document to
+        /// present as the client id where the authorization server supports
+        /// them.
+        #[arg(long, value_name = "URL")]
+        client_metadata_url: Option<String>,
     },
 }
 
@@ -160,7 +192,19 @@ async fn main() -> anyhow::Result<()> {
             json,
             elicit,
             conformance,
+            oauth,
+            oauth_follow,
+            client_id,
+            client_secret,
+            client_metadata_url,
         }) => {
+            let oauth =
+                (oauth || oauth_follow).then_some(countersign::probe::oauth::OAuthOptions {
+                    follow: oauth_follow,
+                    client_id,
+                    client_secret,
+                    client_metadata_url,
+                });
             let request = countersign::probe::Probe {
                 url,
                 headers,
@@ -169,6 +213,7 @@ async fn main() -> anyhow::Result<()> {
                 call: call.map(|name| (name, args)),
                 elicit,
                 json,
+                oauth,
             };
             let result = if conformance {
                 countersign::probe::conformance::run_from_env(&request).await

@@ -10,9 +10,13 @@
 //! server's own connector sessions answer none yet), and `--json` prints
 //! the report as one JSON document with each tool exactly as the server
 //! sent it. `conformance` is the probe as the MCP conformance suite's
-//! client under test (`--conformance`).
+//! client under test (`--conformance`). `oauth` signs in (`--oauth`):
+//! [`Connection`] hands every 401 and 403 to it, connects again with the
+//! new token and repeats the request the server refused (it did not run).
+//! Without `--oauth`, a 401 says what the server's OAuth metadata names.
 
 pub mod conformance;
+pub mod oauth;
 
 use crate::{
     config::Secret,
@@ -40,6 +44,8 @@ pub struct Probe {
     pub elicit: Option<HeadlessAnswer>,
     /// Print one JSON document instead of lines of text.
     pub json: bool,
+    /// Sign in with OAuth when the server asks (`--oauth`).
+    pub oauth: Option<oauth::OAuthOptions>,
 }
 
 /// Why a probe stopped.
@@ -54,6 +60,27 @@ pub enum ProbeError {
     /// Connecting, listing or calling failed.
     #[error(transparent)]
     Mcp(#[from] mcp::McpError),
+    /// Signing in failed.
+    #[error("OAuth sign-in failed: {0}")]
+    OAuth(String),
+    /// A 401 without `--oauth`: what the server's metadata says.
+    #[error(
+        "the server wants an OAuth sign-in (HTTP 401). Its authorization server is {issuer}; \
+         the scopes it asks for: {scopes}; the authorization server offers: {offered}; client \
+         registration: {registration}. Run again with --oauth (add --oauth-follow for an \
+         authorization server that needs no person), or pass --bearer TOKEN."
+    )]
+    NeedsSignIn {
+        /// The authorization server's issuer.
+        issuer: String,
+        /// The scopes a sign-in would ask for (challenge, else resource
+        /// metadata).
+        scopes: String,
+        /// The authorization server's `scopes_supported`.
+        offered: String,
+        /// How a client can register there.
+        registration: &'static str,
+    },
     /// Listing worked but a call failed; the report says which and why.
     #[error("{failed} tool call(s) failed (see the report)")]
     CallsFailed {
@@ -69,7 +96,7 @@ pub enum ProbeError {
 pub(crate) struct Call {
     tool: String,
     arguments: Map<String, Value>,
-    outcome: Result<ToolResult, mcp::McpError>,
+    outcome: Result<ToolResult, ProbeError>,
 }
 
 /// Runs the probe; returns the report (lines of text, or one JSON
@@ -79,12 +106,12 @@ pub async fn probe(probe: &Probe) -> Result<String, ProbeError> {
         Some((name, args)) => Some((name.clone(), parse_args(args)?)),
         None => None,
     };
-    let session = open(probe).await?;
+    let mut connection = Connection::open(probe).await?;
     let result = async {
-        let listing = session.list().await?;
+        let listing = connection.list().await?;
         let mut calls = Vec::new();
         if let Some((tool, arguments)) = call {
-            let outcome = session.call_tool(&tool, arguments.clone()).await;
+            let outcome = connection.call_tool(&tool, arguments.clone()).await;
             calls.push(Call {
                 tool,
                 arguments,
@@ -94,8 +121,8 @@ pub async fn probe(probe: &Probe) -> Result<String, ProbeError> {
         Ok::<_, ProbeError>((listing, calls))
     }
     .await;
-    let protocol = session.protocol_version();
-    session.close().await;
+    let protocol = connection.protocol_version();
+    connection.close().await;
     let (listing, calls) = result?;
     let report = if probe.json {
         json_report(&protocol, &listing, &calls)
@@ -114,8 +141,112 @@ fn finish(report: String, calls: &[Call]) -> Result<String, ProbeError> {
     }
 }
 
-/// Checks the URL, builds the guarded client, connects.
-pub(crate) async fn open(probe: &Probe) -> Result<McpSession, ProbeError> {
+/// A probe's session to the connector; with `--oauth`, signed in (again)
+/// whenever the server refuses the token.
+pub(crate) struct Connection<'a> {
+    probe: &'a Probe,
+    session: McpSession,
+    oauth: Option<oauth::Authorizer>,
+}
+
+impl<'a> Connection<'a> {
+    /// Connects (signing in first when the server asks and `--oauth`
+    /// allows).
+    pub(crate) async fn open(probe: &'a Probe) -> Result<Self, ProbeError> {
+        let mut oauth = probe
+            .oauth
+            .clone()
+            .map(|options| oauth::Authorizer::new(probe, options))
+            .transpose()?;
+        let session = connect_signed_in(probe, &mut oauth, probe.bearer.clone()).await?;
+        Ok(Self {
+            probe,
+            session,
+            oauth,
+        })
+    }
+
+    /// The protocol version the server agreed to.
+    pub(crate) fn protocol_version(&self) -> String {
+        self.session.protocol_version()
+    }
+
+    /// Every tool the server lists.
+    pub(crate) async fn list(&mut self) -> Result<mcp::ToolListing, ProbeError> {
+        loop {
+            match self.session.list().await {
+                Ok(listing) => return Ok(listing),
+                Err(refusal) => self.sign_in_again(refusal).await?,
+            }
+        }
+    }
+
+    /// Calls `tool` once; a call the server refused for its token (it did
+    /// not run) is made again after a new sign-in.
+    pub(crate) async fn call_tool(
+        &mut self,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<ToolResult, ProbeError> {
+        loop {
+            match self.session.call_tool(tool, arguments.clone()).await {
+                Ok(result) => return Ok(result),
+                Err(refusal) => self.sign_in_again(refusal).await?,
+            }
+        }
+    }
+
+    /// Signs in again after `refusal` (a 401 or 403) and reconnects, or
+    /// returns why not (any other error is returned as it is).
+    async fn sign_in_again(&mut self, refusal: mcp::McpError) -> Result<(), ProbeError> {
+        let Some(oauth) = self.oauth.as_mut() else {
+            return Err(refused(self.probe, refusal).await);
+        };
+        if !matches!(refusal, mcp::McpError::Unauthorized { .. }) {
+            return Err(refusal.into());
+        }
+        let token = oauth.token_after(&refusal).await?;
+        let session = connect_signed_in(self.probe, &mut self.oauth, Some(token)).await?;
+        std::mem::replace(&mut self.session, session).close().await;
+        Ok(())
+    }
+
+    /// Ends the session.
+    pub(crate) async fn close(self) {
+        self.session.close().await;
+    }
+}
+
+/// Connects with `bearer`; on a 401 or 403 with `oauth`, signs in and
+/// tries again (the [`oauth::Authorizer`] bounds how often).
+async fn connect_signed_in(
+    probe: &Probe,
+    oauth: &mut Option<oauth::Authorizer>,
+    mut bearer: Option<Secret>,
+) -> Result<McpSession, ProbeError> {
+    loop {
+        match open(probe, bearer.clone()).await {
+            Err(ProbeError::Mcp(refusal @ mcp::McpError::Unauthorized { .. })) => match oauth {
+                Some(oauth) => bearer = Some(oauth.token_after(&refusal).await?),
+                None => return Err(refused(probe, refusal).await),
+            },
+            other => return other,
+        }
+    }
+}
+
+/// A refusal without `--oauth`: a 401 says what the metadata names.
+async fn refused(probe: &Probe, refusal: mcp::McpError) -> ProbeError {
+    match refusal {
+        mcp::McpError::Unauthorized { status: 401, .. } if probe.bearer.is_none() => {
+            oauth::describe(probe, refusal).await
+        }
+        other => other.into(),
+    }
+}
+
+/// Checks the URL, builds the guarded client, connects with `bearer`.
+async fn open(probe: &Probe, bearer: Option<Secret>) -> Result<McpSession, ProbeError> {
     let mut target = McpTarget::new(
         ssrf::check(&probe.url, &ssrf::SystemResolver, &probe.allow)
             .await
@@ -128,7 +259,7 @@ pub(crate) async fn open(probe: &Probe) -> Result<McpSession, ProbeError> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<_, _>>()?;
-    target.bearer = probe.bearer.clone();
+    target.bearer = bearer;
     let http = ssrf::guarded_client(
         reqwest::Client::builder(),
         Arc::new(ssrf::SystemResolver),

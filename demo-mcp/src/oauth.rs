@@ -23,6 +23,15 @@
 //!   issued, requests refused for want of a token, and the `Authorization`
 //!   headers `/mcp` saw.
 //!
+//! Tokens carry the scopes their authorization request asked for (the
+//! demo grants whatever is asked). Three switches let tests play other
+//! authorization servers: [`AuthServer::allow_without_asking`] (`GET
+//! /authorize` redirects back at once, for headless clients),
+//! [`AuthServer::require_scope`] (`/mcp` answers 403 `insufficient_scope`
+//! to a token without that scope: a step-up) and
+//! [`AuthServer::confidential_clients`] (registration issues a secret that
+//! the token endpoint then requires, as `client_secret_basic`).
+//!
 //! Everything is in memory; tokens are random and expire after the
 //! configured lifetime, so a test can wait for a refresh.
 
@@ -58,17 +67,31 @@ pub struct AuthServer {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// client_id → its registered redirect URIs.
-    clients: HashMap<String, Vec<String>>,
+    /// client_id → its registered redirect URIs and secret.
+    clients: HashMap<String, Client>,
     /// code → what it was issued for.
     codes: HashMap<String, Grant>,
-    /// access token → when it expires.
-    access: HashMap<String, Instant>,
-    /// refresh token → the client it belongs to.
-    refresh: HashMap<String, String>,
+    /// access token → when it expires, and its scopes.
+    access: HashMap<String, (Instant, Vec<String>)>,
+    /// refresh token → the client it belongs to, and its scopes.
+    refresh: HashMap<String, (String, Vec<String>)>,
     counters: Counters,
     /// `Authorization` headers `/mcp` received, in order.
     seen: Vec<String>,
+    /// The `scope` of each authorization request, in order.
+    asked: Vec<String>,
+    /// `/authorize` redirects back without the sign-in page.
+    auto_allow: bool,
+    /// `/mcp` needs tokens with this scope.
+    required_scope: Option<String>,
+    /// Registration issues secrets; `/token` requires them (Basic).
+    confidential: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Client {
+    redirect_uris: Vec<String>,
+    secret: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -76,6 +99,7 @@ struct Grant {
     client_id: String,
     redirect_uri: String,
     challenge: String,
+    scopes: Vec<String>,
 }
 
 /// What `GET /admin/oauth` reports.
@@ -139,19 +163,45 @@ impl AuthServer {
         inner.refresh.clear();
     }
 
-    fn issue(&self, inner: &mut Inner, client_id: &str) -> Value {
+    /// The `scope` parameter of each authorization request so far.
+    pub fn asked(&self) -> Vec<String> {
+        self.lock().asked.clone()
+    }
+
+    /// From now on `GET /authorize` sends the browser back at once (no
+    /// sign-in page): an authorization server a headless client can use.
+    pub fn allow_without_asking(&self) {
+        self.lock().auto_allow = true;
+    }
+
+    /// From now on `/mcp` answers a live token without `scope` with 403
+    /// `insufficient_scope` naming it (`None`: any live token will do).
+    pub fn require_scope(&self, scope: Option<&str>) {
+        self.lock().required_scope = scope.map(str::to_owned);
+    }
+
+    /// From now on registration issues a client secret, advertised and
+    /// required at `/token` as `client_secret_basic`.
+    pub fn confidential_clients(&self) {
+        self.lock().confidential = true;
+    }
+
+    fn issue(&self, inner: &mut Inner, client_id: &str, scopes: Vec<String>) -> Value {
         let access = random();
         let refresh = random();
+        inner.access.insert(
+            access.clone(),
+            (Instant::now() + self.token_ttl, scopes.clone()),
+        );
         inner
-            .access
-            .insert(access.clone(), Instant::now() + self.token_ttl);
-        inner.refresh.insert(refresh.clone(), client_id.to_owned());
+            .refresh
+            .insert(refresh.clone(), (client_id.to_owned(), scopes.clone()));
         json!({
             "access_token": access,
             "token_type": "Bearer",
             "expires_in": self.token_ttl.as_secs(),
             "refresh_token": refresh,
-            "scope": SCOPE,
+            "scope": scopes.join(" "),
         })
     }
 }
@@ -190,28 +240,44 @@ pub async fn require_bearer(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let live = {
+    let (live, missing) = {
         let mut inner = server.lock();
         if let Some(h) = &presented {
             inner.seen.push(h.clone());
         }
-        let live = presented
+        let token = presented
             .as_deref()
             .and_then(|h| h.strip_prefix("Bearer "))
             .and_then(|t| inner.access.get(t))
-            .is_some_and(|expiry| *expiry > Instant::now());
-        if !live {
+            .filter(|(expiry, _)| *expiry > Instant::now());
+        let missing = match (token, &inner.required_scope) {
+            (Some((_, scopes)), Some(required)) if !scopes.contains(required) => {
+                Some(required.clone())
+            }
+            _ => None,
+        };
+        let live = token.is_some();
+        if !live || missing.is_some() {
             inner.counters.refused += 1;
         }
-        live
+        (live, missing)
     };
+    let metadata = format!("{}/.well-known/oauth-protected-resource/mcp", server.base);
+    if let Some(scope) = missing {
+        let challenge = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{metadata}\""
+        );
+        return (
+            StatusCode::FORBIDDEN,
+            [(header::WWW_AUTHENTICATE, challenge)],
+            Json(json!({"error": "insufficient_scope"})),
+        )
+            .into_response();
+    }
     if live {
         return next.run(request).await;
     }
-    let challenge = format!(
-        "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"{SCOPE}\"",
-        server.base
-    );
+    let challenge = format!("Bearer resource_metadata=\"{metadata}\", scope=\"{SCOPE}\"");
     (
         StatusCode::UNAUTHORIZED,
         [(header::WWW_AUTHENTICATE, challenge)],
@@ -231,6 +297,11 @@ async fn resource_metadata(State(server): State<AuthServer>) -> Json<Value> {
 
 async fn server_metadata(State(server): State<AuthServer>) -> Json<Value> {
     let base = &server.base;
+    let auth_method = if server.lock().confidential {
+        "client_secret_basic"
+    } else {
+        "none"
+    };
     Json(json!({
         "issuer": base,
         "authorization_endpoint": format!("{base}/authorize"),
@@ -241,7 +312,7 @@ async fn server_metadata(State(server): State<AuthServer>) -> Json<Value> {
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
+        "token_endpoint_auth_methods_supported": [auth_method],
         "authorization_response_iss_parameter_supported": true,
     }))
 }
@@ -261,20 +332,25 @@ async fn register(State(server): State<AuthServer>, Json(body): Json<Value>) -> 
     let client_id = format!("demo-client-{}", random());
     let mut inner = server.lock();
     inner.counters.registered += 1;
-    inner
-        .clients
-        .insert(client_id.clone(), redirect_uris.clone());
-    (
-        StatusCode::CREATED,
-        Json(json!({
-            "client_id": client_id,
-            "redirect_uris": redirect_uris,
-            "token_endpoint_auth_method": "none",
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-        })),
-    )
-        .into_response()
+    let secret = inner.confidential.then(random);
+    inner.clients.insert(
+        client_id.clone(),
+        Client {
+            redirect_uris: redirect_uris.clone(),
+            secret: secret.clone(),
+        },
+    );
+    let mut answer = json!({
+        "client_id": client_id,
+        "redirect_uris": redirect_uris,
+        "token_endpoint_auth_method": if secret.is_some() { "client_secret_basic" } else { "none" },
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+    });
+    if let Some(secret) = secret {
+        answer["client_secret"] = json!(secret);
+    }
+    (StatusCode::CREATED, Json(answer)).into_response()
 }
 
 /// The query (`GET`) or form (`POST`) of an authorization request.
@@ -295,7 +371,7 @@ impl AuthorizeParams {
     fn refusal(&self, server: &AuthServer) -> Option<&'static str> {
         let inner = server.lock();
         let registered = inner.clients.get(&self.client_id)?;
-        if !registered.contains(&self.redirect_uri) {
+        if !registered.redirect_uris.contains(&self.redirect_uri) {
             return Some("the redirect_uri is not the registered one");
         }
         if self.response_type != "code" {
@@ -331,6 +407,9 @@ async fn authorize_page(
     }
     if let Some(why) = params.refusal(&server) {
         return (StatusCode::BAD_REQUEST, why).into_response();
+    }
+    if server.lock().auto_allow {
+        return grant(&server, &params);
     }
     let hidden = [
         ("response_type", params.response_type.as_str()),
@@ -368,16 +447,29 @@ async fn authorize(
     if let Some(why) = params.refusal(&server) {
         return (StatusCode::BAD_REQUEST, why).into_response();
     }
+    grant(&server, &params)
+}
+
+/// A code for the request (the demo grants the scopes asked for, or
+/// [`SCOPE`] when none), and the redirect back with `code`, `state`, `iss`.
+fn grant(server: &AuthServer, params: &AuthorizeParams) -> Response {
     let code = random();
+    let asked = params.scope.clone().unwrap_or_default();
+    let mut scopes: Vec<String> = asked.split_whitespace().map(str::to_owned).collect();
+    if scopes.is_empty() {
+        scopes.push(SCOPE.to_owned());
+    }
     {
         let mut inner = server.lock();
         inner.counters.codes += 1;
+        inner.asked.push(asked);
         inner.codes.insert(
             code.clone(),
             Grant {
                 client_id: params.client_id.clone(),
                 redirect_uri: params.redirect_uri.clone(),
                 challenge: params.code_challenge.clone(),
+                scopes,
             },
         );
     }
@@ -407,13 +499,41 @@ struct TokenForm {
     resource: Option<String>,
 }
 
-async fn token(State(server): State<AuthServer>, Form(form): Form<TokenForm>) -> Response {
+async fn token(
+    State(server): State<AuthServer>,
+    headers: HeaderMap,
+    Form(form): Form<TokenForm>,
+) -> Response {
     if let Some(resource) = &form.resource
         && *resource != server.resource()
     {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_target");
     }
     let mut inner = server.lock();
+    // A confidential client authenticates with HTTP Basic (RFC 6749 §2.3.1).
+    let basic = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .and_then(|b| String::from_utf8(b).ok());
+    let client_id = match &basic {
+        Some(pair) => pair.split(':').next().map(str::to_owned),
+        None => form.client_id.clone(),
+    };
+    if inner.confidential {
+        let secret = client_id
+            .as_deref()
+            .and_then(|id| inner.clients.get(id))
+            .and_then(|c| c.secret.clone());
+        let expected = client_id
+            .as_deref()
+            .zip(secret)
+            .map(|(id, s)| format!("{id}:{s}"));
+        if basic.is_none() || basic != expected {
+            return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
+        }
+    }
     match form.grant_type.as_str() {
         "authorization_code" => {
             let Some(grant) = form.code.as_deref().and_then(|c| inner.codes.remove(c)) else {
@@ -424,16 +544,16 @@ async fn token(State(server): State<AuthServer>, Form(form): Form<TokenForm>) ->
                 .encode(Sha256::digest(verifier.as_bytes()));
             if challenge != grant.challenge
                 || form.redirect_uri.as_deref() != Some(grant.redirect_uri.as_str())
-                || form.client_id.as_deref() != Some(grant.client_id.as_str())
+                || client_id.as_deref() != Some(grant.client_id.as_str())
             {
                 return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
             }
             inner.counters.tokens += 1;
-            let body = server.issue(&mut inner, &grant.client_id);
+            let body = server.issue(&mut inner, &grant.client_id, grant.scopes);
             Json(body).into_response()
         }
         "refresh_token" => {
-            let Some(client_id) = form
+            let Some((owner, scopes)) = form
                 .refresh_token
                 .as_deref()
                 .and_then(|r| inner.refresh.remove(r))
@@ -441,7 +561,7 @@ async fn token(State(server): State<AuthServer>, Form(form): Form<TokenForm>) ->
                 return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
             };
             inner.counters.refreshes += 1;
-            let body = server.issue(&mut inner, &client_id);
+            let body = server.issue(&mut inner, &owner, scopes);
             Json(body).into_response()
         }
         _ => oauth_error(StatusCode::BAD_REQUEST, "unsupported_grant_type"),

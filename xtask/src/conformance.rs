@@ -168,6 +168,7 @@ impl Suite {
         c.arg(&self.cli)
             .env_remove("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS")
             .env_remove("COUNTERSIGN_PROBE_BEARER")
+            .env_remove("COUNTERSIGN_PROBE_CLIENT_SECRET")
             .env("RUST_LOG", "warn");
         c
     }

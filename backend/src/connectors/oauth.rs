@@ -3,16 +3,22 @@
 //! sees the authorization URL and the callback; everything else happens
 //! here, through [`http::GuardedOAuthHttp`], and lives in [`store`].
 //!
-//! - [`start`]: discovery (the MCP URL's own 401 challenge first —
-//!   `resource_metadata`, `scope` — then the RFC 9728 / RFC 8414 / OIDC
-//!   well-known paths; rmcp checks the issuer and refuses an authorization
-//!   server without PKCE S256), a client in DESIGN's order (the id the
-//!   user entered → the one registered earlier with this issuer → the
-//!   Client ID Metadata Document when `COUNTERSIGN_PUBLIC_URL` is https →
-//!   dynamic registration as a `web` application), then the authorization
-//!   URL (PKCE, `resource` per RFC 8707), which must be https (or
-//!   `http` to an allow-listed private destination). The request in
-//!   flight is stored under its `state`.
+//! - [`discover`] and [`begin`] are the pieces the server's sign-in and
+//!   the probe's (`probe::oauth`) share: discovery (the MCP URL's own 401
+//!   challenge first — `resource_metadata`, `scope` — then the RFC 9728 /
+//!   RFC 8414 / OIDC well-known paths; rmcp checks that the resource
+//!   metadata names this resource and that the authorization server's
+//!   metadata names its issuer), then a client in DESIGN's order
+//!   ([`Clients`]: entered → registered earlier with this issuer → the
+//!   Client ID Metadata Document where the authorization server supports
+//!   it → dynamic registration, keeping the secret it issues), then the
+//!   authorization URL (PKCE S256, refused when the authorization server
+//!   does not offer it; `resource` per RFC 8707; scopes from the
+//!   challenge, else the resource metadata).
+//! - [`start`]: the server's sign-in: [`discover`] + [`begin`] as a `web`
+//!   client, an https-only authorization URL (or `http` to an
+//!   allow-listed private destination); the request in flight is stored
+//!   under its `state`.
 //! - [`finish`]: the callback. Takes the request once, checks it is the
 //!   signed-in user's and that the connector still points where it did,
 //!   and exchanges the code (rmcp checks `iss`, RFC 9207) into tokens
@@ -20,8 +26,12 @@
 //! - [`access_token`]: for a session. The stored token, refreshed first
 //!   when it is about to expire — one instance at a time (the store's
 //!   advisory lock) — or [`OAuthError::NeedsSignIn`].
+//! - [`step_up`] (a 403 `insufficient_scope`: the next sign-in asks for
+//!   the union, at most [`scopes::MAX_STEP_UPS`] times) and
+//!   [`token_refused`] (a 401: sign in again, discovering afresh).
 
 pub mod http;
+pub mod scopes;
 pub mod store;
 
 use crate::{
@@ -31,8 +41,9 @@ use crate::{
 };
 use http::GuardedOAuthHttp;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
-    InMemoryStateStore, StateStore, StoredAuthorizationState,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
+    AuthorizationSession, InMemoryStateStore, OAuthClientConfig, StateStore,
+    StoredAuthorizationState,
 };
 use std::sync::{Arc, Mutex};
 use store::{ClientRecord, InFlight, PgCredentialStore};
@@ -91,6 +102,20 @@ pub enum OAuthError {
     /// No usable token: the user must sign in (again).
     #[error("Sign in to this connector again.")]
     NeedsSignIn,
+    /// The connector asked for more access than its token carries (a 403
+    /// `insufficient_scope`); the next sign-in asks for it.
+    #[error(
+        "This connector asks for more access ({scopes}) than its sign-in gave: sign in to it \
+         again to grant it."
+    )]
+    NeedsMoreAccess {
+        /// The scopes its challenge named.
+        scopes: String,
+    },
+    /// The connector asked for more access, and asking again would not
+    /// help (or it asked too often).
+    #[error("This connector asks for more access than its sign-in can get: {0}.")]
+    StepUpRefused(scopes::StepUpRefused),
     /// Database failure.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
@@ -103,31 +128,39 @@ fn setup(err: impl std::fmt::Display) -> OAuthError {
     OAuthError::Setup(err.to_string())
 }
 
+fn store_error(err: impl std::fmt::Display) -> OAuthError {
+    OAuthError::Store(err.to_string())
+}
+
 fn secret_box(state: &AppState) -> Result<SecretBox, OAuthError> {
     state.secrets.clone().ok_or(OAuthError::NoSecretKey)
 }
 
-/// An rmcp manager for the connector at `url`, all of whose HTTP goes
-/// through the guard.
-async fn manager(state: &AppState, url: &str) -> Result<AuthorizationManager, OAuthError> {
-    let http = GuardedOAuthHttp::new(
+/// This server's OAuth client: the connector client, through the guard.
+fn guarded(state: &AppState) -> GuardedOAuthHttp {
+    GuardedOAuthHttp::new(
         state.connector_http.clone(),
         state.resolver.clone(),
         state.config.allow_private_connectors.clone(),
-    );
-    AuthorizationManager::new_with_oauth_http_client(url, Arc::new(http))
+    )
+}
+
+/// An rmcp manager for the resource at `base`, all of whose HTTP goes
+/// through `http`. `base` is also the `resource` (RFC 8707) rmcp sends
+/// when no discovery ran (the token requests of [`finish`] and
+/// [`access_token`]).
+pub async fn manager(
+    http: &GuardedOAuthHttp,
+    base: &str,
+) -> Result<AuthorizationManager, OAuthError> {
+    AuthorizationManager::new_with_oauth_http_client(base, Arc::new(http.clone()))
         .await
         .map_err(setup)
 }
 
 /// The `WWW-Authenticate` of the MCP URL's answer to an unauthenticated
 /// request, if it is a 401 that carries one.
-async fn challenge(state: &AppState, url: &str) -> Option<String> {
-    let http = GuardedOAuthHttp::new(
-        state.connector_http.clone(),
-        state.resolver.clone(),
-        state.config.allow_private_connectors.clone(),
-    );
+pub async fn challenge(http: &GuardedOAuthHttp, url: &str) -> Option<String> {
     let mut request = reqwest::Request::new(reqwest::Method::POST, url.parse().ok()?);
     let headers = request.headers_mut();
     headers.insert(
@@ -147,10 +180,65 @@ async fn challenge(state: &AppState, url: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// rmcp's state store for one [`start`]: keeps the one request it saves
-/// (shared, so [`start`] can read it after rmcp took the store).
+/// What discovery found for one MCP URL: a manager that knows the
+/// authorization server (and the resource's scopes and `resource`), and
+/// that server's metadata.
+pub struct Discovered {
+    /// rmcp's manager, its metadata set.
+    pub manager: AuthorizationManager,
+    /// The authorization server's metadata (its issuer checked by rmcp).
+    pub metadata: AuthorizationMetadata,
+}
+
+impl std::fmt::Debug for Discovered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Discovered")
+            .field("issuer", &self.metadata.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Discovery for the MCP resource at `url`, through `http`: from
+/// `challenge` (a `WWW-Authenticate` the caller already has, e.g. the one
+/// a 403 carried) or else the one the URL answers an unauthenticated
+/// request with, then the RFC 9728 / RFC 8414 / OIDC well-known paths.
+/// rmcp checks that the protected-resource metadata names this resource
+/// and that the authorization server's metadata names its issuer.
+pub async fn discover(
+    http: &GuardedOAuthHttp,
+    url: &str,
+    challenge_header: Option<&str>,
+) -> Result<Discovered, OAuthError> {
+    let mut manager = manager(http, url).await?;
+    let fetched = match challenge_header {
+        Some(_) => None,
+        None => challenge(http, url).await,
+    };
+    let resolution = manager
+        .resolve_metadata_from_challenge(challenge_header.or(fetched.as_deref()))
+        .await
+        .map_err(setup)?;
+    manager.set_metadata(resolution.metadata.clone());
+    Ok(Discovered {
+        manager,
+        metadata: resolution.metadata,
+    })
+}
+
+/// rmcp's state store for one [`begin`]: keeps the one request it saves
+/// (shared, so [`begin`] can read it after rmcp took the store, and rmcp
+/// can load it for a callback handled by the same manager).
 #[derive(Clone, Default)]
 struct Capture(Arc<Mutex<Option<(String, StoredAuthorizationState)>>>);
+
+impl Capture {
+    fn saved(&self) -> Option<(String, StoredAuthorizationState)> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
 
 #[async_trait::async_trait]
 impl StateStore for Capture {
@@ -162,13 +250,195 @@ impl StateStore for Capture {
         Ok(())
     }
 
-    async fn load(&self, _csrf: &str) -> Result<Option<StoredAuthorizationState>, AuthError> {
-        Ok(None)
+    async fn load(&self, csrf: &str) -> Result<Option<StoredAuthorizationState>, AuthError> {
+        Ok(self
+            .saved()
+            .filter(|(saved, _)| saved == csrf)
+            .map(|(_, state)| state))
     }
 
-    async fn delete(&self, _csrf: &str) -> Result<(), AuthError> {
+    async fn delete(&self, csrf: &str) -> Result<(), AuthError> {
+        let mut saved = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if saved.as_ref().is_some_and(|(s, _)| s == csrf) {
+            *saved = None;
+        }
         Ok(())
     }
+}
+
+/// The clients a sign-in may present, tried in DESIGN §2's order: the one
+/// entered, the one registered earlier with this issuer, the Client ID
+/// Metadata Document (when the authorization server supports CIMD), then
+/// dynamic registration.
+#[derive(Debug, Clone, Default)]
+pub struct Clients {
+    /// A client id (and secret) registered out of band.
+    pub entered: Option<(String, Option<String>)>,
+    /// The client registered earlier with the same issuer.
+    pub registered: Option<ClientRecord>,
+    /// The https URL of our Client ID Metadata Document.
+    pub metadata_document: Option<String>,
+}
+
+/// One authorization request about to be made.
+#[derive(Debug, Clone)]
+pub struct SignIn<'a> {
+    /// Where the authorization server sends the browser back.
+    pub redirect_uri: &'a str,
+    /// SEP-837's `application_type` for dynamic registration: `web` for
+    /// the server (an https redirect), `native` for the probe (a loopback
+    /// one, RFC 8252).
+    pub application_type: &'a str,
+    /// The name registered under.
+    pub client_name: &'a str,
+    /// The scopes to ask for; empty: the challenge's, else the resource
+    /// metadata's (none when neither names any).
+    pub scopes: Vec<String>,
+    /// Which client to present.
+    pub clients: Clients,
+    /// Step-ups made so far (kept in the [`ClientRecord`]).
+    pub step_ups: u32,
+}
+
+/// A started authorization request.
+pub struct Begun {
+    /// rmcp's session: the manager, its client configured and the
+    /// request's state saved (the probe completes it in place).
+    pub session: AuthorizationSession,
+    /// Where to send the browser (PKCE S256, `resource`, `state`).
+    pub authorization_url: String,
+    /// The request's `state`.
+    pub csrf: String,
+    /// What its callback needs (the server stores it under `state`).
+    pub in_flight: InFlight,
+}
+
+impl std::fmt::Debug for Begun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Begun")
+            .field("authorization_url", &self.authorization_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts an authorization request for the MCP resource at `resource`:
+/// the client ([`Clients`], registering one when it comes to that — so its
+/// secret, if the authorization server issues one, is kept), the scopes,
+/// and the authorization URL (rmcp refuses an authorization server whose
+/// metadata lacks PKCE S256, and adds `offline_access` where it is
+/// offered).
+pub async fn begin(
+    discovered: Discovered,
+    resource: &str,
+    sign_in: SignIn<'_>,
+) -> Result<Begun, OAuthError> {
+    let Discovered {
+        mut manager,
+        metadata,
+    } = discovered;
+    let capture = Capture::default();
+    manager.set_state_store(capture.clone());
+    let scopes = if sign_in.scopes.is_empty() {
+        manager.select_initial_scopes(&[]).await
+    } else {
+        sign_in.scopes.clone()
+    };
+    let supports_cimd = metadata
+        .additional_fields
+        .get("client_id_metadata_document_supported")
+        .and_then(serde_json::Value::as_bool)
+        == Some(true);
+    let Clients {
+        entered,
+        registered,
+        metadata_document,
+    } = sign_in.clients.clone();
+    let (client_id, client_secret) = match (entered, registered, metadata_document) {
+        (Some((id, secret)), _, _) => (id, secret),
+        (None, Some(registered), _) => (registered.client_id, registered.client_secret),
+        (None, None, Some(document)) if supports_cimd => {
+            if !is_metadata_document_url(&document) {
+                return Err(setup(format!(
+                    "a client metadata document URL must be https with a path: {document}"
+                )));
+            }
+            (document, None)
+        }
+        (None, None, _) => register(&mut manager, &sign_in, &scopes).await?,
+    };
+    let mut request = AuthorizationRequest::new(sign_in.redirect_uri)
+        .with_client_name(sign_in.client_name)
+        .with_application_type(sign_in.application_type)
+        .with_initial_scope_selection()
+        .with_preregistered_client(&client_id);
+    if !scopes.is_empty() {
+        request = request.with_scopes(scopes.iter().cloned());
+    }
+    if let Some(secret) = &client_secret {
+        request = request.with_client_secret(secret);
+    }
+    let session = AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, e)| setup(e))?;
+    let authorization_url = session.get_authorization_url().to_owned();
+    let (csrf, state) = capture
+        .saved()
+        .ok_or_else(|| setup("no authorization state was made"))?;
+    let resource_indicator = reqwest::Url::parse(&authorization_url).ok().and_then(|u| {
+        u.query_pairs()
+            .find(|(key, _)| key == "resource")
+            .map(|(_, value)| value.into_owned())
+    });
+    let client = ClientRecord {
+        client_id,
+        client_secret,
+        scopes: state.requested_scopes.clone(),
+        redirect_uri: sign_in.redirect_uri.to_owned(),
+        step_ups: sign_in.step_ups,
+        resource_indicator,
+    };
+    Ok(Begun {
+        session,
+        authorization_url,
+        csrf,
+        in_flight: InFlight {
+            state,
+            client,
+            metadata,
+            resource: resource.to_owned(),
+        },
+    })
+}
+
+/// SEP-991: a client id that is a URL must be https with a path.
+fn is_metadata_document_url(url: &str) -> bool {
+    reqwest::Url::parse(url).is_ok_and(|u| u.scheme() == "https" && u.path() != "/")
+}
+
+/// Dynamic client registration (RFC 7591) as `sign_in.application_type`:
+/// the client id and the secret, when the authorization server issued one.
+async fn register(
+    manager: &mut AuthorizationManager,
+    sign_in: &SignIn<'_>,
+    scopes: &[String],
+) -> Result<(String, Option<String>), OAuthError> {
+    // rmcp registers under the application type of the client configured
+    // last, and offers no other way to set it: configure a placeholder.
+    manager
+        .configure_client(
+            OAuthClientConfig::new("", sign_in.redirect_uri)
+                .with_application_type(sign_in.application_type),
+        )
+        .map_err(setup)?;
+    let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+    let config = manager
+        .register_client(sign_in.client_name, sign_in.redirect_uri, &scopes)
+        .await
+        .map_err(setup)?;
+    Ok((config.client_id, config.client_secret))
 }
 
 /// Whether a browser may be sent to `url`: https, or http to a destination
@@ -198,96 +468,70 @@ pub async fn start(
     redirect_uri: &str,
 ) -> Result<String, OAuthError> {
     let secrets = secret_box(state)?;
-    let mut manager = manager(state, url).await?;
-    let challenge = challenge(state, url).await;
-    let resolution = manager
-        .resolve_metadata_from_challenge(challenge.as_deref())
-        .await
-        .map_err(setup)?;
-    let metadata = resolution.metadata;
-    manager.set_metadata(metadata.clone());
-    let capture = Capture::default();
-    manager.set_state_store(capture.clone());
-
-    let mut request = AuthorizationRequest::new(redirect_uri)
-        .with_client_name(CLIENT_NAME)
-        .with_application_type("web");
-    if !settings.scopes.is_empty() {
-        request = request.with_scopes(settings.scopes.iter().cloned());
-    } else {
-        request = request.with_initial_scope_selection();
-    }
+    let discovered = discover(&guarded(state), url, None).await?;
     let reused = store::client_for(
         &state.db,
         &secrets,
         (user_id, connector_id),
         url,
-        metadata.issuer.as_deref(),
+        discovered.metadata.issuer.as_deref(),
     )
     .await
-    .map_err(|e| OAuthError::Store(e.to_string()))?;
-    let mut client_secret = None;
-    if let Some(id) = &settings.client_id {
-        request = request.with_preregistered_client(id);
-        if let Some(secret) = &settings.client_secret {
-            request = request.with_client_secret(secret);
-            client_secret = Some(secret.clone());
-        }
-    } else if let Some(reused) = &reused {
-        request = request.with_preregistered_client(&reused.client_id);
-        if let Some(secret) = &reused.client_secret {
-            request = request.with_client_secret(secret);
-            client_secret = Some(secret.clone());
-        }
-    } else if let Some(cimd) = client_metadata_url(state) {
-        request = request.with_client_metadata_url(cimd);
-    }
-    let session = AuthorizationSession::new(manager, request)
-        .await
-        .map_err(|(_, e)| setup(e))?;
-    let authorization_url = session.get_authorization_url().to_owned();
-    if !browser_may_open(state, &authorization_url).await {
-        return Err(OAuthError::InsecureAuthorizationUrl(authorization_url));
-    }
-    let (client_id, _) = session.get_credentials().await.map_err(setup)?;
-    let (csrf, stored) = capture
-        .0
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()
-        .ok_or_else(|| setup("no authorization state was made"))?;
-    let client = ClientRecord {
-        client_id,
-        client_secret,
-        scopes: stored.requested_scopes.clone(),
-        redirect_uri: redirect_uri.to_owned(),
+    .map_err(store_error)?;
+    // A step-up the connector asked for: its union, with the user's own.
+    let (scopes, step_ups) = match reused.as_ref().filter(|r| r.step_ups > 0) {
+        Some(stepped) => (
+            scopes::union(&settings.scopes, &stepped.scopes),
+            stepped.step_ups,
+        ),
+        None => (settings.scopes.clone(), 0),
     };
+    let clients = Clients {
+        entered: settings
+            .client_id
+            .clone()
+            .map(|id| (id, settings.client_secret.clone())),
+        registered: reused,
+        metadata_document: client_metadata_url(state),
+    };
+    let begun = begin(
+        discovered,
+        url,
+        SignIn {
+            redirect_uri,
+            application_type: "web",
+            client_name: CLIENT_NAME,
+            scopes,
+            clients,
+            step_ups,
+        },
+    )
+    .await?;
+    if !browser_may_open(state, &begun.authorization_url).await {
+        return Err(OAuthError::InsecureAuthorizationUrl(
+            begun.authorization_url,
+        ));
+    }
     store::save_client(
         &state.db,
         &secrets,
         (user_id, connector_id),
         url,
-        &metadata,
-        &client,
+        &begun.in_flight.metadata,
+        &begun.in_flight.client,
     )
     .await
-    .map_err(|e| OAuthError::Store(e.to_string()))?;
-    let in_flight = InFlight {
-        state: stored,
-        client,
-        metadata,
-        resource: url.to_owned(),
-    };
+    .map_err(store_error)?;
     store::save_state(
         &state.db,
         &secrets,
         (user_id, connector_id),
-        &csrf,
-        &in_flight,
+        &begun.csrf,
+        &begun.in_flight,
     )
     .await
-    .map_err(|e| OAuthError::Store(e.to_string()))?;
-    Ok(authorization_url)
+    .map_err(store_error)?;
+    Ok(begun.authorization_url)
 }
 
 /// Where the Client ID Metadata Document is served, when the deployment
@@ -313,7 +557,7 @@ pub async fn finish(
     let secrets = secret_box(state)?;
     let (user_id, connector_id, in_flight) = store::take_state(&state.db, &secrets, state_param)
         .await
-        .map_err(|e| OAuthError::Store(e.to_string()))?
+        .map_err(store_error)?
         .ok_or(OAuthError::UnknownState)?;
     if user_id != session_user {
         return Err(OAuthError::WrongUser);
@@ -321,23 +565,21 @@ pub async fn finish(
     if current_url(state, user_id, connector_id).await?.as_deref() != Some(&in_flight.resource) {
         return Err(OAuthError::ConnectorChanged);
     }
-    let mut manager = manager(state, &in_flight.resource).await?;
-    manager.set_metadata(in_flight.metadata.clone());
-    manager
-        .configure_client(in_flight.client.config())
-        .map_err(setup)?;
+    let mut manager = stored_manager(
+        state,
+        &secrets,
+        (user_id, connector_id),
+        &in_flight.resource,
+        &in_flight.metadata,
+        &in_flight.client,
+    )
+    .await?;
     let states = InMemoryStateStore::new();
     states
         .save(state_param, in_flight.state.clone())
         .await
         .map_err(setup)?;
     manager.set_state_store(states);
-    manager.set_credential_store(PgCredentialStore::new(
-        state.db.clone(),
-        secrets,
-        (user_id, connector_id),
-        &in_flight.resource,
-    ));
     manager
         .exchange_code_for_token_with_issuer(code, state_param, issuer)
         .await
@@ -362,19 +604,6 @@ async fn current_url(
     Ok(url)
 }
 
-/// Marks the connector's sign-in as refused (the server answered 401 to
-/// its token), so it shows "Sign in again" and is not tried again.
-pub async fn needs_sign_in(
-    state: &AppState,
-    ids: (UserId, ConnectorId),
-    url: &str,
-) -> Result<(), OAuthError> {
-    PgCredentialStore::new(state.db.clone(), secret_box(state)?, ids, url)
-        .needs_sign_in()
-        .await
-        .map_err(|e| OAuthError::Store(e.to_string()))
-}
-
 /// Signs connector `connector_id` of `user_id` out: asks the authorization
 /// server to revoke the refresh token where its metadata offers a
 /// `revocation_endpoint` (RFC 7009; best effort, through the guard), then
@@ -394,20 +623,30 @@ pub async fn disconnect(
     );
     let signed_in = store::signed_in(&state.db, &secrets, (user_id, connector_id), url)
         .await
-        .map_err(|e| OAuthError::Store(e.to_string()))?;
-    let stored = credentials
-        .load()
-        .await
-        .map_err(|e| OAuthError::Store(e.to_string()))?;
-    if let (Some(signed_in), Some(stored)) = (signed_in, stored)
-        && let Err(err) = revoke(state, &signed_in, &stored).await
+        .map_err(store_error)?;
+    let stored = credentials.load().await.map_err(store_error)?;
+    if let (Some(signed_in), Some(stored)) = (&signed_in, stored)
+        && let Err(err) = revoke(state, signed_in, &stored).await
     {
         tracing::warn!(connector.id = %connector_id, error = %err, "token revocation failed");
     }
-    credentials
-        .clear()
-        .await
-        .map_err(|e| OAuthError::Store(e.to_string()))
+    // A new chain of sign-ins may step up again.
+    if let Some(signed_in) = signed_in.filter(|s| s.client.step_ups > 0) {
+        let client = ClientRecord {
+            step_ups: 0,
+            ..signed_in.client.clone()
+        };
+        save_client_of(
+            state,
+            &secrets,
+            (user_id, connector_id),
+            url,
+            &signed_in,
+            &client,
+        )
+        .await?;
+    }
+    credentials.clear().await.map_err(store_error)
 }
 
 /// RFC 7009: revokes the refresh token (or, without one, the access
@@ -450,12 +689,7 @@ async fn revoke(
         reqwest::header::HeaderValue::from_static("application/x-www-form-urlencoded"),
     );
     *request.body_mut() = Some(form.query().unwrap_or_default().to_owned().into());
-    let http = GuardedOAuthHttp::new(
-        state.connector_http.clone(),
-        state.resolver.clone(),
-        state.config.allow_private_connectors.clone(),
-    );
-    let response = http
+    let response = guarded(state)
         .fetch(request, false)
         .await
         .map_err(|e| e.to_string())?;
@@ -480,21 +714,148 @@ pub async fn access_token(
     let secrets = secret_box(state)?;
     let stored = store::signed_in(&state.db, &secrets, (user_id, connector_id), url)
         .await
-        .map_err(|e| OAuthError::Store(e.to_string()))?
+        .map_err(store_error)?
         .ok_or(OAuthError::NeedsSignIn)?;
-    let mut manager = manager(state, url).await?;
-    manager.set_metadata(stored.metadata);
-    manager
-        .configure_client(stored.client.config())
-        .map_err(setup)?;
-    let credentials =
-        PgCredentialStore::new(state.db.clone(), secrets, (user_id, connector_id), url);
-    manager.set_credential_store(credentials);
+    let manager = stored_manager(
+        state,
+        &secrets,
+        (user_id, connector_id),
+        url,
+        &stored.metadata,
+        &stored.client,
+    )
+    .await?;
     match manager.get_access_token().await {
         Ok(token) => Ok(token),
         Err(AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_)) => {
             Err(OAuthError::NeedsSignIn)
         }
         Err(e) => Err(setup(e)),
+    }
+}
+
+/// Replaces the client of a stored sign-in (its tokens stay: same issuer,
+/// same resource).
+async fn save_client_of(
+    state: &AppState,
+    secrets: &SecretBox,
+    ids: (UserId, ConnectorId),
+    url: &str,
+    signed_in: &store::SignedIn,
+    client: &ClientRecord,
+) -> Result<(), OAuthError> {
+    store::save_client(&state.db, secrets, ids, url, &signed_in.metadata, client)
+        .await
+        .map_err(store_error)
+}
+
+/// rmcp's manager for a stored sign-in of connector `connector_id` at
+/// `url`: the metadata and client of its sign-in, tokens in
+/// [`PgCredentialStore`]. Its token requests send the `resource` the
+/// authorization request sent (a pathless one with the `/` URL parsing
+/// adds, which RFC 3986 §6.2.3 makes the same URI: rmcp sets the exact
+/// string only during discovery, which these requests do not repeat).
+async fn stored_manager(
+    state: &AppState,
+    secrets: &SecretBox,
+    ids: (UserId, ConnectorId),
+    url: &str,
+    metadata: &AuthorizationMetadata,
+    client: &ClientRecord,
+) -> Result<AuthorizationManager, OAuthError> {
+    let base = client.resource_indicator.as_deref().unwrap_or(url);
+    let mut manager = manager(&guarded(state), base).await?;
+    manager.set_metadata(metadata.clone());
+    manager.configure_client(client.config()).map_err(setup)?;
+    manager.set_credential_store(PgCredentialStore::new(
+        state.db.clone(),
+        secrets.clone(),
+        ids,
+        url,
+    ));
+    Ok(manager)
+}
+
+/// The connector at `url` answered its token with HTTP 403 and
+/// `www_authenticate`: when that asks for more access
+/// (`insufficient_scope`), records the union of what the sign-in asked
+/// for, what it was granted and what the challenge names
+/// ([`scopes::step_up`]) as the scopes of the user's next sign-in, at most
+/// [`scopes::MAX_STEP_UPS`] times until the user disconnects. Returns what
+/// to tell the user: [`OAuthError::NeedsMoreAccess`], or
+/// [`OAuthError::StepUpRefused`] with the reason.
+pub async fn step_up(
+    state: &AppState,
+    (user_id, connector_id): (UserId, ConnectorId),
+    url: &str,
+    www_authenticate: &str,
+) -> OAuthError {
+    use rmcp::transport::auth::CredentialStore as _;
+    let recorded = async {
+        let secrets = secret_box(state)?;
+        let signed_in = store::signed_in(&state.db, &secrets, (user_id, connector_id), url)
+            .await
+            .map_err(store_error)?
+            .ok_or(OAuthError::NeedsSignIn)?;
+        let granted = PgCredentialStore::new(
+            state.db.clone(),
+            secrets.clone(),
+            (user_id, connector_id),
+            url,
+        )
+        .load()
+        .await
+        .map_err(store_error)?
+        .map(|c| c.granted_scopes)
+        .unwrap_or_default();
+        let base = reqwest::Url::parse(url).map_err(setup)?;
+        let challenge = scopes::Challenge::parse(www_authenticate, &base);
+        let asked = scopes::union(&signed_in.client.scopes, &granted);
+        let union = scopes::step_up(&asked, &challenge, signed_in.client.step_ups)
+            .map_err(OAuthError::StepUpRefused)?;
+        let client = ClientRecord {
+            scopes: union,
+            step_ups: signed_in.client.step_ups + 1,
+            ..signed_in.client.clone()
+        };
+        save_client_of(
+            state,
+            &secrets,
+            (user_id, connector_id),
+            url,
+            &signed_in,
+            &client,
+        )
+        .await?;
+        Ok::<_, OAuthError>(OAuthError::NeedsMoreAccess {
+            scopes: challenge.scopes.join(" "),
+        })
+    }
+    .await;
+    recorded.unwrap_or_else(|err| err)
+}
+
+/// The connector at `url` refused its token (HTTP 401): the connector
+/// needs a new sign-in (the token was revoked, or the server moved to
+/// another authorization server — SEP-2352: the next sign-in discovers
+/// afresh, and a client registered with another issuer is never reused).
+/// Returns [`OAuthError::NeedsSignIn`].
+pub async fn token_refused(
+    state: &AppState,
+    (user_id, connector_id): (UserId, ConnectorId),
+    url: &str,
+) -> OAuthError {
+    let marked = match secret_box(state) {
+        Ok(secrets) => {
+            PgCredentialStore::new(state.db.clone(), secrets, (user_id, connector_id), url)
+                .needs_sign_in()
+                .await
+                .map_err(store_error)
+        }
+        Err(err) => Err(err),
+    };
+    match marked {
+        Ok(()) => OAuthError::NeedsSignIn,
+        Err(err) => err,
     }
 }

@@ -6,7 +6,10 @@
 //! bounds on what a server sends (DESIGN §2) fails whole: the stored tools
 //! stay exactly as they were.
 
-use super::{ConnectorError, Listed, apply_listing, session::open_session};
+use super::{
+    ConnectorError, Listed, apply_listing,
+    session::{open_session, refused},
+};
 use crate::{AppState, db, mcp};
 use uuid::Uuid;
 
@@ -77,12 +80,14 @@ async fn list(
     id: Uuid,
     url: &str,
 ) -> Result<(String, Vec<Listed>, Vec<mcp::DroppedTool>), ConnectorError> {
-    let unreachable = |e: mcp::McpError| ConnectorError::Unreachable(e.to_string());
     let session = open_session(state, user_id, id, url).await?;
     let protocol_version = session.protocol_version();
     let listed = session.list().await;
     session.close().await;
-    let mcp::ToolListing { tools, dropped, .. } = listed.map_err(unreachable)?;
+    let mcp::ToolListing { tools, dropped, .. } = match listed {
+        Ok(listing) => listing,
+        Err(err) => return Err(refused(state, user_id, id, url, err).await),
+    };
     let listing = tools
         .iter()
         .map(|tool| {

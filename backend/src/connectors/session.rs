@@ -4,6 +4,10 @@
 //! again, loads the user's credentials and opens an MCP session through the
 //! guarded client.
 //!
+//! [`refused`] says what a server's refusal means: for an OAuth connector,
+//! a 403 `insufficient_scope` is a step-up (`oauth::step_up`) and a 401 a
+//! new sign-in (`oauth::token_refused`).
+//!
 //! What it deliberately does not do: list or store tools (`refresh`), or
 //! decide whether a call may run (`gate`, `approvals`).
 
@@ -39,7 +43,6 @@ pub async fn open_session(
     let guarded = check_url(state, url).await?;
     let auth = load_auth(&state.db, state.secrets.as_ref(), user_id, id).await?;
     let mut target = McpTarget::new(guarded.url().clone());
-    let oauth = matches!(auth, Auth::OAuth(_));
     match auth {
         Auth::None => {}
         Auth::Bearer(token) => target.bearer = Some(crate::config::Secret::new(token)),
@@ -61,12 +64,37 @@ pub async fn open_session(
     };
     match mcp::connect(state.connector_http.clone(), &target, &settings).await {
         Ok(session) => Ok(session),
-        // The server refused a token we held as good (revoked, or expired
-        // early): the user must sign in again — said once, not retried.
-        Err(mcp::McpError::Unauthorized { status: 401 }) if oauth => {
-            super::oauth::needs_sign_in(state, (user_id.into(), id.into()), url).await?;
-            Err(super::oauth::OAuthError::NeedsSignIn.into())
-        }
-        Err(e) => Err(ConnectorError::Unreachable(e.to_string())),
+        Err(err) => Err(refused(state, user_id, id, url, err).await),
+    }
+}
+
+/// What a failure of connector `id` of `user_id` at `url` tells the user.
+/// For an OAuth connector, a 403 with a challenge is a step-up: the next
+/// sign-in asks for the scopes it names ([`super::oauth::step_up`], which
+/// bounds the rounds); a 401 means the token is no longer accepted: the
+/// connector needs a new sign-in ([`super::oauth::token_refused`]).
+/// Anything else is [`ConnectorError::Unreachable`] with the error's words.
+pub async fn refused(
+    state: &AppState,
+    user_id: Uuid,
+    id: Uuid,
+    url: &str,
+    err: mcp::McpError,
+) -> ConnectorError {
+    let status = match &err {
+        mcp::McpError::Unauthorized { status, .. } => *status,
+        _ => return ConnectorError::Unreachable(err.to_string()),
+    };
+    let oauth = matches!(
+        load_auth(&state.db, state.secrets.as_ref(), user_id, id).await,
+        Ok(Auth::OAuth(_))
+    );
+    let ids = (user_id.into(), id.into());
+    match (oauth, status, err.auth_challenge()) {
+        (true, 403, Some(challenge)) => super::oauth::step_up(state, ids, url, challenge)
+            .await
+            .into(),
+        (true, 401, _) => super::oauth::token_refused(state, ids, url).await.into(),
+        _ => ConnectorError::Unreachable(err.to_string()),
     }
 }

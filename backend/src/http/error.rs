@@ -139,7 +139,10 @@ impl From<crate::connectors::oauth::OAuthError> for ApiError {
             E::InsecureAuthorizationUrl(_) => Self::Unprocessable(message),
             E::UnknownState => Self::Gone(message),
             E::WrongUser => Self::Forbidden(message),
-            E::ConnectorChanged | E::NeedsSignIn => Self::Conflict(message),
+            E::ConnectorChanged
+            | E::NeedsSignIn
+            | E::NeedsMoreAccess { .. }
+            | E::StepUpRefused(_) => Self::Conflict(message),
             E::Database(e) => Self::Internal(e.into()),
             E::Store(_) => Self::Internal(anyhow::anyhow!(message)),
         }

@@ -37,6 +37,10 @@ pub enum McpError {
     Unauthorized {
         /// 401 or 403.
         status: u16,
+        /// Its `WWW-Authenticate` challenge, when it sent one (what an
+        /// OAuth client discovers from, and a 403's `insufficient_scope`
+        /// with the scopes it wants). Never shown: the server wrote it.
+        challenge: Option<String>,
     },
     /// No answer in time.
     #[error("{}", timeout_message(*.after))]
@@ -119,6 +123,18 @@ fn timeout_message(after: Option<Duration>) -> String {
 }
 
 impl McpError {
+    /// The `WWW-Authenticate` challenge of a 401 or 403, if the server
+    /// sent one.
+    pub fn auth_challenge(&self) -> Option<&str> {
+        match self {
+            Self::Unauthorized {
+                challenge: Some(challenge),
+                ..
+            } => Some(challenge),
+            _ => None,
+        }
+    }
+
     /// Whether the legacy handshake could fare better after the modern one
     /// failed this way: not when the server is unreachable, refuses the
     /// credentials or is out of time.
@@ -277,8 +293,14 @@ fn from_transport(error: &DynamicTransportError, redactor: &Redactor) -> McpErro
 fn from_http(error: &StreamableHttpError<reqwest::Error>, redactor: &Redactor) -> McpError {
     match error {
         StreamableHttpError::Client(error) => from_reqwest(error),
-        StreamableHttpError::AuthRequired(_) => McpError::Unauthorized { status: 401 },
-        StreamableHttpError::InsufficientScope(_) => McpError::Unauthorized { status: 403 },
+        StreamableHttpError::AuthRequired(e) => McpError::Unauthorized {
+            status: 401,
+            challenge: non_empty(&e.www_authenticate_header),
+        },
+        StreamableHttpError::InsufficientScope(e) => McpError::Unauthorized {
+            status: 403,
+            challenge: non_empty(&e.www_authenticate_header),
+        },
         StreamableHttpError::HttpStatus(status) => {
             McpError::Protocol(format!("it answered HTTP {}", status.status))
         }
@@ -314,6 +336,10 @@ fn from_http(error: &StreamableHttpError<reqwest::Error>, redactor: &Redactor) -
     }
 }
 
+fn non_empty(header: &str) -> Option<String> {
+    (!header.trim().is_empty()).then(|| header.to_owned())
+}
+
 /// rmcp reports most unexpected HTTP statuses as `"HTTP 404 Not Found: body"`.
 /// The body is never shown (a server may echo request headers into it).
 fn from_unexpected(text: &str, redactor: &Redactor) -> McpError {
@@ -322,7 +348,10 @@ fn from_unexpected(text: &str, redactor: &Redactor) -> McpError {
         .and_then(|rest| rest.get(..3))
         .and_then(|code| code.parse::<u16>().ok());
     match status {
-        Some(status @ (401 | 403)) => McpError::Unauthorized { status },
+        Some(status @ (401 | 403)) => McpError::Unauthorized {
+            status,
+            challenge: None,
+        },
         Some(status @ 300..=399) => McpError::NotMcp {
             detail: format!(
                 "it redirects elsewhere (HTTP {status}); Countersign does not follow redirects, \
@@ -476,11 +505,17 @@ mod tests {
         let cases = [
             (
                 "HTTP 401 Unauthorized: nope",
-                McpError::Unauthorized { status: 401 },
+                McpError::Unauthorized {
+                    status: 401,
+                    challenge: None,
+                },
             ),
             (
                 "HTTP 403 Forbidden: ",
-                McpError::Unauthorized { status: 403 },
+                McpError::Unauthorized {
+                    status: 403,
+                    challenge: None,
+                },
             ),
             (
                 "HTTP 404 Not Found: <html>",

@@ -15,20 +15,33 @@
 //! keeps it as `stdout.txt`) and exits 1 when connecting, listing or any
 //! call failed.
 //!
-//! What it deliberately does not do: know what a scenario checks, or
-//! anything about OAuth (the `auth/*` scenarios fail at the first 401 until
-//! connectors can sign in). Tools the listing dropped (an invalid
-//! `x-mcp-header`) are never called, even when the context names them: the
-//! product would never offer them.
+//! The `auth/*` scenarios need a sign-in, so the probe runs here as with
+//! `--oauth --oauth-follow` ([`oauth_options`]): the suite's mock
+//! authorization servers redirect back at once; a pre-registered client
+//! comes from the context's `client_id` / `client_secret`, and the Client
+//! ID Metadata Document URL is the one the suite expects
+//! ([`SUITE_CLIENT_METADATA_URL`]: it cannot fetch it, and does not need
+//! to).
+//!
+//! What it deliberately does not do: know what a scenario checks. Tools the
+//! listing dropped (an invalid `x-mcp-header`) are never called, even when
+//! the context names them: the product would never offer them.
 
-use super::{Call, Probe, ProbeError, finish, json_report, open};
-use crate::mcp::{HeadlessAnswer, ToolListing};
+use super::{Call, Connection, Probe, ProbeError, finish, json_report, oauth::OAuthOptions};
+use crate::{
+    config::Secret,
+    mcp::{HeadlessAnswer, ToolListing},
+};
 use serde_json::{Map, Value};
 
 /// The environment variable naming the scenario.
 pub const SCENARIO_VAR: &str = "MCP_CONFORMANCE_SCENARIO";
 /// The environment variable carrying the scenario's context (JSON).
 pub const CONTEXT_VAR: &str = "MCP_CONFORMANCE_CONTEXT";
+
+/// The Client ID Metadata Document URL the suite's CIMD scenarios expect
+/// a client to present (`auth/basic-cimd` checks that it is this one).
+pub const SUITE_CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 /// The scenario whose client must send one tool's input schema back
 /// through another (SEP-1613 / SEP-2106 keyword preservation).
@@ -56,14 +69,15 @@ pub async fn run(probe: &Probe, scenario: &str, context: &Value) -> Result<Strin
     let probe = Probe {
         elicit: probe.elicit.or(Some(HeadlessAnswer::AcceptDefaults)),
         json: true,
+        oauth: Some(oauth_options(probe.oauth.as_ref(), context)),
         ..probe.clone()
     };
-    let session = open(&probe).await?;
+    let mut connection = Connection::open(&probe).await?;
     let result = async {
-        let listing = session.list().await?;
+        let listing = connection.list().await?;
         let mut calls = Vec::new();
         for (tool, arguments) in plan(scenario, context, &listing) {
-            let outcome = session.call_tool(&tool, arguments.clone()).await;
+            let outcome = connection.call_tool(&tool, arguments.clone()).await;
             calls.push(Call {
                 tool,
                 arguments,
@@ -73,10 +87,32 @@ pub async fn run(probe: &Probe, scenario: &str, context: &Value) -> Result<Strin
         Ok::<_, ProbeError>((listing, calls))
     }
     .await;
-    let protocol = session.protocol_version();
-    session.close().await;
+    let protocol = connection.protocol_version();
+    connection.close().await;
     let (listing, calls) = result?;
     finish(json_report(&protocol, &listing, &calls), &calls)
+}
+
+/// How the probe signs in under the suite: as `--oauth --oauth-follow`,
+/// presenting the client the flags name, else the context's `client_id` /
+/// `client_secret` (a pre-registered client), else the suite's CIMD URL
+/// where the authorization server supports CIMD, else dynamic
+/// registration.
+pub fn oauth_options(flags: Option<&OAuthOptions>, context: &Value) -> OAuthOptions {
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
+    let flags = flags.cloned().unwrap_or_default();
+    let (client_id, client_secret) = match flags.client_id {
+        Some(id) => (Some(id), flags.client_secret),
+        None => (text("client_id"), text("client_secret").map(Secret::new)),
+    };
+    OAuthOptions {
+        follow: true,
+        client_id,
+        client_secret,
+        client_metadata_url: flags
+            .client_metadata_url
+            .or_else(|| Some(SUITE_CLIENT_METADATA_URL.to_owned())),
+    }
 }
 
 /// The calls a scenario asks for, in order, among the tools offered:
@@ -252,6 +288,35 @@ mod tests {
             plan_of("json-schema-ref-no-deref").is_empty(),
             "a listing-only scenario"
         );
+    }
+
+    #[test]
+    fn the_suite_signs_in_headlessly_with_the_contexts_client_unless_flags_name_one() {
+        let context = json!({"client_id": "pre-registered-client",
+                             "client_secret": "pre-registered-secret"});
+        let from_context = oauth_options(None, &context);
+        assert!(from_context.follow);
+        assert_eq!(
+            from_context.client_id.as_deref(),
+            Some("pre-registered-client")
+        );
+        assert_eq!(
+            from_context.client_secret.as_ref().map(Secret::expose),
+            Some("pre-registered-secret")
+        );
+        assert_eq!(
+            from_context.client_metadata_url.as_deref(),
+            Some(SUITE_CLIENT_METADATA_URL)
+        );
+
+        let flags = OAuthOptions {
+            client_id: Some("mine".into()),
+            ..OAuthOptions::default()
+        };
+        let chosen = oauth_options(Some(&flags), &context);
+        assert_eq!(chosen.client_id.as_deref(), Some("mine"));
+        assert!(chosen.client_secret.is_none(), "not the context's secret");
+        assert!(oauth_options(None, &Value::Null).client_id.is_none());
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::{
     AppState,
     approvals::{self, Waited},
     audit,
-    connectors::session::open_session,
+    connectors::session::{open_session, refused},
     db, digest,
     gate::{self, AlwaysGrant, Decision, Facts},
     ids::{ChatId, ConnectorId, PendingCallId, TurnId, UserId},
@@ -257,7 +257,17 @@ async fn execute(
             r.text
         }),
         Ok(r) => Ok(r.text),
-        Err(e) => Err(e.to_string()),
+        // A 401/403 means the call did not run; an OAuth connector's
+        // step-up or new sign-in is recorded for the user's next sign-in.
+        Err(e) => Err(refused(
+            state,
+            user_id.into(),
+            tool.connector_id.into(),
+            &tool.url,
+            e,
+        )
+        .await
+        .to_string()),
     }
 }
 

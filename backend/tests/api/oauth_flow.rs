@@ -336,3 +336,129 @@ async fn a_token_the_server_refuses_asks_for_a_new_sign_in_instead_of_retrying()
         "the refused token is not sent again"
     );
 }
+
+/// A demo server whose tokens outlive the test (no refresh in between).
+async fn long_lived_demo() -> DemoServer {
+    DemoServer::start_with_oauth(
+        "127.0.0.1:0".parse().expect("addr"),
+        Duration::from_secs(600),
+    )
+    .await
+    .expect("the demo server")
+}
+
+/// Adds the demo as an OAuth connector of the signed-in user; its id.
+async fn add_oauth_connector(app: &TestApp, demo: &DemoServer) -> String {
+    let res = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Demo notes", "url": demo.mcp_url(), "auth": {"type": "oauth"}}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    res.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+/// Starts a sign-in, allows it, follows the callback; returns the
+/// authorization URL it went through.
+async fn sign_in(app: &TestApp, id: &str) -> Url {
+    let res = app
+        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
+        .await;
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+    let started: Value = res.json().await.expect("JSON");
+    let authorization_url = started["authorization_url"].as_str().expect("URL");
+    let back = allow_at_the_authorization_server(authorization_url).await;
+    let landed = callback(app, &back).await;
+    assert_eq!(
+        query(&landed, "oauth").as_deref(),
+        Some("connected"),
+        "{landed}"
+    );
+    Url::parse(authorization_url).expect("a URL")
+}
+
+/// `POST /api/connectors/{id}/test`: the status and the detail.
+async fn test_connector(app: &TestApp, id: &str) -> (StatusCode, String) {
+    let res = app
+        .post(&format!("/api/connectors/{id}/test"), &json!({}))
+        .await;
+    let status = res.status();
+    let body: Value = res.json().await.unwrap_or_default();
+    (
+        status,
+        body["detail"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_step_up_asks_for_the_union_at_the_next_sign_in_and_stops_after_two() {
+    let demo = long_lived_demo().await;
+    let oauth = demo.oauth().expect("oauth mode");
+    let app = app_for(&demo).await;
+    app.signed_up_user().await;
+    let id = add_oauth_connector(&app, &demo).await;
+    let first = sign_in(&app, &id).await;
+    assert_eq!(query(&first, "scope").as_deref(), Some("notes.read"));
+    assert_eq!(test_connector(&app, &id).await.0, StatusCode::OK);
+
+    for (round, (needed, union)) in [
+        ("notes.write", "notes.read notes.write"),
+        ("notes.admin", "notes.read notes.write notes.admin"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        oauth.require_scope(Some(needed));
+        let (status, detail) = test_connector(&app, &id).await;
+        assert_eq!(status, StatusCode::CONFLICT, "round {round}: {detail}");
+        assert!(
+            detail.contains(&format!("more access ({needed})")),
+            "round {round}: {detail}"
+        );
+        let again = sign_in(&app, &id).await;
+        assert_eq!(
+            query(&again, "scope").as_deref(),
+            Some(union),
+            "round {round}: what was asked and granted, then what the challenge names"
+        );
+        assert_eq!(
+            test_connector(&app, &id).await.0,
+            StatusCode::OK,
+            "round {round}"
+        );
+    }
+
+    // A third step-up is not made: the next sign-in asks for nothing new.
+    oauth.require_scope(Some("notes.audit"));
+    let (status, detail) = test_connector(&app, &id).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{detail}");
+    assert!(detail.contains("stopped asking"), "{detail}");
+    let last = sign_in(&app, &id).await;
+    assert_eq!(
+        query(&last, "scope").as_deref(),
+        Some("notes.read notes.write notes.admin")
+    );
+}
+
+#[tokio::test]
+async fn a_confidential_client_from_dynamic_registration_signs_in_with_its_secret() {
+    let demo = long_lived_demo().await;
+    demo.oauth().expect("oauth mode").confidential_clients();
+    let app = app_for(&demo).await;
+    app.signed_up_user().await;
+    let id = add_oauth_connector(&app, &demo).await;
+
+    sign_in(&app, &id).await;
+
+    assert_eq!(connector(&app, &id).await["oauth_status"], "connected");
+    assert_eq!(test_connector(&app, &id).await.0, StatusCode::OK);
+}

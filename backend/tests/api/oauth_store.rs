@@ -53,6 +53,8 @@ fn client() -> ClientRecord {
         client_secret: Some("client-secret-DO-NOT-LEAK".into()),
         scopes: vec!["matters.read".into()],
         redirect_uri: "https://countersign.example/oauth/callback".into(),
+        step_ups: 0,
+        resource_indicator: None,
     }
 }
 

@@ -3,10 +3,11 @@
 //! the official Python SDK (`py_server.py`), both on 127.0.0.1. They are
 //! installed by `cargo xtask test` (xtask/src/interop.rs) into the folder
 //! named by `COUNTERSIGN_INTEROP_DIR`. Also the `connector probe` CLI, run
-//! as the real binary.
+//! as the real binary (`probe_oauth`: its `--oauth` sign-ins).
 
 mod clients;
 mod probe;
+mod probe_oauth;
 mod refresh;
 #[path = "../support/db.rs"]
 mod test_db;

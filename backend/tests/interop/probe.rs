@@ -4,7 +4,7 @@
 use crate::everything;
 use std::process::{Command, Output};
 
-async fn run_probe(args: &[&str]) -> Output {
+pub(crate) async fn run_probe(args: &[&str]) -> Output {
     let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_countersign"))
@@ -12,6 +12,7 @@ async fn run_probe(args: &[&str]) -> Output {
             .args(&args)
             .env_remove("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS")
             .env_remove("COUNTERSIGN_PROBE_BEARER")
+            .env_remove("COUNTERSIGN_PROBE_CLIENT_SECRET")
             .output()
             .expect("the binary runs")
     })
@@ -19,7 +20,7 @@ async fn run_probe(args: &[&str]) -> Output {
     .expect("the probe task")
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     assert!(
         output.status.success(),
         "probe failed ({}): {}",

@@ -73,6 +73,16 @@ pub struct ClientRecord {
     pub scopes: Vec<String>,
     /// Where the authorization server sends the browser back.
     pub redirect_uri: String,
+    /// Step-ups made since the user last disconnected (`scopes::step_up`):
+    /// while above 0, `scopes` is the union the next sign-in asks for.
+    #[serde(default)]
+    pub step_ups: u32,
+    /// The `resource` parameter (RFC 8707) of its last authorization
+    /// request, exactly as sent (the protected-resource metadata's
+    /// `resource`), which token requests send again; `None` in records
+    /// stored before it was kept (the connector URL is sent then).
+    #[serde(default)]
+    pub resource_indicator: Option<String>,
 }
 
 impl std::fmt::Debug for ClientRecord {
@@ -85,6 +95,8 @@ impl std::fmt::Debug for ClientRecord {
             )
             .field("scopes", &self.scopes)
             .field("redirect_uri", &self.redirect_uri)
+            .field("step_ups", &self.step_ups)
+            .field("resource_indicator", &self.resource_indicator)
             .finish()
     }
 }
