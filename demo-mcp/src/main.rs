@@ -1,17 +1,23 @@
-//! `countersign-demo-mcp [--bind 127.0.0.1:PORT]`: runs the demo MCP server
-//! until Ctrl-C or SIGTERM. A thin shim over the library.
+//! `countersign-demo-mcp [--bind 127.0.0.1:PORT] [--oauth [--token-ttl-secs N]]`:
+//! runs the demo MCP server until Ctrl-C or SIGTERM. A thin shim over the
+//! library.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 const DEFAULT_BIND: &str = "127.0.0.1:3100";
-const USAGE: &str = "usage: countersign-demo-mcp [--bind 127.0.0.1:PORT]\n\
-    Serves the Countersign demo MCP server at http://ADDR/mcp (loopback only; default 127.0.0.1:3100).";
+/// How long an access token lives in OAuth mode unless `--token-ttl-secs`.
+const DEFAULT_TOKEN_TTL_SECS: u64 = 3600;
+const USAGE: &str = "usage: countersign-demo-mcp [--bind 127.0.0.1:PORT] [--oauth [--token-ttl-secs N]]\n\
+    Serves the Countersign demo MCP server at http://ADDR/mcp (loopback only; default 127.0.0.1:3100).\n\
+    --oauth: /mcp then needs a bearer token from the server's own authorization server\n\
+    (sign-in page at http://ADDR/authorize), whose access tokens live N seconds (default 3600).";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let bind = match parse_bind(std::env::args().skip(1)) {
-        Ok(Some(bind)) => bind,
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(Some(args)) => args,
         Ok(None) => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -21,7 +27,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(bind).await {
+    match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("countersign-demo-mcp: {error}");
@@ -30,7 +36,7 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(bind: SocketAddr) -> std::io::Result<()> {
+async fn run(Args { bind, token_ttl }: Args) -> std::io::Result<()> {
     if !bind.ip().is_loopback() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -38,26 +44,69 @@ async fn run(bind: SocketAddr) -> std::io::Result<()> {
         ));
     }
     let listener = tokio::net::TcpListener::bind(bind).await?;
-    println!("Demo MCP server on http://{}/mcp", listener.local_addr()?);
-    countersign_demo_mcp::serve(listener, shutdown_signal()).await
+    let addr = listener.local_addr()?;
+    let oauth = token_ttl.map(|ttl| countersign_demo_mcp::oauth::AuthServer::new(addr, ttl));
+    match &token_ttl {
+        Some(ttl) => println!(
+            "Demo MCP server on http://{addr}/mcp (OAuth: sign in at http://{addr}/authorize, tokens live {}s)",
+            ttl.as_secs()
+        ),
+        None => println!("Demo MCP server on http://{addr}/mcp"),
+    }
+    let state = countersign_demo_mcp::DemoState::new();
+    countersign_demo_mcp::serve_with(listener, state, oauth, shutdown_signal()).await
+}
+
+/// What the command line asked for.
+#[derive(Debug, PartialEq, Eq)]
+struct Args {
+    /// Where to listen.
+    bind: SocketAddr,
+    /// OAuth mode (`--oauth`), with its access tokens' lifetime.
+    token_ttl: Option<Duration>,
 }
 
 /// `Ok(None)` means `--help`.
-fn parse_bind(mut args: impl Iterator<Item = String>) -> Result<Option<SocketAddr>, String> {
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
     let mut bind = DEFAULT_BIND.to_owned();
+    let mut oauth = false;
+    let mut ttl_secs = None;
     while let Some(arg) = args.next() {
-        match arg.as_str() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => {
+                (flag.to_owned(), Some(value.to_owned()))
+            }
+            _ => (arg.clone(), None),
+        };
+        let mut value = |what: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or(format!("{flag} needs {what}"))
+        };
+        match flag.as_str() {
             "-h" | "--help" => return Ok(None),
-            "--bind" => bind = args.next().ok_or("--bind needs an address")?,
-            other => match other.strip_prefix("--bind=") {
-                Some(value) => bind = value.to_owned(),
-                None => return Err(format!("unexpected argument {other:?}")),
-            },
+            "--bind" => bind = value("an address")?,
+            "--oauth" if inline.is_none() => oauth = true,
+            "--token-ttl-secs" => {
+                let text = value("a number of seconds")?;
+                ttl_secs = Some(text.parse::<u64>().ok().filter(|secs| *secs > 0).ok_or(
+                    format!(
+                        "--token-ttl-secs wants a whole number of seconds above 0, not {text:?}"
+                    ),
+                )?);
+            }
+            _ => return Err(format!("unexpected argument {arg:?}")),
         }
     }
-    bind.parse()
-        .map(Some)
-        .map_err(|_| format!("--bind wants IP:PORT, e.g. 127.0.0.1:3100, not {bind:?}"))
+    if ttl_secs.is_some() && !oauth {
+        return Err("--token-ttl-secs only applies with --oauth".into());
+    }
+    let bind = bind
+        .parse()
+        .map_err(|_| format!("--bind wants IP:PORT, e.g. 127.0.0.1:3100, not {bind:?}"))?;
+    let token_ttl = oauth.then(|| Duration::from_secs(ttl_secs.unwrap_or(DEFAULT_TOKEN_TTL_SECS)));
+    Ok(Some(Args { bind, token_ttl }))
 }
 
 async fn shutdown_signal() {
@@ -80,5 +129,101 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {},
         () = terminate => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Option<Args>, String> {
+        parse_args(args.iter().map(|a| (*a).to_owned()))
+    }
+
+    fn addr(text: &str) -> SocketAddr {
+        text.parse().expect("an address")
+    }
+
+    #[test]
+    fn the_flags_read_as_they_did_and_oauth_mode_takes_a_token_lifetime() {
+        for (args, want, why) in [
+            (&[][..], (DEFAULT_BIND, None), "no flags"),
+            (
+                &["--bind", "127.0.0.1:9"][..],
+                ("127.0.0.1:9", None),
+                "--bind ADDR",
+            ),
+            (
+                &["--bind=127.0.0.1:9"][..],
+                ("127.0.0.1:9", None),
+                "--bind=ADDR",
+            ),
+            (
+                &["--oauth"][..],
+                (DEFAULT_BIND, Some(DEFAULT_TOKEN_TTL_SECS)),
+                "OAuth, default lifetime",
+            ),
+            (
+                &["--oauth", "--token-ttl-secs", "5", "--bind", "127.0.0.1:9"][..],
+                ("127.0.0.1:9", Some(5)),
+                "OAuth with a lifetime",
+            ),
+            (
+                &["--token-ttl-secs=7", "--oauth"][..],
+                (DEFAULT_BIND, Some(7)),
+                "any order, inline value",
+            ),
+        ] {
+            let (bind, ttl) = want;
+            assert_eq!(
+                parse(args),
+                Ok(Some(Args {
+                    bind: addr(bind),
+                    token_ttl: ttl.map(Duration::from_secs),
+                })),
+                "{why}"
+            );
+        }
+        assert_eq!(parse(&["--help"]), Ok(None));
+    }
+
+    #[test]
+    fn a_bad_command_line_is_refused_with_the_reason() {
+        for (args, says, why) in [
+            (
+                &["--token-ttl-secs", "5"][..],
+                "only applies with --oauth",
+                "a lifetime without OAuth",
+            ),
+            (
+                &["--oauth", "--token-ttl-secs", "0"][..],
+                "above 0",
+                "a zero lifetime",
+            ),
+            (
+                &["--oauth", "--token-ttl-secs", "soon"][..],
+                "whole number",
+                "not a number",
+            ),
+            (
+                &["--oauth", "--token-ttl-secs"][..],
+                "needs a number",
+                "no value",
+            ),
+            (
+                &["--oauth=yes"][..],
+                "unexpected argument",
+                "--oauth takes no value",
+            ),
+            (&["--bind", "localhost"][..], "IP:PORT", "not an address"),
+            (
+                &["--frobnicate"][..],
+                "unexpected argument",
+                "an unknown flag",
+            ),
+        ] {
+            let refused = parse(args).expect_err(why);
+            assert!(refused.contains(says), "{why}: {refused}");
+        }
     }
 }
