@@ -1,13 +1,16 @@
 // What the journeys share: the guard that fails a test on any CSP
 // violation or page error, screenshots, signing up and out, the demo
-// connector, the offline model and the demo server's own call log and
-// admin routes. Not a spec: Playwright runs only `*.spec.ts`.
+// connector, the offline model and the demo servers' own call logs and
+// admin routes (the plain one, and the one in OAuth mode). Not a spec:
+// Playwright runs only `*.spec.ts`.
 import path from 'node:path';
 import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
 
 // Long, random-looking and unrelated words: passes any strength check.
 export const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
 export const DEMO_ADMIN = process.env.COUNTERSIGN_E2E_DEMO_ADMIN;
+// The demo server in OAuth mode (`--oauth`): its root, http://127.0.0.1:PORT.
+export const OAUTH_DEMO = process.env.COUNTERSIGN_E2E_OAUTH_DEMO;
 export const DEMO_NAME = 'Countersign demo';
 // The offline demo's reply, a summary of the tool result, with room for a
 // slow machine (the server streams one word every 150 ms).
@@ -49,10 +52,10 @@ export async function snap(page: Page, name: string) {
   await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
 }
 
-/** How many times the demo server executed `tool` (its own call log). */
-export async function demoCalls(request: APIRequestContext, tool: string): Promise<number> {
-  expect(DEMO_ADMIN, 'COUNTERSIGN_E2E_DEMO_ADMIN must point at the demo MCP server').toBeTruthy();
-  const response = await request.get(`${DEMO_ADMIN}/admin/calls`);
+/** How many times the demo server (at `admin`, by default the plain one) executed `tool` (its own call log). */
+export async function demoCalls(request: APIRequestContext, tool: string, admin = DEMO_ADMIN): Promise<number> {
+  expect(admin, 'COUNTERSIGN_E2E_DEMO_ADMIN (or _OAUTH_DEMO) must point at the demo MCP server').toBeTruthy();
+  const response = await request.get(`${admin}/admin/calls`);
   expect(response.ok(), 'GET /admin/calls').toBe(true);
   const log = (await response.json()) as { by_tool: Record<string, number> };
   return log.by_tool[tool] ?? 0;

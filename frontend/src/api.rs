@@ -14,7 +14,7 @@ use countersign_api::{
     ActivityEntry, CSRF_HEADER, ChangePasswordRequest, ChatDetail, ChatSummary, Connector,
     ConnectorAuth, ConnectorTool, CreateChatRequest, CreateConnectorRequest, DecideRequest,
     DecideResponse, ErrorBody, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed,
-    MfaEnrolRequest, MfaEnrolment, ModelsResponse, PendingCall, ProviderKeyStatus,
+    MfaEnrolRequest, MfaEnrolment, ModelsResponse, OAuthStart, PendingCall, ProviderKeyStatus,
     ReviewToolsRequest, SendMessageRequest, SessionInfo, SessionResponse, SetProviderKeyRequest,
     SignupRequest, TurnAccepted, UpdateChatRequest, UpdateConnectorRequest,
 };
@@ -398,6 +398,24 @@ pub async fn set_connector_auth(
         ..UpdateConnectorRequest::default()
     };
     fetch_json(with_csrf(Request::patch(&url), csrf_token).json(&body)).await
+}
+
+/// `POST /api/connectors/{id}/oauth/start`: where to send the browser to
+/// sign in (the authorization server's page, with this request's `state`).
+/// 409 when the connector does not use OAuth.
+pub async fn start_connector_sign_in(
+    csrf_token: &str,
+    connector_id: &str,
+) -> Result<OAuthStart, ApiError> {
+    let url = format!("/api/connectors/{}/oauth/start", segment(connector_id));
+    fetch_json(with_csrf(Request::post(&url), csrf_token).build()).await
+}
+
+/// `DELETE /api/connectors/{id}/oauth` (204): signs the connector out,
+/// revoking its tokens where the authorization server offers it.
+pub async fn sign_out_connector(csrf_token: &str, connector_id: &str) -> Result<(), ApiError> {
+    let url = format!("/api/connectors/{}/oauth", segment(connector_id));
+    fetch_empty(with_csrf(Request::delete(&url), csrf_token).build()).await
 }
 
 /// `GET /api/mcp-pending-calls`: the caller's calls waiting for a decision,

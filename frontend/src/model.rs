@@ -6,8 +6,9 @@
 //!
 //! What belongs here: turning wire types into words, rows and states
 //! ([`transcript`], [`approval`], [`tool_review`], [`activity`],
-//! [`security`], [`when`]), rendering Markdown safely ([`markdown`]) and the
-//! step-up's retry rule ([`step_up`]). What does not: anything that holds a
+//! [`security`], [`when`], connector sign-in in [`oauth`]), rendering
+//! Markdown safely ([`markdown`]) and the step-up's retry rule
+//! ([`step_up`]). What does not: anything that holds a
 //! signal, builds a URL, calls `fetch`, opens a stream or asks the browser
 //! (the session, the chat list, [`crate::api`], [`crate::sse`],
 //! [`crate::clock`]); those take or give the values these functions use.
@@ -16,6 +17,7 @@
 pub mod activity;
 pub mod approval;
 pub mod markdown;
+pub mod oauth;
 pub mod security;
 pub mod step_up;
 pub mod tool_review;

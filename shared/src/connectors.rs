@@ -104,7 +104,7 @@ pub struct Connector {
     pub url: String,
     /// The host Countersign connects to (the card's "destination").
     pub host: String,
-    /// `none`, `bearer` or `headers`.
+    /// `none`, `bearer`, `headers` or `oauth`.
     pub auth_type: AuthType,
     /// A bearer token is stored.
     pub token_set: bool,

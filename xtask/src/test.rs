@@ -151,12 +151,29 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
     run(cargo().args(["build", "-p", "countersign-demo-mcp"]))?;
     bootstrap_db(cluster, "e2e", "e2e", "e2e")?;
 
-    // The demo MCP server the connector journeys add.
+    // The demo MCP server the connector journeys add, and a second one in
+    // OAuth mode (its own loopback authorization server) for the connector
+    // sign-in journey.
     let demo_port = free_port()?;
     let demo_addr = format!("127.0.0.1:{demo_port}");
+    let oauth_demo_addr = format!("127.0.0.1:{}", free_port()?);
     let mut demo = spawn(
         cmd(server_bin().with_file_name("countersign-demo-mcp")).args(["--bind", &demo_addr]),
     )?;
+    let oauth_demo = spawn(
+        cmd(server_bin().with_file_name("countersign-demo-mcp")).args([
+            "--bind",
+            &oauth_demo_addr,
+            "--oauth",
+        ]),
+    );
+    let mut oauth_demo = match oauth_demo {
+        Ok(oauth_demo) => oauth_demo,
+        Err(err) => {
+            terminate(&mut demo);
+            return Err(err);
+        }
+    };
 
     let port = free_port()?;
     let server = spawn(
@@ -173,7 +190,10 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
                 crate::root().join("frontend/dist"),
             )
             .env("RUST_LOG", "warn")
-            .env("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS", &demo_addr)
+            .env(
+                "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",
+                format!("{demo_addr},{oauth_demo_addr}"),
+            )
             .env(
                 "COUNTERSIGN_DEMO_CONNECTOR_URL",
                 format!("http://{demo_addr}/mcp"),
@@ -184,11 +204,11 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
                 "COUNTERSIGN_SECRET_KEY",
                 "4e2f1c9d8b7a6f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6",
             )
-            // Short enough for the expiry test to wait out, long enough
-            // for every other test to click in time.
             // Every spec signs up its own users from 127.0.0.1: the per-IP
             // sign-up limit (10 a window by default) would stop the suite.
             .env("COUNTERSIGN_SIGNUP_MAX_PER_IP", "1000")
+            // Short enough for the expiry test to wait out, long enough
+            // for every other test to click in time.
             .env("COUNTERSIGN_APPROVAL_TTL_SECS", "40")
             .env("COUNTERSIGN_APPROVAL_WAIT_SECS", E2E_APPROVAL_WAIT_SECS)
             .env(
@@ -199,6 +219,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
     let mut server = match server {
         Ok(server) => server,
         Err(err) => {
+            terminate(&mut oauth_demo);
             terminate(&mut demo);
             return Err(err);
         }
@@ -212,11 +233,16 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
                     .current_dir(crate::root().join("e2e"))
                     .env("COUNTERSIGN_E2E_BASE_URL", &base_url)
                     .env("COUNTERSIGN_E2E_APPROVAL_WAIT_SECS", E2E_APPROVAL_WAIT_SECS)
-                    .env("COUNTERSIGN_E2E_DEMO_ADMIN", format!("http://{demo_addr}")),
+                    .env("COUNTERSIGN_E2E_DEMO_ADMIN", format!("http://{demo_addr}"))
+                    .env(
+                        "COUNTERSIGN_E2E_OAUTH_DEMO",
+                        format!("http://{oauth_demo_addr}"),
+                    ),
                 counts,
             )
         });
     terminate(&mut server);
+    terminate(&mut oauth_demo);
     terminate(&mut demo);
     result
 }

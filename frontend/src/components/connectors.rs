@@ -7,16 +7,20 @@
 //!
 //! Credentials are write-only (DESIGN §3): the server answers "token set"
 //! and header *names*, never values, and so does this section; "Change
-//! credentials" replaces them. Turning trust on and changing credentials may
+//! credentials" replaces them. An OAuth connector is signed in to on its
+//! authorization server's own page (Sign in on its row); the section shows
+//! the outcome once when the browser comes back. Turning trust on and changing credentials may
 //! ask for a two-factor code first ([`StepUp`]). Refusals
 //! (a private address, a bad URL, a taken name) are the server's words,
 //! shown inline. Nothing here judges a server or its tools.
 //!
 //! [`ConnectorsSection`] is the section; one file per piece of it:
 //! `store.rs` (the list as the server last answered it), `row.rs` (one
-//! connector and its actions), `trust_toggle.rs`, `change_credentials.rs`,
-//! `available_offers.rs`, `add_form.rs`, and `auth_fields.rs` (the
-//! credentials fields and custom-header rows both forms share).
+//! connector and its actions), `sign_in.rs` (an OAuth connector's sign-in
+//! and the line after coming back from it), `trust_toggle.rs`,
+//! `change_credentials.rs`, `available_offers.rs`, `add_form.rs`, and
+//! `auth_fields.rs` (the credentials fields, custom-header rows and OAuth
+//! client fields both forms share).
 //!
 //! [`ToolReviewList`]: crate::components::ToolReviewList
 //! [`StepUp`]: crate::components::StepUp
@@ -26,6 +30,7 @@ mod auth_fields;
 mod available_offers;
 mod change_credentials;
 mod row;
+mod sign_in;
 mod store;
 mod trust_toggle;
 
@@ -34,11 +39,18 @@ use leptos::prelude::*;
 use add_form::AddConnectorForm;
 use available_offers::AvailableOffers;
 use row::ConnectorRow;
+use sign_in::SignInReturnLine;
 use store::ConnectorStore;
+
+use crate::model::oauth::SignInReturn;
 
 /// The whole section.
 #[component]
-pub fn ConnectorsSection() -> impl IntoView {
+pub fn ConnectorsSection(
+    /// Where a connector sign-in just left the browser (Settings' query),
+    /// shown once at the top of the section.
+    sign_in_return: Option<SignInReturn>,
+) -> impl IntoView {
     let store = ConnectorStore::new();
 
     let list_view = move || match store.list.with(|l| {
@@ -66,6 +78,7 @@ pub fn ConnectorsSection() -> impl IntoView {
             <p>
                 "The MCP servers whose tools the assistant may use. After adding one, review its tools: only the tools you keep are offered to the assistant, and each call still asks you unless you decide otherwise."
             </p>
+            {sign_in_return.map(|outcome| view! { <SignInReturnLine outcome=outcome store=store /> })}
             // Later loads (after Test, Refresh, a review) keep the list.
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {list_view}

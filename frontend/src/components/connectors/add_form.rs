@@ -1,6 +1,6 @@
 //! "Add a connector": name, server URL and credentials.
 
-use countersign_api::CreateConnectorRequest;
+use countersign_api::{AuthType, CreateConnectorRequest};
 use leptos::prelude::*;
 
 use super::auth_fields::{AuthDraft, AuthFields};
@@ -23,7 +23,14 @@ pub(super) fn AddConnectorForm(store: ConnectorStore) -> impl IntoView {
             let created = api::create_connector(&csrf, &body)
                 .await
                 .map_err(|failure| failure.detail)?;
-            let notice = format!("Added “{}”. Test it, then review its tools.", created.name);
+            let notice = if created.auth_type == AuthType::OAuth {
+                format!(
+                    "Added “{}”. Sign in to it, then review its tools.",
+                    created.name
+                )
+            } else {
+                format!("Added “{}”. Test it, then review its tools.", created.name)
+            };
             store.upsert(created);
             name.set(String::new());
             url.set(String::new());

@@ -1,12 +1,14 @@
 //! One connector in the list: what the server last answered about it (status,
 //! destination, authentication, protocol, tool counts, standing rules, the
 //! last error, tools not offered), and Test, Refresh, Review tools, Change
-//! credentials and Delete (which asks first).
+//! credentials and Delete (which asks first). An OAuth connector also shows
+//! its sign-in ([`SignInControls`]).
 
 use countersign_api::{AuthType, Connector, ConnectorStatus};
 use leptos::prelude::*;
 
 use super::change_credentials::ChangeCredentials;
+use super::sign_in::{SignInControls, error_is_about_sign_in};
 use super::store::ConnectorStore;
 use super::trust_toggle::TrustToggle;
 use crate::api;
@@ -43,8 +45,10 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
     let editing = RwSignal::new(false);
     let credentials_notice = RwSignal::new(None::<String>);
     let credentials_id = id.clone();
+    let sign_in_id = id.clone();
     let id_for_action = id.clone();
     let edit_button = NodeRef::<leptos::html::Button>::new();
+    let sign_in_button = NodeRef::<leptos::html::Button>::new();
     // Closing the form puts the keyboard back on its button.
     let close_credentials = move |notice: Option<String>| {
         credentials_notice.set(notice);
@@ -87,9 +91,21 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                 }
                 Err(failure) => {
                     store.reload();
+                    let oauth = connector.with_untracked(|c| c.as_ref().map(|c| c.auth_type))
+                        == Some(AuthType::OAuth);
                     // 502 and 422 are stored as the connector's
-                    // `last_error`, which the reload brings in.
+                    // `last_error`, which the reload brings in; so is an
+                    // OAuth connector's 409 "Sign in to this connector
+                    // again.", shown beside its Sign in button, where the
+                    // keyboard goes.
                     if matches!(failure.status, Some(422 | 502)) {
+                        Ok(())
+                    } else if oauth && failure.is_conflict() {
+                        request_animation_frame(move || {
+                            if let Some(button) = sign_in_button.get_untracked() {
+                                let _ = button.focus();
+                            }
+                        });
                         Ok(())
                     } else {
                         Err(failure.detail)
@@ -115,13 +131,16 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
         Some(ConnectorStatus::Error) => "Error",
         _ => "Not tested yet",
     };
+    // An OAuth connector's sign-in error is shown by its Sign in button.
     let stored_error = move || {
         connector.with(|c| {
             c.as_ref()
-                .filter(|c| c.status == ConnectorStatus::Error)
+                .filter(|c| c.status == ConnectorStatus::Error && !error_is_about_sign_in(c))
                 .and_then(|c| c.last_error.clone())
         })
     };
+    let uses_oauth =
+        move || connector.with(|c| c.as_ref().is_some_and(|c| c.auth_type == AuthType::OAuth));
     let auth_text = move || {
         connector.with(|c| match c {
             Some(c) if c.auth_type == AuthType::Bearer && c.token_set => {
@@ -131,6 +150,7 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
             Some(c) if c.auth_type == AuthType::Headers => {
                 format!("Custom headers: {}", c.header_names.join(", "))
             }
+            Some(c) if c.auth_type == AuthType::OAuth => "OAuth sign-in".to_owned(),
             _ => "No authentication".to_owned(),
         })
     };
@@ -198,6 +218,9 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                     </div>
                 })}
             </dl>
+            <Show when=uses_oauth>
+                <SignInControls id=sign_in_id.clone() connector=connector store=store button=sign_in_button />
+            </Show>
             {move || stored_error().map(|text| view! {
                 <p class="connector-last-error" data-testid="connector-last-error">
                     {text}
