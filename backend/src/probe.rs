@@ -99,18 +99,18 @@ pub(crate) struct Call {
     outcome: Result<ToolResult, ProbeError>,
 }
 
-/// Runs the probe; returns the report (lines of text, or one JSON
-/// document with `--json`).
-pub async fn probe(probe: &Probe) -> Result<String, ProbeError> {
-    let call = match &probe.call {
-        Some((name, args)) => Some((name.clone(), parse_args(args)?)),
-        None => None,
-    };
+/// Connects, lists, makes the calls `plan` picks from the listing (each
+/// outcome kept, a failure included), and closes: `(protocol, listing,
+/// calls)`.
+pub(crate) async fn list_and_call(
+    probe: &Probe,
+    plan: impl FnOnce(&mcp::ToolListing) -> Vec<(String, Map<String, Value>)>,
+) -> Result<(String, mcp::ToolListing, Vec<Call>), ProbeError> {
     let mut connection = Connection::open(probe).await?;
     let result = async {
         let listing = connection.list().await?;
         let mut calls = Vec::new();
-        if let Some((tool, arguments)) = call {
+        for (tool, arguments) in plan(&listing) {
             let outcome = connection.call_tool(&tool, arguments.clone()).await;
             calls.push(Call {
                 tool,
@@ -124,6 +124,17 @@ pub async fn probe(probe: &Probe) -> Result<String, ProbeError> {
     let protocol = connection.protocol_version();
     connection.close().await;
     let (listing, calls) = result?;
+    Ok((protocol, listing, calls))
+}
+
+/// Runs the probe; returns the report (lines of text, or one JSON
+/// document with `--json`).
+pub async fn probe(probe: &Probe) -> Result<String, ProbeError> {
+    let call = match &probe.call {
+        Some((name, args)) => Some((name.clone(), parse_args(args)?)),
+        None => None,
+    };
+    let (protocol, listing, calls) = list_and_call(probe, |_| call.into_iter().collect()).await?;
     let report = if probe.json {
         json_report(&protocol, &listing, &calls)
     } else {

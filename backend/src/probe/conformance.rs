@@ -27,7 +27,7 @@
 //! listing dropped (an invalid `x-mcp-header`) are never called, even when
 //! the context names them: the product would never offer them.
 
-use super::{Call, Connection, Probe, ProbeError, finish, json_report, oauth::OAuthOptions};
+use super::{Probe, ProbeError, finish, json_report, list_and_call, oauth::OAuthOptions};
 use crate::{
     config::Secret,
     mcp::{HeadlessAnswer, ToolListing},
@@ -72,24 +72,8 @@ pub async fn run(probe: &Probe, scenario: &str, context: &Value) -> Result<Strin
         oauth: Some(oauth_options(probe.oauth.as_ref(), context)),
         ..probe.clone()
     };
-    let mut connection = Connection::open(&probe).await?;
-    let result = async {
-        let listing = connection.list().await?;
-        let mut calls = Vec::new();
-        for (tool, arguments) in plan(scenario, context, &listing) {
-            let outcome = connection.call_tool(&tool, arguments.clone()).await;
-            calls.push(Call {
-                tool,
-                arguments,
-                outcome,
-            });
-        }
-        Ok::<_, ProbeError>((listing, calls))
-    }
-    .await;
-    let protocol = connection.protocol_version();
-    connection.close().await;
-    let (listing, calls) = result?;
+    let (protocol, listing, calls) =
+        list_and_call(&probe, |listing| plan(scenario, context, listing)).await?;
     finish(json_report(&protocol, &listing, &calls), &calls)
 }
 

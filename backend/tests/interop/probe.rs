@@ -2,22 +2,24 @@
 //! and server-everything.
 
 use crate::everything;
-use std::process::{Command, Output};
+use std::process::Output;
+
+/// `countersign connector probe ARGS`, without the probe's settings from
+/// this environment; killed if dropped before it exits.
+pub(crate) fn probe_command<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"));
+    command
+        .args(["connector", "probe"])
+        .args(args)
+        .env_remove("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS")
+        .env_remove("COUNTERSIGN_PROBE_BEARER")
+        .env_remove("COUNTERSIGN_PROBE_CLIENT_SECRET")
+        .kill_on_drop(true);
+    command
+}
 
 pub(crate) async fn run_probe(args: &[&str]) -> Output {
-    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-    tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_countersign"))
-            .args(["connector", "probe"])
-            .args(&args)
-            .env_remove("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS")
-            .env_remove("COUNTERSIGN_PROBE_BEARER")
-            .env_remove("COUNTERSIGN_PROBE_CLIENT_SECRET")
-            .output()
-            .expect("the binary runs")
-    })
-    .await
-    .expect("the probe task")
+    probe_command(args).output().await.expect("the binary runs")
 }
 
 pub(crate) fn stdout(output: &Output) -> String {

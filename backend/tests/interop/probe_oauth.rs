@@ -3,7 +3,7 @@
 //! server, a step-up, what a 401 says without `--oauth`, and the bound on
 //! step-ups against a server that never has enough.
 
-use super::probe::{run_probe, stdout};
+use super::probe::{probe_command, run_probe, stdout};
 use axum::{
     Json, Router,
     extract::{Query, State},
@@ -15,9 +15,9 @@ use countersign_demo_mcp::DemoServer;
 use serde_json::{Value, json};
 use std::{
     collections::HashMap,
-    process::{Command, Output, Stdio},
+    process::Output,
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 /// The demo server in OAuth mode, signing in without a page.
@@ -228,30 +228,11 @@ impl Greedy {
 
 /// Runs the probe; `None` when it had to be killed after `limit`.
 async fn run_probe_within(args: Vec<String>, limit: Duration) -> Option<Output> {
-    tokio::task::spawn_blocking(move || {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_countersign"))
-            .args(["connector", "probe"])
-            .args(&args)
-            .env_remove("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS")
-            .env_remove("COUNTERSIGN_PROBE_BEARER")
-            .env_remove("COUNTERSIGN_PROBE_CLIENT_SECRET")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the binary runs");
-        let deadline = Instant::now() + limit;
-        while child.try_wait().expect("waits").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Some(child.wait_with_output().expect("output"))
-    })
-    .await
-    .expect("the probe task")
+    // On the timeout the output future is dropped, which kills the probe.
+    tokio::time::timeout(limit, probe_command(&args).output())
+        .await
+        .ok()
+        .map(|output| output.expect("the binary runs"))
 }
 
 #[tokio::test]
