@@ -2,7 +2,10 @@
 //! one of these as JSON, tagged by `type`; the SSE `id:` is the event's
 //! sequence number in the chat.
 
-use crate::vocab::{CallOrigin, GrantKind, NoProseReason, Resolution, ToolCallStatus, TurnEnding};
+use crate::vocab::{
+    CallOrigin, GrantKind, InputMode, InputRequestStatus, NoProseReason, Resolution, ToolCallStatus,
+    TurnEnding,
+};
 use serde::{Deserialize, Serialize};
 
 /// One event. Every event of a turn carries that turn's `turn_id`.
@@ -92,6 +95,45 @@ pub enum ChatEvent {
         id: String,
         /// `approved`, `denied` or `expired`.
         decision: Resolution,
+    },
+    /// A running MCP call's server asks the user for input (DESIGN §6a):
+    /// the question as stored.
+    McpInputRequired {
+        /// The turn.
+        turn_id: String,
+        /// `POST /api/mcp-input-requests/{id}` answers it.
+        id: String,
+        /// The model's id for the tool call that asks (matches
+        /// `tool_call.id`).
+        call_id: String,
+        /// The connector that asks.
+        connector_name: String,
+        /// The tool whose call asks.
+        tool_name: String,
+        /// `form` or `url`.
+        mode: InputMode,
+        /// The server's message (plain text).
+        message: String,
+        /// Form mode: the requested schema.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested_schema: Option<serde_json::Value>,
+        /// URL mode: the URL as sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        /// URL mode: its host.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url_host: Option<String>,
+        /// RFC 3339, by the database's clock: the turn stops waiting then.
+        decide_by: String,
+    },
+    /// An input request was answered, or ended unanswered.
+    McpInputResolved {
+        /// The turn.
+        turn_id: String,
+        /// The input request.
+        id: String,
+        /// `accepted`, `declined`, `cancelled` or `expired`.
+        status: InputRequestStatus,
     },
     /// An MCP tool call ran (or could not run).
     McpToolCall {

@@ -14,6 +14,7 @@ pub mod chat;
 pub mod connectors;
 pub mod error;
 pub mod events;
+pub mod inputs;
 pub mod vocab;
 
 pub use approvals::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
@@ -25,9 +26,10 @@ pub use chat::*;
 pub use connectors::*;
 pub use error::ErrorBody;
 pub use events::{ChatEvent, ChatEventMessage};
+pub use inputs::{InputAnswer, InputAnswered, InputRequest};
 pub use vocab::{
     ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, ConnectorStatus,
-    Decision, GrantKind, MessageStatus, NoProseReason, OAuthStatus, PendingCallStatus, Resolution,
+    Decision, GrantKind, InputAction, InputMode, InputRequestStatus, MessageStatus, NoProseReason, OAuthStatus, PendingCallStatus, Resolution,
     ReviewState, ToolCallStatus, TurnEnding, UnknownWord,
 };
 

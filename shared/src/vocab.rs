@@ -411,6 +411,59 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// How a server asks the user for input (DESIGN §6a): a form from a
+    /// requested schema, or a URL to open.
+    pub enum InputMode {
+        /// Fields from `requested_schema`.
+        Form = "form",
+        /// A page the user may open.
+        Url = "url",
+    }
+}
+
+vocabulary! {
+    /// The `action` of `POST /api/mcp-input-requests/{id}`: the three
+    /// answers MCP gives a server.
+    pub enum InputAction {
+        /// Send the content (form) or say the URL was opened (url).
+        Accept = "accept",
+        /// Say no.
+        Decline = "decline",
+        /// Dismiss without choosing.
+        Cancel = "cancel",
+    }
+}
+
+vocabulary! {
+    /// Where an input request stands: `pending → accepted | declined |
+    /// cancelled | expired`.
+    pub enum InputRequestStatus {
+        /// Waiting for the user.
+        Pending = "pending",
+        /// The user answered (the content went to the server).
+        Accepted = "accepted",
+        /// The user said no.
+        Declined = "declined",
+        /// The user dismissed it, or the turn stopped.
+        Cancelled = "cancelled",
+        /// Nobody answered in time.
+        Expired = "expired",
+    }
+}
+
+impl InputRequestStatus {
+    /// The status an answer leads to.
+    pub fn of(action: InputAction) -> Self {
+        match action {
+            InputAction::Accept => Self::Accepted,
+            InputAction::Decline => Self::Declined,
+            InputAction::Cancel => Self::Cancelled,
+            InputAction::Unknown => Self::Unknown,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -511,6 +564,33 @@ mod tests {
                 (Expired, "expired"),
             ],
         );
+    }
+
+    #[test]
+    fn input_words_are_their_wire_words() {
+        use InputAction::*;
+        check(
+            InputAction::ALL,
+            &[(Accept, "accept"), (Decline, "decline"), (Cancel, "cancel")],
+        );
+        check(
+            InputMode::ALL,
+            &[(InputMode::Form, "form"), (InputMode::Url, "url")],
+        );
+        use InputRequestStatus as S;
+        check(
+            S::ALL,
+            &[
+                (S::Pending, "pending"),
+                (S::Accepted, "accepted"),
+                (S::Declined, "declined"),
+                (S::Cancelled, "cancelled"),
+                (S::Expired, "expired"),
+            ],
+        );
+        assert_eq!(S::of(Accept), S::Accepted);
+        assert_eq!(S::of(Decline), S::Declined);
+        assert_eq!(S::of(Cancel), S::Cancelled);
     }
 
     #[test]

@@ -523,6 +523,8 @@ impl Transcript {
             | ChatEvent::McpConfirmationRequired { turn_id, .. }
             | ChatEvent::McpConfirmationResolved { turn_id, .. }
             | ChatEvent::McpToolCall { turn_id, .. }
+            | ChatEvent::McpInputRequired { turn_id, .. }
+            | ChatEvent::McpInputResolved { turn_id, .. }
             | ChatEvent::Error { turn_id, .. }
             | ChatEvent::TurnFinished { turn_id, .. } => turn_id.clone(),
             ChatEvent::Unknown => return Applied::default(),
@@ -722,6 +724,8 @@ impl Transcript {
                 turn.settle();
                 applied.turn_finished = true;
             }
+            // The input card (DESIGN §6a) is not drawn yet.
+            ChatEvent::McpInputRequired { .. } | ChatEvent::McpInputResolved { .. } => {}
             ChatEvent::Unknown => {}
         }
         applied
