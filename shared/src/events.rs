@@ -3,8 +3,8 @@
 //! sequence number in the chat.
 
 use crate::vocab::{
-    CallOrigin, GrantKind, InputMode, InputRequestStatus, NoProseReason, Resolution, ToolCallStatus,
-    TurnEnding,
+    CallOrigin, GrantKind, InputMode, InputRequestStatus, NoProseReason, Resolution,
+    ToolCallStatus, TurnEnding,
 };
 use serde::{Deserialize, Serialize};
 

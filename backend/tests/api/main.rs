@@ -15,6 +15,7 @@ mod hardening;
 mod health;
 mod helpers;
 mod host;
+mod inputs;
 mod mfa;
 mod oauth_flow;
 mod oauth_store;
