@@ -18,6 +18,7 @@ mod host;
 mod mfa;
 mod oauth_flow;
 mod oauth_store;
+mod py_oauth;
 mod rls;
 mod server_bounds;
 #[path = "../support/db.rs"]
