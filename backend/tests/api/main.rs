@@ -19,6 +19,7 @@ mod inputs;
 mod mfa;
 mod oauth_flow;
 mod oauth_store;
+mod py_oauth;
 mod rls;
 mod server_bounds;
 #[path = "../support/db.rs"]

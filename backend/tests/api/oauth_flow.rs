@@ -36,7 +36,8 @@ async fn app_for(demo: &DemoServer) -> TestApp {
     .await
 }
 
-fn query(url: &Url, key: &str) -> Option<String> {
+/// The value of `key` in `url`'s query.
+pub(crate) fn query(url: &Url, key: &str) -> Option<String> {
     url.query_pairs()
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.into_owned())
@@ -67,7 +68,7 @@ async fn allow_at_the_authorization_server(authorization_url: &str) -> Url {
 
 /// Follows the callback as the signed-in browser; returns the Settings URL
 /// it lands on.
-async fn callback(app: &TestApp, back: &Url) -> Url {
+pub(crate) async fn callback(app: &TestApp, back: &Url) -> Url {
     let res = app
         .client
         .get(back.as_str())
