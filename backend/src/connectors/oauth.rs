@@ -914,6 +914,32 @@ pub async fn token_refused(
     }
 }
 
+/// Whether connector `connector_id` of `user_id` at `url` is an OAuth
+/// connector without a sign-in for that URL (never signed in, a refused
+/// refresh or token, or a new URL): what the chat offers "Sign in to
+/// <connector> again" for, after a call that failed.
+pub async fn needs_sign_in(
+    state: &AppState,
+    (user_id, connector_id): (UserId, ConnectorId),
+    url: &str,
+) -> bool {
+    let secrets = state.secrets.as_ref();
+    let oauth = matches!(
+        super::load_auth(&state.db, secrets, user_id.into(), connector_id.into()).await,
+        Ok(super::Auth::OAuth(_))
+    );
+    if !oauth {
+        return false;
+    }
+    let Ok(secrets) = secret_box(state) else {
+        return false;
+    };
+    matches!(
+        store::signed_in(&state.db, &secrets, (user_id, connector_id), url).await,
+        Ok(None)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::refresh_early;

@@ -728,6 +728,9 @@ async fn report(
     origin: Origin,
 ) -> ToolOutcome {
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let ids = (run.ctx.user_id, tool.connector_id);
+    let sign_in = outcome.is_err()
+        && crate::connectors::oauth::needs_sign_in(run.state, ids, &tool.url).await;
     run.events
         .emit(ChatEvent::McpToolCall {
             turn_id: run.ctx.turn_id.to_string(),
@@ -740,6 +743,7 @@ async fn report(
             duration_ms,
             origin: origin.kind,
             approved_at: origin.approved_at,
+            sign_in_connector_id: sign_in.then(|| tool.connector_id.to_string()),
         })
         .await;
     let mut result = match outcome {

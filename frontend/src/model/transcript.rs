@@ -1193,6 +1193,7 @@ mod tests {
             duration_ms: 42,
             origin: Some(CallOrigin::Approved),
             approved_at: None,
+            sign_in_connector_id: None,
         }
     }
 
@@ -1592,6 +1593,7 @@ mod tests {
             duration_ms: 7,
             origin,
             approved_at: None,
+            sign_in_connector_id: None,
         }
     }
 
@@ -1724,6 +1726,7 @@ mod tests {
                 duration_ms: 9,
                 origin: Some(CallOrigin::Approved),
                 approved_at: Some(approved_at.into()),
+                sign_in_connector_id: None,
             },
             tool_call("t1", "c2"),
             ran_under("t1", "c2", Some(CallOrigin::TurnGrant)),
