@@ -86,6 +86,19 @@ pub struct ToolCall {
     pub duration_ms: Option<u64>,
     /// What let it run, when the server said (`mcp_tool_call`).
     pub origin: Option<Origin>,
+    /// It failed because its OAuth connector needs a new sign-in: the
+    /// chat offers "Sign in to <connector> again".
+    pub sign_in: Option<SignInAgain>,
+}
+
+/// The connector a failed call needs a new sign-in for
+/// (`mcp_tool_call.sign_in_connector_id`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInAgain {
+    /// `POST /api/connectors/{id}/oauth/start` starts it.
+    pub connector_id: String,
+    /// Its name, for the button.
+    pub connector_name: String,
 }
 
 /// What let an MCP call run: the `origin` of its `mcp_tool_call` event.
@@ -579,6 +592,7 @@ impl Transcript {
                         approval: None,
                         duration_ms: None,
                         origin: None,
+                        sign_in: None,
                     })),
                 }
             }
@@ -604,6 +618,7 @@ impl Transcript {
                         approval: None,
                         duration_ms: None,
                         origin: None,
+                        sign_in: None,
                     })),
                 }
             }
@@ -649,6 +664,7 @@ impl Transcript {
                         approval: None,
                         duration_ms: None,
                         origin: None,
+                        sign_in: None,
                     }));
                 }
                 if let Some(call) = turn.call_mut(&call_id, &id) {
@@ -687,12 +703,14 @@ impl Transcript {
             ChatEvent::McpToolCall {
                 id,
                 call_id,
+                connector_name,
                 tool_name,
                 status,
                 error,
                 duration_ms,
                 origin,
                 approved_at,
+                sign_in_connector_id,
                 ..
             } => {
                 let state = if status == ToolCallStatus::Ok {
@@ -701,11 +719,16 @@ impl Transcript {
                     ToolState::Error(error)
                 };
                 let origin = Origin::from_event(origin, approved_at);
+                let sign_in = sign_in_connector_id.map(|connector_id| SignInAgain {
+                    connector_id,
+                    connector_name,
+                });
                 match turn.call_mut(&call_id, &id) {
                     Some(call) => {
                         call.state = state;
                         call.duration_ms = Some(duration_ms);
                         call.origin = origin;
+                        call.sign_in = sign_in;
                     }
                     None => turn.segments.push(Segment::Tool(ToolCall {
                         id: if call_id.is_empty() { id } else { call_id },
@@ -715,6 +738,7 @@ impl Transcript {
                         approval: None,
                         duration_ms: Some(duration_ms),
                         origin,
+                        sign_in,
                     })),
                 }
             }
@@ -1570,6 +1594,44 @@ mod tests {
         let call = only_call(&transcript);
         assert_eq!(call.state, ToolState::Ok);
         assert_eq!(call.approval, None);
+    }
+
+    #[test]
+    fn a_call_that_needs_a_new_sign_in_offers_it_for_its_connector() {
+        let mut transcript = Transcript::default();
+        transcript.apply(Some(1), started("t1", "x"));
+        transcript.apply(Some(2), tool_call("t1", "c1"));
+        transcript.apply(
+            Some(3),
+            ChatEvent::McpToolCall {
+                turn_id: "t1".into(),
+                id: "c1".into(),
+                call_id: "c1".into(),
+                connector_name: "Matter notes".into(),
+                tool_name: "search_notes".into(),
+                status: ToolCallStatus::Error,
+                error: Some("Sign in to this connector again.".into()),
+                duration_ms: 3,
+                origin: None,
+                approved_at: None,
+                sign_in_connector_id: Some("k1".into()),
+            },
+        );
+        let call = only_call(&transcript);
+        assert_eq!(
+            call.state,
+            ToolState::Error(Some("Sign in to this connector again.".into()))
+        );
+        assert_eq!(
+            call.sign_in,
+            Some(SignInAgain {
+                connector_id: "k1".into(),
+                connector_name: "Matter notes".into(),
+            })
+        );
+        // Any other outcome offers none.
+        transcript.apply(Some(4), ran("t1", "c1", "c1", None));
+        assert_eq!(only_call(&transcript).sign_in, None);
     }
 
     #[test]
