@@ -323,6 +323,8 @@ CREATE TABLE public.mcp_pending_calls (
     executed_at timestamp with time zone,
     destination_url text NOT NULL,
     offered_grants text[] NOT NULL,
+    decide_by timestamp with time zone NOT NULL,
+    CONSTRAINT mcp_pending_calls_decide_by CHECK ((decide_by <= expires_at)),
     CONSTRAINT mcp_pending_calls_digest_shape CHECK ((arguments_digest ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT mcp_pending_calls_expiry CHECK ((expires_at > created_at)),
     CONSTRAINT mcp_pending_calls_grant CHECK (((grant_kind IS NULL) OR (grant_kind = ANY (ARRAY['once'::text, 'turn'::text, 'always'::text])))),

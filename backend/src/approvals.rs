@@ -242,6 +242,9 @@ pub struct Row {
     pub error: Option<String>,
     /// After this it cannot be approved.
     pub expires_at: OffsetDateTime,
+    /// Its turn stops waiting then (never after `expires_at`): what the
+    /// card counts down to.
+    pub decide_by: OffsetDateTime,
     /// When it was decided (or expired).
     pub decided_at: Option<OffsetDateTime>,
 }
@@ -289,6 +292,12 @@ impl Row {
             .unwrap_or_default()
     }
 
+    fn decide_by_rfc3339(&self) -> String {
+        self.decide_by
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default()
+    }
+
     /// When it was decided, RFC 3339.
     pub fn decided_at_rfc3339(&self) -> Option<String> {
         self.decided_at.and_then(|t| {
@@ -317,12 +326,13 @@ impl Row {
             destination: self.destination.clone(),
             reason: self.reason.clone(),
             expires_at: self.expires_at_rfc3339(),
+            decide_by: self.decide_by_rfc3339(),
             offered_grants: self.offered_grants(),
         }
     }
 
     /// The row as `GET /api/mcp-pending-calls` shows it.
-    pub fn to_api(&self, expires_in_secs: f64) -> PendingCall {
+    pub fn to_api(&self, expires_in_secs: f64, decide_in_secs: f64) -> PendingCall {
         PendingCall {
             id: self.id.to_string(),
             chat_id: self.chat_id.to_string(),
@@ -338,6 +348,8 @@ impl Row {
             reason: self.reason.clone(),
             expires_at: self.expires_at_rfc3339(),
             expires_in_secs,
+            decide_by: self.decide_by_rfc3339(),
+            decide_in_secs,
             offered_grants: self.offered_grants(),
         }
     }
@@ -382,13 +394,17 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
     let arguments_digest = sha256_hex(&arguments_canonical);
     let id = PendingCallId::new_v4();
     let mut tx = db::service_tx(&state.db).await?;
-    let expires_at = sqlx::query_scalar!(
+    let times = sqlx::query!(
         r#"select date_trunc('microseconds', now() + make_interval(secs => $1::float8))
-                  as "expires_at!""#,
+                  as "expires_at!",
+                  date_trunc('microseconds', now() + make_interval(secs => least($1, $2)::float8))
+                  as "decide_by!""#,
         state.config.approval_ttl_secs as f64,
+        state.config.approval_wait_secs as f64,
     )
     .fetch_one(&mut *tx)
     .await?;
+    let (expires_at, decide_by) = (times.expires_at, times.decide_by);
     let (hmac_key_id, hmac) = state.approval_keys.sign(&Binding {
         id,
         user_id: p.ctx.user_id,
@@ -413,15 +429,15 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
         r#"insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
              connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
              arguments_digest, descriptor_digest, destination, destination_url, reason,
-             offered_grants, hmac_key_id, hmac, expires_at)
+             offered_grants, hmac_key_id, hmac, expires_at, decide_by)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                 $18, $19, $20)
+                 $18, $19, $20, $21)
          returning id as "id: _", user_id as "user_id: _", chat_id as "chat_id: _",
                    turn_id as "turn_id: _", call_id, connector_id as "connector_id: _",
                    connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
                    arguments_digest, descriptor_digest, destination, destination_url, reason,
                    offered_grants as offered_grants_stored, status as "status: _", grant_kind,
-                   hmac_key_id, hmac, error, expires_at, decided_at"#,
+                   hmac_key_id, hmac, error, expires_at, decide_by, decided_at"#,
         id as PendingCallId,
         p.ctx.user_id as UserId,
         p.ctx.chat_id as ChatId,
@@ -442,6 +458,7 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
         &hmac_key_id,
         &hmac,
         expires_at,
+        decide_by,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -450,11 +467,12 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
 }
 
 /// The user's live (pending, unexpired) calls, oldest first, with the
-/// seconds each has left.
+/// seconds each has left until it expires and until its turn stops
+/// waiting.
 pub async fn live_for_user(
     state: &AppState,
     user_id: UserId,
-) -> Result<Vec<(Row, f64)>, sqlx::Error> {
+) -> Result<Vec<(Row, f64, f64)>, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
     // `now()` is the transaction's start, the same in both statements.
     let now = sqlx::query_scalar!(r#"select now() as "now!""#)
@@ -467,7 +485,7 @@ pub async fn live_for_user(
                   connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
                   arguments_digest, descriptor_digest, destination, destination_url, reason,
                   offered_grants as offered_grants_stored, status as "status: _", grant_kind,
-                  hmac_key_id, hmac, error, expires_at, decided_at
+                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at
              from mcp_pending_calls
             where user_id = $1 and status = 'pending' and expires_at > now()
             order by created_at"#,
@@ -480,7 +498,8 @@ pub async fn live_for_user(
         .into_iter()
         .map(|row| {
             let left = (row.expires_at - now).as_seconds_f64();
-            (row, left)
+            let to_decide = (row.decide_by - now).as_seconds_f64().max(0.0);
+            (row, left, to_decide)
         })
         .collect())
 }
@@ -730,7 +749,7 @@ pub async fn claim(state: &AppState, id: PendingCallId) -> Result<Option<Row>, s
                   connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
                   arguments_digest, descriptor_digest, destination, destination_url, reason,
                   offered_grants as offered_grants_stored, status as "status: _", grant_kind,
-                  hmac_key_id, hmac, error, expires_at, decided_at"#,
+                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at"#,
         id as PendingCallId,
     )
     .fetch_optional(&mut *tx)

@@ -58,6 +58,12 @@ pub struct PendingCall {
     pub expires_at: String,
     /// Seconds left when this was read (by the server's clock).
     pub expires_in_secs: f64,
+    /// RFC 3339: the turn stops waiting then (never after `expires_at`).
+    #[serde(default)]
+    pub decide_by: String,
+    /// Seconds until `decide_by` when this was read (0 once past).
+    #[serde(default)]
+    pub decide_in_secs: f64,
     /// The grants the card may offer (see `mcp_confirmation_required`).
     #[serde(default = "every_grant")]
     pub offered_grants: Vec<GrantKind>,

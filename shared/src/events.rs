@@ -81,6 +81,11 @@ pub enum ChatEvent {
         reason: String,
         /// RFC 3339, by the database's clock.
         expires_at: String,
+        /// RFC 3339, by the database's clock: the turn stops waiting then
+        /// (never later than `expires_at`); the card counts down to it.
+        /// Empty from an older server (count to `expires_at`).
+        #[serde(default)]
+        decide_by: String,
         /// The grants the card may offer (`once` always; `turn` and
         /// `always` unless the tool changed since it was reviewed). An
         /// older server that sends none offered all three.

@@ -44,7 +44,9 @@ pub async fn list_pending(
 ) -> Result<axum::Json<Vec<PendingCall>>, ApiError> {
     let rows = approvals::live_for_user(&state, user.user_id.into()).await?;
     Ok(axum::Json(
-        rows.iter().map(|(row, left)| row.to_api(*left)).collect(),
+        rows.iter()
+            .map(|(row, left, to_decide)| row.to_api(*left, *to_decide))
+            .collect(),
     ))
 }
 

@@ -44,6 +44,19 @@ async fn allow_once_runs_the_exact_call_once_and_the_chat_and_ledger_agree() {
             .is_some_and(|t| t.ends_with('Z'))
     );
     assert!(!card["call_id"].as_str().unwrap_or_default().is_empty());
+    // The card counts down to `decide_by`: when the turn stops waiting
+    // (COUNTERSIGN_APPROVAL_WAIT_SECS, 90 s), 30 s before the 120 s expiry.
+    let at = |key: &str| {
+        time::OffsetDateTime::parse(
+            card[key].as_str().expect(key),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .expect("RFC 3339")
+    };
+    assert_eq!(
+        at("expires_at") - at("decide_by"),
+        time::Duration::seconds(30)
+    );
     assert_eq!(s.demo.calls().total, 0, "nothing runs before the decision");
 
     let live = s.app.get_json("/api/mcp-pending-calls").await;
@@ -54,6 +67,14 @@ async fn allow_once_runs_the_exact_call_once_and_the_chat_and_ledger_agree() {
         live[0]["expires_in_secs"]
             .as_f64()
             .is_some_and(|t| t > 100.0)
+    );
+    assert_eq!(live[0]["decide_by"], card["decide_by"]);
+    assert!(
+        live[0]["decide_in_secs"]
+            .as_f64()
+            .is_some_and(|t| t > 70.0 && t <= 90.0),
+        "{}",
+        live[0]
     );
 
     let res = decide(&s.app, &card, "approve").await;
@@ -271,7 +292,8 @@ async fn an_unanswered_call_expires_and_a_late_decision_gets_410() {
     let mut db = s.app.superuser().await;
     sqlx::query(
         "update mcp_pending_calls set created_at = now() - interval '1 hour',
-                expires_at = now() - interval '1 minute' where id = $1::uuid",
+                expires_at = now() - interval '1 minute',
+                decide_by = now() - interval '2 minutes' where id = $1::uuid",
     )
     .bind(card["id"].as_str().expect("id"))
     .execute(&mut db)
@@ -642,10 +664,11 @@ async fn raw_row(
         "insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
              connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
              arguments_digest, descriptor_digest, destination, destination_url, reason,
-             offered_grants, status, hmac_key_id, hmac, created_at, expires_at)
+             offered_grants, status, hmac_key_id, hmac, created_at, expires_at, decide_by)
          values ($1, $2, $3, $4, 'c1', $5, 'Demo', 'search_notes', 'demo__search_notes', '{}',
                  '{}', $6, $6, '127.0.0.1', 'http://127.0.0.1/mcp', 'test', '{once}', $7, 'k', 'h',
-                 now() - make_interval(secs => $8), now() - make_interval(secs => $8) + interval '2 minutes')",
+                 now() - make_interval(secs => $8), now() - make_interval(secs => $8) + interval '2 minutes',
+                 now() - make_interval(secs => $8) + interval '90 seconds')",
     )
     .bind(id)
     .bind(user)

@@ -1189,6 +1189,7 @@ mod tests {
             destination: "127.0.0.1:3100".into(),
             reason: "This tool asks before it runs.".into(),
             expires_at: "2026-05-01T12:02:00Z".into(),
+            decide_by: "2026-05-01T12:01:30Z".into(),
             offered_grants: countersign_api::approvals::every_grant(),
         }
     }
