@@ -269,6 +269,13 @@ test('a call nobody decides expires: "Expired without a decision", and nothing r
 
   await ask(page, 'search_notes', SEARCH);
   const card = await pendingCard(page, 'search_notes');
+  // The countdown is to when the turn stops waiting (decide_by), not to
+  // the later expiry: it never shows time that is not there.
+  const shown = (await card.getByTestId('approval-countdown').innerText()).match(/(\d+):(\d\d)/);
+  expect(shown, 'a countdown m:ss').not.toBeNull();
+  const left = Number(shown![1]) * 60 + Number(shown![2]);
+  expect(left).toBeLessThanOrEqual(APPROVAL_WAIT_SECS);
+  expect(left).toBeGreaterThan(APPROVAL_WAIT_SECS - 15);
   await expect(card.getByTestId('approval-status')).toHaveText('Expired without a decision', {
     timeout: (APPROVAL_WAIT_SECS + 15) * 1000,
   });

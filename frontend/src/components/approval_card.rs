@@ -74,7 +74,9 @@ pub fn ApprovalCard(
     };
     let remaining = Memo::new(move |_| {
         let at = now.get() + offset.get();
-        approval.with(|a| a.as_ref().and_then(|a| remaining_secs(&a.expires_at, at)))
+        // The turn stops waiting at `decide_by`: counting to the later
+        // expiry would show time that is not there.
+        approval.with(|a| a.as_ref().and_then(|a| remaining_secs(a.deadline(), at)))
     });
     let status = Memo::new(move |_| {
         approval.with(|a| {

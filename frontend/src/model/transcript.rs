@@ -202,6 +202,9 @@ pub struct Approval {
     pub reason: String,
     /// RFC 3339; after it the call cannot be approved.
     pub expires_at: String,
+    /// RFC 3339: the turn stops waiting then, so the card counts down to
+    /// it (empty from an older server: count to `expires_at`).
+    pub decide_by: String,
     /// The grants the card offers (`once` always; not `turn` or `always`
     /// for a tool that changed since it was reviewed).
     pub offered_grants: Vec<GrantKind>,
@@ -209,6 +212,18 @@ pub struct Approval {
     pub state: ApprovalState,
     /// Why this page's last decision did not go through (it can try again).
     pub problem: Option<String>,
+}
+
+impl Approval {
+    /// What the card counts down to: `decide_by`, or `expires_at` from a
+    /// server that sends none.
+    pub fn deadline(&self) -> &str {
+        if self.decide_by.is_empty() {
+            &self.expires_at
+        } else {
+            &self.decide_by
+        }
+    }
 }
 
 /// Where an approval stands. `Pending`, `Approving`, `Declining`,
@@ -634,6 +649,7 @@ impl Transcript {
                 destination,
                 reason,
                 expires_at,
+                decide_by,
                 offered_grants,
                 ..
             } => {
@@ -648,6 +664,7 @@ impl Transcript {
                     destination,
                     reason,
                     expires_at,
+                    decide_by,
                     state: ApprovalState::Pending,
                     problem: None,
                 };
@@ -1595,6 +1612,18 @@ mod tests {
         let call = only_call(&transcript);
         assert_eq!(call.state, ToolState::Ok);
         assert_eq!(call.approval, None);
+    }
+
+    #[test]
+    fn the_card_counts_down_to_decide_by_or_to_expires_at_from_an_older_server() {
+        let transcript = waiting();
+        let approval = only_call(&transcript).approval.clone().expect("a card");
+        assert_eq!(approval.deadline(), "2026-05-01T12:01:30Z");
+        let older = Approval {
+            decide_by: String::new(),
+            ..*approval
+        };
+        assert_eq!(older.deadline(), "2026-05-01T12:02:00Z");
     }
 
     #[test]
