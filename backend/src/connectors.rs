@@ -54,7 +54,10 @@ pub enum ConnectorError {
     #[error("{0}")]
     Unreachable(String),
     /// Credentials need `COUNTERSIGN_SECRET_KEY`.
-    #[error("This server cannot store connector credentials: COUNTERSIGN_SECRET_KEY is not set.")]
+    #[error(
+        "This server cannot store connector credentials yet: ask your administrator to set up \
+         its secret key."
+    )]
     NoSecretKey,
     /// An OAuth step failed, or the connector needs a (new) sign-in.
     #[error(transparent)]

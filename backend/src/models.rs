@@ -26,7 +26,7 @@ pub enum KeyError {
     #[error("The API key must be 1 to 500 printable characters.")]
     InvalidKey,
     /// `COUNTERSIGN_SECRET_KEY` is not configured.
-    #[error("This server cannot store keys: COUNTERSIGN_SECRET_KEY is not set.")]
+    #[error("This server cannot store keys yet: ask your administrator to set up its secret key.")]
     NoSecretKey,
     /// Crypto failure.
     #[error(transparent)]

@@ -84,7 +84,7 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What an administrator can do about a refusal; ends every refusal message.
 const ALLOW_HINT: &str = "Countersign does not connect to private networks. \
-     An administrator can allow it with COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS.";
+     If this server should be reachable, ask your administrator to allow it.";
 
 /// Why a connector URL or destination was refused. The messages are meant
 /// for the user who typed the URL: they say why, and name at most the host
@@ -107,8 +107,8 @@ pub enum SsrfError {
     },
     /// Plain `http` to a destination that is not allow-listed.
     #[error(
-        "connector URLs must use https; plain http is only for destinations an administrator \
-         allows with COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS"
+        "connector URLs must use https; plain http is only for destinations your \
+         administrator allows"
     )]
     HttpNotAllowed,
     /// `user:pass@` in the URL.

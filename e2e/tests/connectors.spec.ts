@@ -49,6 +49,9 @@ test('a user adds the demo connector, keeps two tools, and after a refresh sees 
   await section.getByTestId('connector-add-url').fill('http://127.0.0.1/mcp');
   await section.getByTestId('connector-add-submit').click();
   await expect(section.getByTestId('connector-add-error')).toContainText('does not connect to private networks');
+  // In words for the user, naming no setting (DESIGN §9, issue 12 item 13).
+  await expect(section.getByTestId('connector-add-error')).toContainText('ask your administrator');
+  await expect(section.getByTestId('connector-add-error')).not.toContainText('COUNTERSIGN_');
   await expect(section.getByTestId('connector-row')).toHaveCount(0);
 
   // "Available": one click adds the demo server and tests it.

@@ -105,7 +105,10 @@ pub enum MfaError {
     #[error("{0}")]
     State(&'static str),
     /// No deployment key to seal the secret with.
-    #[error("Two-factor sign-in needs COUNTERSIGN_SECRET_KEY to be set on the server.")]
+    #[error(
+        "Two-factor sign-in is not available on this server yet: ask your administrator to set \
+         up its secret key."
+    )]
     NoSecretKey,
     /// Throttled, database.
     #[error(transparent)]

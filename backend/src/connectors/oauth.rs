@@ -79,7 +79,9 @@ impl std::fmt::Debug for ClientSettings {
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
     /// No `COUNTERSIGN_SECRET_KEY`: nothing could be stored sealed.
-    #[error("This server cannot store credentials: COUNTERSIGN_SECRET_KEY is not set.")]
+    #[error(
+        "This server cannot store credentials yet: ask your administrator to set up its secret key."
+    )]
     NoSecretKey,
     /// The server or its authorization server could not be used.
     #[error("The connector's sign-in could not be set up: {0}")]

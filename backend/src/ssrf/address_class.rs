@@ -473,8 +473,8 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "example.internal resolves to 10.0.0.5, a private address: Countersign does not \
-             connect to private networks. An administrator can allow it with \
-             COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS."
+             connect to private networks. If this server should be reachable, ask your \
+             administrator to allow it."
         );
     }
 }

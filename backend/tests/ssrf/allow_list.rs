@@ -49,7 +49,7 @@ async fn the_same_loopback_url_without_the_allow_list_is_refused_and_never_reach
     assert_eq!(
         err.to_string(),
         "127.0.0.1 is a loopback address: Countersign does not connect to private networks. \
-         An administrator can allow it with COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS."
+         If this server should be reachable, ask your administrator to allow it."
     );
     assert!(
         matches!(ssrf_error(&sent), Some(SsrfError::RefusedAddress { .. })),

@@ -283,8 +283,8 @@ async fn refusal_messages_name_the_class_and_the_way_out_and_nothing_more() {
             assert!(message.contains(&refusal.to_string()), "{url:?}: {message}");
             assert!(
                 message.ends_with(
-                    "Countersign does not connect to private networks. An administrator \
-                     can allow it with COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS."
+                    "Countersign does not connect to private networks. If this server \
+                     should be reachable, ask your administrator to allow it."
                 ),
                 "{url:?}: {message}"
             );
