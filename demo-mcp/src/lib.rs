@@ -22,6 +22,9 @@
 //! - `tools::conformance` — the tools the official MCP conformance suite's
 //!   server scenarios call, listed only with `--conformance-fixtures`
 //!   ([`DemoState::with_conformance_fixtures`]);
+//! - `conformance` — that suite's other fixtures (prompts, resources, a
+//!   resource template, completion, logging), served and declared only in
+//!   the same mode;
 //! - `guard` — loopback-only listening, `Host`/`Origin` checks;
 //! - [`oauth`] — OAuth mode: `/mcp` needs a bearer token that the server's
 //!   own loopback authorization server issued (metadata, registration,
@@ -37,6 +40,7 @@
 //! real network access — `fetch_url_preview` makes its preview up.
 
 mod admin;
+mod conformance;
 mod guard;
 mod mcp;
 pub mod oauth;

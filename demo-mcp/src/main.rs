@@ -14,7 +14,8 @@ const USAGE: &str = "usage: countersign-demo-mcp [--bind 127.0.0.1:PORT] [--oaut
     Serves the Countersign demo MCP server at http://ADDR/mcp (loopback only; default 127.0.0.1:3100).\n\
     --oauth: /mcp then needs a bearer token from the server's own authorization server\n\
     (sign-in page at http://ADDR/authorize), whose access tokens live N seconds (default 3600).\n\
-    --conformance-fixtures also lists the tools the MCP conformance suite's server scenarios call.";
+    --conformance-fixtures also serves the tools, prompts, resources, completion and logging\n\
+    the MCP conformance suite's server scenarios look for.";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -76,7 +77,7 @@ struct Args {
     bind: SocketAddr,
     /// OAuth mode (`--oauth`), with its access tokens' lifetime.
     token_ttl: Option<Duration>,
-    /// `--conformance-fixtures`: the conformance suite's tools too.
+    /// `--conformance-fixtures`: the conformance suite's fixtures too.
     fixtures: bool,
 }
 

@@ -7,15 +7,26 @@
 //! 2025-11-25 sessions on their standalone SSE stream (`GET /mcp`),
 //! 2026-07-28 clients on a `subscriptions/listen` stream.
 //!
-//! What the tools say and do lives in [`crate::tools`]; this module only
-//! wires them to the protocol.
+//! Under `--conformance-fixtures` the handler also serves the conformance
+//! suite's prompts, resources, resource template, completion and logging
+//! (`crate::conformance`) and declares those capabilities; in the normal
+//! mode it declares tools only and answers those methods with `-32601`, as
+//! rmcp's defaults do.
+//!
+//! What the tools say and do lives in [`crate::tools`], the other fixtures
+//! in `crate::conformance`; this module only wires them to the protocol.
 
 use std::sync::Arc;
 
+#[expect(deprecated, reason = "logging/setLevel is deprecated by SEP-2577")]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -23,6 +34,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::watch;
 
+use crate::conformance::{self, LogLevel, Subscriptions};
 use crate::guard::Allowed;
 use crate::state::DemoState;
 use crate::tools;
@@ -36,6 +48,10 @@ pub(crate) struct DemoHandler {
     /// `subscriptions/listen` request is acknowledged, so a change made right
     /// after the client sees the acknowledgement is not missed.
     list_changes: watch::Receiver<u64>,
+    /// This session's `logging/setLevel` (fixtures, 2025-11-25).
+    log_level: LogLevel,
+    /// This session's `resources/subscribe` (fixtures, 2025-11-25).
+    subscriptions: Subscriptions,
 }
 
 impl DemoHandler {
@@ -44,16 +60,30 @@ impl DemoHandler {
         Self {
             state,
             list_changes,
+            log_level: LogLevel::default(),
+            subscriptions: Subscriptions::default(),
+        }
+    }
+
+    /// `Ok` when the conformance fixtures are served; else the
+    /// method-not-found rmcp's default handler would have answered.
+    fn fixtures<M: rmcp::model::ConstString>(&self) -> Result<(), ErrorData> {
+        match self.state.fixtures() {
+            Some(_) => Ok(()),
+            None => Err(ErrorData::method_not_found::<M>()),
         }
     }
 }
 
 impl ServerHandler for DemoHandler {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        if self.state.fixtures().is_some() {
+            capabilities = conformance::capabilities(capabilities);
+        }
         ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("countersign-demo-mcp", env!("CARGO_PKG_VERSION"))
@@ -95,8 +125,14 @@ impl ServerHandler for DemoHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if let Some(sealer) = self.state.fixtures()
-            && let Some(result) =
-                tools::conformance::call(&self.state, sealer, &request, &context).await
+            && let Some(result) = tools::conformance::call(
+                &self.state,
+                sealer,
+                &request,
+                &context,
+                self.log_level.lets_info_through(&context),
+            )
+            .await
         {
             let arguments = request.arguments.clone().unwrap_or_default();
             self.state.record_call(&request.name, &arguments);
@@ -113,6 +149,115 @@ impl ServerHandler for DemoHandler {
         )
         .await
         .map(CallToolResponse::from)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let mut discovered = DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        );
+        if self.state.fixtures().is_some() {
+            discovered.capabilities = conformance::for_discover(discovered.capabilities);
+        }
+        Ok(discovered)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.fixtures::<rmcp::model::ListPromptsRequestMethod>()?;
+        conformance::prompts()
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.fixtures::<rmcp::model::GetPromptRequestMethod>()?;
+        conformance::get_prompt(&request)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.fixtures::<rmcp::model::ListResourcesRequestMethod>()?;
+        conformance::resources()
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.fixtures::<rmcp::model::ListResourceTemplatesRequestMethod>()?;
+        conformance::resource_templates()
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.fixtures::<rmcp::model::ReadResourceRequestMethod>()?;
+        conformance::read_resource(&request.uri).map(ReadResourceResponse::from)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.fixtures::<rmcp::model::CompleteRequestMethod>()?;
+        conformance::complete(&request)
+    }
+
+    #[expect(
+        deprecated,
+        reason = "logging/setLevel is deprecated by SEP-2577; the suite's 2025-11-25 \
+                  logging scenarios still test it"
+    )]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.fixtures::<rmcp::model::SetLevelRequestMethod>()?;
+        // Gone in 2026-07-28 (SEP-2575: a request carries its own level).
+        if !conformance::is_legacy(&context) {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
+        self.log_level.set(request.level);
+        Ok(())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // rmcp answers this only for 2025-11-25 sessions.
+        self.fixtures::<rmcp::model::SubscribeRequestMethod>()?;
+        self.subscriptions.subscribe(&request.uri)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.fixtures::<rmcp::model::UnsubscribeRequestMethod>()?;
+        self.subscriptions.unsubscribe(&request.uri);
+        Ok(())
     }
 
     async fn initialize(

@@ -256,8 +256,10 @@ impl DemoState {
         Self::with(None)
     }
 
-    /// Fresh state that also serves the MCP conformance suite's fixture
-    /// tools (see `crate::tools::conformance`).
+    /// Fresh state that also serves the MCP conformance suite's fixtures:
+    /// its tools (`crate::tools::conformance`), and its prompts, resources,
+    /// resource template, completion and logging (`crate::conformance`),
+    /// whose capabilities are then declared too.
     pub fn with_conformance_fixtures() -> Self {
         Self::with(Some(Sealer::new()))
     }

@@ -33,9 +33,14 @@
 //!   with rmcp's `RequestStateCodec` (HMAC, a key made at start-up), so a
 //!   tampered state is refused with `-32602`.
 //!
-//! Deliberately not here: resources, prompts, completion and logging (the
-//! demo server serves tools only; its baseline entries say so), and the
-//! `stringly_annotated` tool, which [`crate::DemoState::tools`] leaves out
+//! - `test_tool_with_logging` (`tools-call-with-logging`): three `info`
+//!   log messages 50 ms apart, once the session's `logging/setLevel` or the
+//!   request's own `_meta` log level lets `info` through
+//!   (`crate::conformance::LogLevel`), none otherwise;
+//!
+//! Deliberately not here: the suite's prompts, resources, resource
+//! template, completion and `logging/setLevel`, which are not tools
+//! (`crate::conformance`), and the `stringly_annotated` tool, which [`crate::DemoState::tools`] leaves out
 //! in this mode: its string-typed hints are schema-invalid on purpose, and
 //! every scenario's wire-schema check would fail on them.
 
@@ -46,6 +51,8 @@ use rmcp::model::{
     ErrorCode, InputRequests, InputRequiredResult, ProgressNotificationParam, ResultType,
     ServerRequest, Tool,
 };
+#[expect(deprecated, reason = "logging is deprecated by SEP-2577")]
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
@@ -53,8 +60,9 @@ use serde_json::{Value, json};
 use super::object;
 use crate::state::{DemoState, Sealer};
 
-/// A 1×1 red PNG.
-const PNG: &str =
+/// A 1×1 red PNG (also the prompt image and binary resource of
+/// `crate::conformance`).
+pub(crate) const PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
 /// Eight samples of 8 kHz, 8-bit mono silence.
 const WAV: &str = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
@@ -83,6 +91,7 @@ const IRR_CAPABILITIES: &str = "test_input_required_result_capabilities";
 const MISSING_CAPABILITY: &str = "test_missing_capability";
 const STREAMING_ELICITATION: &str = "test_streaming_elicitation";
 const LOGGING: &str = "test_logging_tool";
+const WITH_LOGGING: &str = "test_tool_with_logging";
 const TRIGGER_TOOL_CHANGE: &str = "test_trigger_tool_change";
 const RECONNECTION: &str = "test_reconnection";
 
@@ -156,6 +165,10 @@ pub(crate) fn descriptors() -> Vec<Tool> {
             "Logs only when the request sets a log level; this one sets none.",
         ),
         (
+            WITH_LOGGING,
+            "Logs three info messages 50 ms apart while it runs, if a log level lets them through.",
+        ),
+        (
             TRIGGER_TOOL_CHANGE,
             "Changes the tool list (late_arrival comes or goes).",
         ),
@@ -226,12 +239,15 @@ fn schema_2020_12() -> Value {
     })
 }
 
-/// Runs fixture `request.name`, or `None` when it is not one.
+/// Runs fixture `request.name`, or `None` when it is not one. `logs_info`:
+/// whether the request or its session asked for log messages at `info`
+/// (`crate::conformance::LogLevel`).
 pub(crate) async fn call(
     state: &DemoState,
     sealer: &Sealer,
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
+    logs_info: bool,
 ) -> Option<Result<CallToolResponse, ErrorData>> {
     let name = request.name.as_ref();
     let done = |value: Value| Some(complete(value).map(CallToolResponse::from));
@@ -343,6 +359,7 @@ pub(crate) async fn call(
         LOGGING => Some(text(
             "Done; nothing was logged (no log level was set).".to_owned(),
         )),
+        WITH_LOGGING => Some(log_while_running(context, logs_info).await),
         RECONNECTION => {
             tokio::time::sleep(Duration::from_millis(100)).await;
             Some(text("Reconnection test completed".to_owned()))
@@ -386,6 +403,41 @@ async fn progress(context: &RequestContext<RoleServer>) -> Result<CallToolResult
     complete(
         json!({"content": [{"type": "text", "text": "Progress reported: 0, 50, 100 of 100."}]}),
     )
+}
+
+/// `test_tool_with_logging`: "Tool execution started", "Tool processing
+/// data", "Tool execution completed" at `info`, 50 ms apart, sent only when
+/// `logs_info` (SEP-2575: no log message the request did not ask for). On
+/// a 2025-11-25 session rmcp sends them on the standalone stream
+/// (`GET /mcp`), on 2026-07-28 on the call's.
+#[expect(
+    deprecated,
+    reason = "the suite's tools-call-with-logging scenario tests logging, deprecated by SEP-2577"
+)]
+async fn log_while_running(
+    context: &RequestContext<RoleServer>,
+    logs_info: bool,
+) -> Result<CallToolResponse, ErrorData> {
+    let messages = [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ];
+    for (step, message) in messages.into_iter().enumerate() {
+        if step > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if logs_info {
+            let note = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(message))
+                .with_logger(WITH_LOGGING);
+            let _ = context.peer.notify_logging_message(note).await;
+        }
+    }
+    text(if logs_info {
+        "Logged three info messages.".to_owned()
+    } else {
+        "Done; nothing was logged (no log level lets info through).".to_owned()
+    })
 }
 
 /// A legacy `elicitation/create` to the client, on the call's stream.
@@ -513,8 +565,9 @@ fn asks(name: &str, round: u64, context: &RequestContext<RoleServer>) -> Value {
     }
 }
 
-/// Whether `answer` is a usable response to the request `asked`.
-fn answers(asked: &Value, answer: &Value) -> bool {
+/// Whether `answer` is a usable response to the request `asked` (also
+/// `test_input_required_result_prompt`'s check, in `crate::conformance`).
+pub(crate) fn answers(asked: &Value, answer: &Value) -> bool {
     match asked.get("method").and_then(Value::as_str) {
         Some("elicitation/create") => {
             answer

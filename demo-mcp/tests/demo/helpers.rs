@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use countersign_demo_mcp::DemoServer;
+use countersign_demo_mcp::{DemoServer, DemoState};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
@@ -21,7 +21,16 @@ pub struct TestServer {
 }
 
 pub async fn spawn_server() -> TestServer {
-    let server = DemoServer::start("127.0.0.1:0".parse().expect("a socket address"))
+    spawn_server_with(DemoState::new()).await
+}
+
+/// The server in `--conformance-fixtures` mode.
+pub async fn spawn_fixtures_server() -> TestServer {
+    spawn_server_with(DemoState::with_conformance_fixtures()).await
+}
+
+async fn spawn_server_with(state: DemoState) -> TestServer {
+    let server = DemoServer::start_with("127.0.0.1:0".parse().expect("a socket address"), state)
         .await
         .expect("the demo server starts on loopback");
     let http = reqwest::Client::builder()
@@ -53,7 +62,12 @@ impl TestServer {
             .header("Accept", ACCEPT_BOTH)
             .header("MCP-Protocol-Version", ERA_2026)
             .header("Mcp-Method", method);
-        if let Some(name) = params.get("name").and_then(Value::as_str) {
+        // SEP-2243: what a request acts on travels in `Mcp-Name` too.
+        let named = match method {
+            "resources/read" => params.get("uri"),
+            _ => params.get("name"),
+        };
+        if let Some(name) = named.and_then(Value::as_str) {
             request = request.header("Mcp-Name", name);
         }
         request.json(&json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }))
@@ -61,13 +75,21 @@ impl TestServer {
 
     /// Sends a 2026-07-28 request and returns the JSON-RPC response message.
     pub async fn rpc_2026(&self, method: &str, params: Value) -> Value {
+        let (status, message) = self.rpc_2026_with_status(method, params).await;
+        assert_eq!(status, 200, "{method} over 2026-07-28: {message}");
+        message
+    }
+
+    /// Like [`Self::rpc_2026`], for answers that may be errors (whose HTTP
+    /// status is not 200): the status and the JSON-RPC message.
+    pub async fn rpc_2026_with_status(&self, method: &str, params: Value) -> (u16, Value) {
         let response = self
             .request_2026(method, params)
             .send()
             .await
             .expect("the request reaches the server");
-        assert_eq!(response.status(), 200, "{method} over 2026-07-28");
-        jsonrpc_response(response, 1).await
+        let status = response.status().as_u16();
+        (status, jsonrpc_response(response, 1).await)
     }
 
     /// `tools/list` over 2026-07-28; the `tools` array.
@@ -239,6 +261,17 @@ pub fn sse_messages(text: &str) -> Vec<Value> {
 /// Reads `stream` until a message with `method` arrives; panics after
 /// [`EVENT_TIMEOUT`].
 pub async fn next_message_with_method(stream: &mut reqwest::Response, method: &str) -> Value {
+    let mut messages = messages_with_method(stream, method, 1).await;
+    messages.remove(0)
+}
+
+/// Reads `stream` until `count` messages with `method` have arrived, and
+/// returns them in order; panics after [`EVENT_TIMEOUT`].
+pub async fn messages_with_method(
+    stream: &mut reqwest::Response,
+    method: &str,
+    count: usize,
+) -> Vec<Value> {
     let mut seen = String::new();
     let wait = async {
         loop {
@@ -246,19 +279,20 @@ pub async fn next_message_with_method(stream: &mut reqwest::Response, method: &s
                 .chunk()
                 .await
                 .expect("the stream stays readable")
-                .expect("the stream stays open until the message arrives");
+                .expect("the stream stays open until the messages arrive");
             seen.push_str(&String::from_utf8_lossy(&chunk));
-            if let Some(message) = sse_messages(&seen)
+            let found: Vec<Value> = sse_messages(&seen)
                 .into_iter()
-                .find(|message| message["method"] == method)
-            {
-                return message;
+                .filter(|message| message["method"] == method)
+                .collect();
+            if found.len() >= count {
+                return found;
             }
         }
     };
     match tokio::time::timeout(EVENT_TIMEOUT, wait).await {
-        Ok(message) => message,
-        Err(_) => panic!("no {method} within {EVENT_TIMEOUT:?}"),
+        Ok(messages) => messages,
+        Err(_) => panic!("fewer than {count} {method} within {EVENT_TIMEOUT:?}"),
     }
 }
 

@@ -2,6 +2,7 @@
 //! 0, raw JSON-RPC over HTTP, so each test shows what goes over the wire.
 
 mod admin;
+mod fixtures;
 mod guard;
 mod helpers;
 mod notifications;
