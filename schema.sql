@@ -257,6 +257,41 @@ ALTER TABLE public.login_failures ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
 
 
 --
+-- Name: mcp_input_requests; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.mcp_input_requests (
+    id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    chat_id uuid NOT NULL,
+    turn_id uuid NOT NULL,
+    call_id text NOT NULL,
+    connector_id uuid NOT NULL,
+    connector_name text NOT NULL,
+    tool_name text NOT NULL,
+    mode text NOT NULL,
+    message text NOT NULL,
+    requested_schema jsonb,
+    url text,
+    url_host text,
+    request_state text,
+    status text DEFAULT 'pending'::text NOT NULL,
+    content jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    answered_at timestamp with time zone,
+    CONSTRAINT mcp_input_requests_expiry CHECK ((expires_at > created_at)),
+    CONSTRAINT mcp_input_requests_mode CHECK ((mode = ANY (ARRAY['form'::text, 'url'::text]))),
+    CONSTRAINT mcp_input_requests_shape CHECK ((((mode = 'form'::text) AND (requested_schema IS NOT NULL) AND (url IS NULL)) OR ((mode = 'url'::text) AND (url IS NOT NULL) AND (url_host IS NOT NULL) AND (requested_schema IS NULL)))),
+    CONSTRAINT mcp_input_requests_status CHECK ((status = ANY (ARRAY['pending'::text, 'accepted'::text, 'declined'::text, 'cancelled'::text, 'expired'::text])))
+);
+
+ALTER TABLE ONLY public.mcp_input_requests FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.mcp_input_requests OWNER TO countersign_owner;
+
+--
 -- Name: mcp_pending_calls; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -605,6 +640,14 @@ ALTER TABLE ONLY public.login_failures
 
 
 --
+-- Name: mcp_input_requests mcp_input_requests_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_input_requests
+    ADD CONSTRAINT mcp_input_requests_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: mcp_pending_calls mcp_pending_calls_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -754,6 +797,27 @@ CREATE INDEX login_failures_email_idx ON public.login_failures USING btree (emai
 --
 
 CREATE INDEX login_failures_ip_idx ON public.login_failures USING btree (ip, failed_at);
+
+
+--
+-- Name: mcp_input_requests_created_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_input_requests_created_idx ON public.mcp_input_requests USING btree (created_at);
+
+
+--
+-- Name: mcp_input_requests_turn_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_input_requests_turn_idx ON public.mcp_input_requests USING btree (turn_id);
+
+
+--
+-- Name: mcp_input_requests_user_live_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_input_requests_user_live_idx ON public.mcp_input_requests USING btree (user_id) WHERE (status = 'pending'::text);
 
 
 --
@@ -947,6 +1011,30 @@ ALTER TABLE ONLY public.connector_tools
 
 ALTER TABLE ONLY public.connectors
     ADD CONSTRAINT connectors_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mcp_input_requests mcp_input_requests_chat_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_input_requests
+    ADD CONSTRAINT mcp_input_requests_chat_id_fkey FOREIGN KEY (chat_id) REFERENCES public.chats(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mcp_input_requests mcp_input_requests_turn_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_input_requests
+    ADD CONSTRAINT mcp_input_requests_turn_id_fkey FOREIGN KEY (turn_id) REFERENCES public.turns(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mcp_input_requests mcp_input_requests_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_input_requests
+    ADD CONSTRAINT mcp_input_requests_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -1238,6 +1326,19 @@ CREATE POLICY login_failures_service ON public.login_failures TO service_role US
 
 
 --
+-- Name: mcp_input_requests; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.mcp_input_requests ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: mcp_input_requests mcp_input_requests_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY mcp_input_requests_service ON public.mcp_input_requests TO service_role USING (true) WITH CHECK (true);
+
+
+--
 -- Name: mcp_pending_calls; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
 --
 
@@ -1522,6 +1623,13 @@ GRANT SELECT,INSERT,DELETE ON TABLE public.login_failures TO service_role;
 
 
 --
+-- Name: TABLE mcp_input_requests; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.mcp_input_requests TO service_role;
+
+
+--
 -- Name: TABLE mcp_pending_calls; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -1655,6 +1763,10 @@ REVOKE ALL ON TABLE connectors FROM anon;
 REVOKE ALL ON TABLE login_failures FROM anon;
 REVOKE ALL ON TABLE login_failures FROM authenticated;
 -- service_role may: SELECT, INSERT, DELETE
+-- mcp_input_requests: row level security enabled and forced
+REVOKE ALL ON TABLE mcp_input_requests FROM anon;
+REVOKE ALL ON TABLE mcp_input_requests FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- mcp_pending_calls: row level security enabled and forced
 REVOKE ALL ON TABLE mcp_pending_calls FROM anon;
 REVOKE ALL ON TABLE mcp_pending_calls FROM authenticated;

@@ -959,6 +959,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     duration_ms: 0,
                     origin: None,
                     approved_at: None,
+                    sign_in_connector_id: None,
                 }
             }
         };

@@ -45,6 +45,20 @@ pub async fn notify_decided(
     Ok(())
 }
 
+/// Tells every instance, when `tx` commits, that input request `id` was
+/// answered: the waits of `crate::inputs` wake and re-read their rows (on
+/// the approvals channel: one wake-up path for every "the user decided").
+pub async fn notify_answered(tx: &mut crate::db::Tx, id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "select pg_notify($1, $2)",
+        APPROVALS_CHANNEL,
+        format!("input {id}"),
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 /// A committed event's place in its chat's log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Appended {

@@ -11,6 +11,7 @@ pub mod connectors;
 pub mod error;
 pub mod extract;
 pub mod health;
+pub mod inputs;
 pub mod mfa;
 pub mod models;
 pub mod oauth;
@@ -88,6 +89,8 @@ pub fn router(state: AppState) -> Router {
         .route("/connectors/{id}/oauth", delete(oauth::disconnect))
         .route("/mcp-pending-calls", get(approvals::list_pending))
         .route("/mcp-pending-calls/{id}", post(approvals::decide))
+        .route("/mcp-input-requests", get(inputs::list))
+        .route("/mcp-input-requests/{id}", post(inputs::answer))
         .route("/grants", get(approvals::list_grants))
         .route("/activity", get(approvals::list_activity))
         .route("/grants/{id}", delete(approvals::delete_grant))
@@ -162,6 +165,11 @@ pub async fn serve(
                     crate::approvals::recover(&state, crate::turns::STALE_AFTER_SECS).await
                 {
                     tracing::warn!(error = %err, "approval ledger recovery failed");
+                }
+                if let Err(err) =
+                    crate::inputs::recover(&state, crate::turns::STALE_AFTER_SECS).await
+                {
+                    tracing::warn!(error = %err, "input request recovery failed");
                 }
             }
         }

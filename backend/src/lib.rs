@@ -40,6 +40,7 @@ pub mod events;
 pub mod gate;
 pub mod http;
 pub mod ids;
+pub mod inputs;
 pub mod llm;
 pub mod mcp;
 pub mod models;

@@ -26,10 +26,13 @@
 //!   with the reason ([`DroppedTool`]): rmcp only logs them, and a caller
 //!   that offered them would let the model call them.
 //! - [`McpSession::call_tool`]: one `tools/call`, no retries, bounded in
-//!   time and in size ([`ToolResult`]). With a headless answer to
-//!   elicitation ([`McpSettings::elicitation`], the probe's `--elicit`),
-//!   the session declares `elicitation: {form: {}, url: {}}`, answers the
-//!   legacy `elicitation/create` request, and drives the 2026-07-28
+//!   time and in size ([`ToolResult`]). With an answer to elicitation
+//!   ([`McpSettings::elicitation`]: a person through [`AskUser`], the
+//!   chat's input card; or the probe's headless `--elicit`), the session
+//!   declares `elicitation: {form: {}, url: {}}`, answers the legacy
+//!   `elicitation/create` request (at most [`MAX_INPUT_ROUNDS`] per
+//!   session; the call's timeout stops while a person is asked), and
+//!   drives the 2026-07-28
 //!   `InputRequiredResult` rounds itself: each retry is a new request (a
 //!   new JSON-RPC id) with `requestState` echoed exactly as received and
 //!   `inputResponses` for that round only, at most [`MAX_INPUT_ROUNDS`]
@@ -42,17 +45,18 @@
 //! gate does), check URLs against the SSRF rules (the caller passes a
 //! client from `ssrf::guarded_client`, and this module sends everything,
 //! rmcp's requests included, through it), store anything, or answer the
-//! server's own requests for sampling or roots. Without a headless answer
-//! (the server's connector sessions: the chat has no input card yet) the
-//! client declares no elicitation capability, declines an
-//! `elicitation/create`, and a tool that returns an `InputRequiredResult`
-//! fails with [`McpError::ToolFailed`].
+//! server's own requests for sampling or roots. Without an answer (listing
+//! sessions: Test/Refresh) the client declares no elicitation capability,
+//! declines an `elicitation/create`, and a tool that returns an
+//! `InputRequiredResult` fails with [`McpError::ToolFailed`].
 
 mod elicit;
 mod error;
 mod transport;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
@@ -75,7 +79,8 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::config::Secret;
-pub use elicit::HeadlessAnswer;
+use elicit::Pause;
+pub use elicit::{AskUser, Elicitation, HeadlessAnswer};
 pub use error::McpError;
 use error::{Phase, Redactor};
 use transport::{ConnectorHttp, RawReplies, Reply};
@@ -148,11 +153,11 @@ pub struct McpSettings {
     /// The longest [`ToolResult::text`] handed on, in characters (Unicode
     /// scalar values); longer text is cut, with a note.
     pub max_result_chars: usize,
-    /// How the session answers a server's requests for user input. `None`
-    /// (the default, and every connector session of the server until the
-    /// chat can ask the user, DESIGN §6a): no elicitation capability is
-    /// declared and nothing is answered but "decline".
-    pub elicitation: Option<HeadlessAnswer>,
+    /// How the session answers a server's requests for user input (DESIGN
+    /// §6a). `None` (the default, and every listing session): no
+    /// elicitation capability is declared and nothing is answered but
+    /// "decline".
+    pub elicitation: Option<Elicitation>,
 }
 
 impl Default for McpSettings {
@@ -214,6 +219,8 @@ pub struct McpSession {
     protocol_version: String,
     settings: McpSettings,
     redactor: Redactor,
+    /// Time spent asking a person during a legacy call.
+    pause: Arc<Pause>,
 }
 
 impl std::fmt::Debug for McpSession {
@@ -230,11 +237,15 @@ impl std::fmt::Debug for McpSession {
 #[derive(Debug, Clone)]
 struct Client {
     info: ClientConfig,
-    elicitation: Option<HeadlessAnswer>,
+    elicitation: Option<Elicitation>,
+    /// Held while a person answers, so the call's timeout stops.
+    pause: Arc<Pause>,
+    /// `elicitation/create` requests answered so far.
+    asked: Arc<AtomicUsize>,
 }
 
 impl Client {
-    fn new(elicitation: Option<HeadlessAnswer>) -> Self {
+    fn new(elicitation: Option<Elicitation>, pause: Arc<Pause>) -> Self {
         let mut capabilities = ClientCapabilities::default();
         if elicitation.is_some() {
             // Declared only where there is an answer (MCP: a client that
@@ -251,6 +262,8 @@ impl Client {
                 Implementation::new("countersign", env!("CARGO_PKG_VERSION")),
             ),
             elicitation,
+            pause,
+            asked: Arc::default(),
         }
     }
 }
@@ -265,11 +278,16 @@ impl ClientHandler for Client {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Ok(match self.elicitation {
-            Some(how) => elicit::answer(how, &request),
-            // rmcp's default, and Countersign's answer before it had any.
-            None => ElicitResult::new(ElicitationAction::Decline),
-        })
+        let Some(how) = &self.elicitation else {
+            // rmcp's default, for a session that declared no capability.
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        if self.asked.fetch_add(1, Ordering::Relaxed) >= MAX_INPUT_ROUNDS {
+            tracing::warn!("mcp: the server asked for input too often; declining unasked");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        let _paused = self.pause.hold();
+        Ok(how.answer(&request, None).await)
     }
 }
 
@@ -300,6 +318,7 @@ pub async fn connect(
         after: Some(settings.list_timeout),
     };
     let raw = RawReplies::default();
+    let pause = Arc::new(Pause::new());
 
     let attempt = |handshake| {
         let transport = StreamableHttpClientTransport::with_client(
@@ -308,7 +327,11 @@ pub async fn connect(
         );
         tokio::time::timeout_at(
             deadline,
-            start(transport, handshake, Client::new(settings.elicitation)),
+            start(
+                transport,
+                handshake,
+                Client::new(settings.elicitation.clone(), pause.clone()),
+            ),
         )
     };
     let service = match attempt(Handshake::Auto).await {
@@ -361,6 +384,7 @@ pub async fn connect(
         protocol_version,
         settings: settings.clone(),
         redactor,
+        pause,
     })
 }
 
@@ -636,7 +660,7 @@ impl McpSession {
                     return tool_result(&value, self.settings.max_result_chars);
                 }
             };
-            let Some(how) = self.settings.elicitation else {
+            let Some(how) = &self.settings.elicitation else {
                 return Err(McpError::ToolFailed(
                     "the tool asked the user for more input, which Countersign does not support \
                      yet"
@@ -650,7 +674,12 @@ impl McpSession {
                 )));
             }
             rounds += 1;
-            let responses = input_responses(how, asked.input_requests.unwrap_or_default())?;
+            let responses = input_responses(
+                how,
+                asked.input_requests.unwrap_or_default(),
+                asked.request_state.as_deref(),
+            )
+            .await?;
             if responses.is_empty() {
                 // Only `requestState` (a server shedding load): not at once.
                 let pause = 50u64 << rounds.min(3);
@@ -661,20 +690,39 @@ impl McpSession {
         }
     }
 
-    /// One `tools/call` request: its result, whatever kind it is.
+    /// One `tools/call` request: its result, whatever kind it is, within
+    /// `call_timeout` not counting the time a person spends answering the
+    /// server's requests on the call's stream ([`Pause`]). On timeout the
+    /// server is told the request is cancelled, as rmcp's own timeout does.
     async fn call_once(&self, params: CallToolRequestParams) -> Result<ServerResult, McpError> {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = self
+        let mut handle = self
             .service
             .peer()
-            .send_request_with_option(
-                request,
-                PeerRequestOptions::with_timeout(self.settings.call_timeout),
-            )
+            .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
             .map_err(|e| error::from_service(&e, Phase::CallTool, &self.redactor))?;
         let id = handle.id.clone();
-        let outcome = handle.await_response().await;
+        let started = Instant::now();
+        let mut paused = self.pause.subscribe();
+        let outcome = loop {
+            let now = *paused.borrow_and_update();
+            let deadline =
+                (now.holds == 0).then(|| started + self.settings.call_timeout + now.total);
+            tokio::select! {
+                reply = &mut handle.rx => {
+                    break reply.unwrap_or(Err(rmcp::ServiceError::TransportClosed));
+                }
+                _ = paused.changed() => {}
+                () = sleep_until_some(deadline) => {
+                    let timeout = self.settings.call_timeout;
+                    if let Err(error) = handle.cancel(Some("request timeout".to_owned())).await {
+                        tracing::debug!(%error, "mcp: cannot tell the server a call timed out");
+                    }
+                    break Err(rmcp::ServiceError::Timeout { timeout });
+                }
+            }
+        };
         if self.raw.take(&id) == Some(Reply::TooLarge) {
             return Err(McpError::ResponseTooLarge {
                 max: MAX_RESPONSE_BYTES,
@@ -692,29 +740,38 @@ impl McpSession {
     }
 }
 
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until_some(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The answers to one round's input requests, keyed as the server keyed
-/// them. Only elicitation is answered: a session never declares sampling
-/// or roots, so a server asking for them gets no retry.
-fn input_responses(
-    how: HeadlessAnswer,
+/// them, asked one after another. Only elicitation is answered: a session
+/// never declares sampling or roots, so a server asking for them gets no
+/// retry.
+async fn input_responses(
+    how: &Elicitation,
     requests: InputRequests,
+    request_state: Option<&str>,
 ) -> Result<InputResponses, McpError> {
-    requests
-        .into_iter()
-        .map(|(key, request)| match request {
-            InputRequest::Elicitation(request) => {
-                let answer = elicit::answer(how, &request.params);
-                serde_json::to_value(answer)
-                    .map(|answer| (key, answer))
-                    .map_err(|_| McpError::Protocol("an answer could not be written".to_owned()))
-            }
-            _ => Err(McpError::ToolFailed(
+    let mut responses = InputResponses::new();
+    for (key, request) in requests {
+        let InputRequest::Elicitation(request) = request else {
+            return Err(McpError::ToolFailed(
                 "the tool asked for something other than user input (sampling or roots), \
                  which Countersign does not provide"
                     .to_owned(),
-            )),
-        })
-        .collect()
+            ));
+        };
+        let answer = how.answer(&request.params, request_state).await;
+        let answer = serde_json::to_value(answer)
+            .map_err(|_| McpError::Protocol("an answer could not be written".to_owned()))?;
+        responses.insert(key, answer);
+    }
+    Ok(responses)
 }
 
 /// A descriptor from one raw `tools/list` entry; `None` without a name.

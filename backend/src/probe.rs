@@ -278,7 +278,7 @@ async fn open(probe: &Probe, bearer: Option<Secret>) -> Result<McpSession, Probe
     )
     .map_err(|e| ProbeError::Invalid(format!("cannot build the HTTP client: {e}")))?;
     let settings = McpSettings {
-        elicitation: probe.elicit,
+        elicitation: probe.elicit.map(mcp::Elicitation::Headless),
         ..McpSettings::default()
     };
     Ok(mcp::connect(http, &target, &settings).await?)

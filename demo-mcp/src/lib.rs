@@ -122,7 +122,10 @@ fn app(
             oauth::require_bearer,
         ));
     }
-    let mut routes = mcp_routes.merge(admin::routes().with_state(state));
+    let mut routes = mcp_routes.merge(admin::routes().with_state(state)).route(
+        "/confirm-identity",
+        axum::routing::get(tools::ask::confirmation_page),
+    );
     if let Some(server) = oauth {
         routes = routes.merge(oauth::routes(server));
     }

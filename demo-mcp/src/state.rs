@@ -42,6 +42,8 @@ struct Inner {
     /// Set when the conformance fixtures are served: the seal of their
     /// `requestState`.
     fixtures: Option<Sealer>,
+    /// New sessions may only negotiate 2025-11-25 (`initialize`).
+    legacy_only: std::sync::atomic::AtomicBool,
 }
 
 /// Which of the admin changes to the tool list are in effect.
@@ -270,6 +272,7 @@ impl DemoState {
                 list_version,
                 legacy_peers: Mutex::new(Vec::new()),
                 fixtures,
+                legacy_only: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -277,6 +280,22 @@ impl DemoState {
     /// The conformance fixtures' seal, when they are served.
     pub(crate) fn fixtures(&self) -> Option<&Sealer> {
         self.inner.fixtures.as_ref()
+    }
+
+    /// From now on, only 2025-11-25 sessions (`initialize`) are accepted,
+    /// or again both eras: how tests reach the legacy paths (a request on
+    /// the call's stream instead of an `InputRequiredResult`).
+    pub fn set_legacy_only(&self, on: bool) {
+        self.inner
+            .legacy_only
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether only 2025-11-25 sessions are accepted.
+    pub(crate) fn legacy_only(&self) -> bool {
+        self.inner
+            .legacy_only
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The call log so far.

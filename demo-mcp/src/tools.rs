@@ -15,9 +15,12 @@
 //! | `slow_tool`           | readOnly true, destructive false, openWorld false              |
 //! | `failing_tool`        | readOnly true, destructive false, openWorld false              |
 //! | `late_arrival`        | readOnly true, destructive false, openWorld false (added late) |
+//! | `file_note`           | readOnly false, destructive false, openWorld false (asks a form) |
+//! | `confirm_identity`    | readOnly true, destructive false, openWorld true (asks a URL)  |
 //!
 //! The names are a contract: tests elsewhere refer to them. The hostile
-//! tools of `POST /admin/hostile` live in `hostile`.
+//! tools of `POST /admin/hostile` live in `hostile`; the two that ask the
+//! user for input while they run (elicitation) in `ask`.
 //!
 //! Descriptors are written out by hand (no `#[tool]` macros) because the
 //! list changes at run time and because the exact JSON is the point: every
@@ -45,6 +48,7 @@ use serde_json::{Value, json};
 
 use crate::state::{DemoState, ToolSetShape};
 
+pub mod ask;
 pub(crate) mod conformance;
 pub mod hostile;
 
@@ -210,6 +214,7 @@ pub(crate) fn descriptors(shape: ToolSetShape) -> Vec<Tool> {
             .with_annotations(closed_world_read_only()),
         );
     }
+    tools.extend(ask::descriptors());
     tools.extend(hostile::descriptors(shape));
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     tools

@@ -12,11 +12,13 @@ import { demoAdmin, demoRow, guardPages, signUp, snap } from './support';
 
 const DEMO_TOOLS = [
   'add_note',
+  'confirm_identity',
   'delete_note',
   'drifting_tool',
   'echo',
   'failing_tool',
   'fetch_url_preview',
+  'file_note',
   'search_notes',
   'slow_tool',
   'stringly_annotated',

@@ -143,6 +143,23 @@ test('a user signs in to an OAuth connector on its own page, and a call approved
   expect((await oauthAdmin(request)).counters.revoked).toBe(after.counters.revoked + 1);
   await row.getByTestId('connector-test').click();
   await expect(row.getByTestId('connector-last-error')).toHaveText('Sign in to this connector again.');
+
+  // A call made while signed out fails with a way back in — one button,
+  // nothing retried by itself — and the button goes to the sign-in page.
+  await newChat(page);
+  const callsBefore = await demoCalls(request, 'search_notes', OAUTH_DEMO);
+  await ask(page, 'search_notes', { query: 'lease' });
+  const signedOutCard = page.getByTestId('approval-card');
+  await expect(signedOutCard).toHaveCount(1, { timeout: REPLY_TIMEOUT });
+  await signedOutCard.getByTestId('approval-allow-once').click();
+  const again = signedOutCard.getByTestId('tool-sign-in-again');
+  await expect(again).toHaveText(`Sign in to ${NAME} again`, { timeout: REPLY_TIMEOUT });
+  await expect(signedOutCard.getByTestId('approval-tool-error')).toHaveText('Sign in to this connector again.');
+  await turnOver(page);
+  expect(await demoCalls(request, 'search_notes', OAUTH_DEMO), 'nothing ran signed out').toBe(callsBefore);
+  await snapBothWidths(page, signedOutCard, 'oauth-chat-sign-in-again');
+  await again.click();
+  await page.waitForURL((url) => url.href.startsWith(`${OAUTH_DEMO}/authorize?`));
 });
 
 test('a sign-in that came back with an error says so once, and the address loses the query', async ({ page }) => {

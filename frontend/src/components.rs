@@ -36,7 +36,7 @@ pub use require_session::RequireSession;
 pub use security_section::SecuritySection;
 pub use session_pending::SessionPending;
 pub use step_up_dialog::{StepUp, StepUpDialog};
-pub use tool_call_block::ToolCallBlock;
+pub use tool_call_block::{SignInAgainButton, ToolCallBlock};
 pub use tool_review_list::ToolReviewList;
 pub use turn_view::TurnView;
 

@@ -3,8 +3,8 @@
 //! sequence number in the chat.
 
 use crate::vocab::{
-    CallOrigin, GrantKind, InputMode, InputRequestStatus, NoProseReason, Resolution, ToolCallStatus,
-    TurnEnding,
+    CallOrigin, GrantKind, InputMode, InputRequestStatus, NoProseReason, Resolution,
+    ToolCallStatus, TurnEnding,
 };
 use serde::{Deserialize, Serialize};
 
@@ -162,6 +162,11 @@ pub enum ChatEvent {
         /// With `approved`: when the user approved it (RFC 3339).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         approved_at: Option<String>,
+        /// When the call failed because its OAuth connector needs a (new)
+        /// sign-in: that connector, for the chat's "Sign in to <connector>
+        /// again" (`POST /api/connectors/{id}/oauth/start`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sign_in_connector_id: Option<String>,
     },
     /// Something went wrong, in words a user can act on.
     Error {

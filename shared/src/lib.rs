@@ -29,8 +29,9 @@ pub use events::{ChatEvent, ChatEventMessage};
 pub use inputs::{InputAnswer, InputAnswered, InputRequest};
 pub use vocab::{
     ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, ConnectorStatus,
-    Decision, GrantKind, InputAction, InputMode, InputRequestStatus, MessageStatus, NoProseReason, OAuthStatus, PendingCallStatus, Resolution,
-    ReviewState, ToolCallStatus, TurnEnding, UnknownWord,
+    Decision, GrantKind, InputAction, InputMode, InputRequestStatus, MessageStatus, NoProseReason,
+    OAuthStatus, PendingCallStatus, Resolution, ReviewState, ToolCallStatus, TurnEnding,
+    UnknownWord,
 };
 
 /// The header every non-GET `/api` request carries, equal to the session's

@@ -1,7 +1,10 @@
-//! The MCP servers that others wrote, for `backend/tests/interop`: the
-//! reference `server-everything` (npm) and the official Python SDK (PyPI),
-//! installed once, at pinned versions, under `target/interop/`. It does not
-//! start them: the tests do, on loopback, and stop them by PID.
+//! The MCP servers that others wrote, for `backend/tests/interop` and
+//! `backend/tests/api/py_oauth.rs`: the reference `server-everything` (npm)
+//! and the official Python SDK (PyPI; its dependencies — starlette,
+//! uvicorn, httpx2 — are all the test's authorization server in
+//! `py_oauth_server.py` needs), installed once, at pinned versions, under
+//! `target/interop/`. It does not start them: the tests do, on loopback,
+//! and stop them by PID.
 
 use crate::proc::{cmd, run};
 use anyhow::Context as _;

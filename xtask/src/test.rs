@@ -89,7 +89,8 @@ pub fn test() -> anyhow::Result<()> {
         ]))
     })?;
 
-    // MCP servers that no one here wrote, for the interop tests.
+    // MCP servers that no one here wrote, for the interop tests (and the
+    // API test of OAuth against the Python SDK).
     let mut interop_dir = std::path::PathBuf::new();
     step(&mut t, "interop servers (npm, PyPI)", || {
         interop_dir = interop::prepare()?;

@@ -725,6 +725,16 @@ pub async fn access_token(
         &stored.client,
     )
     .await?;
+    if refresh_due(state, (user_id, connector_id), url, rand::random::<f64>()).await {
+        match manager.refresh_token().await {
+            Ok(_) => {}
+            Err(AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_)) => {
+                return Err(OAuthError::NeedsSignIn);
+            }
+            // The token may still be good: rmcp tries again below.
+            Err(e) => tracing::warn!(error = %e, "oauth: an early refresh failed"),
+        }
+    }
     match manager.get_access_token().await {
         Ok(token) => Ok(token),
         Err(AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_)) => {
@@ -732,6 +742,50 @@ pub async fn access_token(
         }
         Err(e) => Err(setup(e)),
     }
+}
+
+/// Whether the stored token of the connector is in its early-refresh
+/// window, at `jitter` (0..1) of it ([`refresh_early`]).
+async fn refresh_due(state: &AppState, ids: (UserId, ConnectorId), url: &str, jitter: f64) -> bool {
+    use rmcp::transport::auth::CredentialStore as _;
+    let Ok(secrets) = secret_box(state) else {
+        return false;
+    };
+    let stored = PgCredentialStore::new(state.db.clone(), secrets, ids, url)
+        .load()
+        .await
+        .ok()
+        .flatten();
+    let Some(stored) = stored else {
+        return false;
+    };
+    let lifetime = stored
+        .token_response
+        .as_ref()
+        .and_then(|t| serde_json::to_value(t).ok())
+        .and_then(|t| t.get("expires_in").and_then(serde_json::Value::as_u64));
+    let (Some(lifetime), Some(received_at)) = (lifetime, stored.token_received_at) else {
+        return false;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let left = i128::from(received_at) + i128::from(lifetime) - i128::from(now);
+    refresh_early(lifetime, left, jitter)
+}
+
+/// Refresh jitter. rmcp refreshes a token once fewer than
+/// `min(30 s, lifetime / 2)` seconds are left, so every call of every
+/// instance near that moment would refresh at once (each waiting on the
+/// advisory lock, each rotating the token again). A call refreshes a
+/// little earlier instead, once fewer than that plus `jitter` (0..1) of a
+/// window of `min(30 s, lifetime / 4)` seconds are left: the refreshes of
+/// one connector spread over the window, and the first one's new token
+/// puts the others out of it.
+pub(crate) fn refresh_early(lifetime: u64, left: i128, jitter: f64) -> bool {
+    let rmcp_buffer = 30.min(lifetime / 2) as f64;
+    let window = 30.min(lifetime / 4) as f64;
+    (left as f64) < rmcp_buffer + window * jitter.clamp(0.0, 1.0)
 }
 
 /// Replaces the client of a stored sign-in (its tokens stay: same issuer,
@@ -857,5 +911,52 @@ pub async fn token_refused(
     match marked {
         Ok(()) => OAuthError::NeedsSignIn,
         Err(err) => err,
+    }
+}
+
+/// Whether connector `connector_id` of `user_id` at `url` is an OAuth
+/// connector without a sign-in for that URL (never signed in, a refused
+/// refresh or token, or a new URL): what the chat offers "Sign in to
+/// <connector> again" for, after a call that failed.
+pub async fn needs_sign_in(
+    state: &AppState,
+    (user_id, connector_id): (UserId, ConnectorId),
+    url: &str,
+) -> bool {
+    let secrets = state.secrets.as_ref();
+    let oauth = matches!(
+        super::load_auth(&state.db, secrets, user_id.into(), connector_id.into()).await,
+        Ok(super::Auth::OAuth(_))
+    );
+    if !oauth {
+        return false;
+    }
+    let Ok(secrets) = secret_box(state) else {
+        return false;
+    };
+    matches!(
+        store::signed_in(&state.db, &secrets, (user_id, connector_id), url).await,
+        Ok(None)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refresh_early;
+
+    #[test]
+    fn refreshes_come_early_at_a_random_point_of_a_bounded_window() {
+        // An hour-long token: rmcp's 30 s, then up to 30 s more.
+        assert!(!refresh_early(3600, 61, 1.0));
+        assert!(refresh_early(3600, 59, 1.0));
+        assert!(!refresh_early(3600, 31, 0.0));
+        assert!(refresh_early(3600, 29, 0.0));
+        assert!(refresh_early(3600, 44, 0.5));
+        // A 4 s token: rmcp's 2 s, then at most 1 s more.
+        assert!(!refresh_early(4, 3, 1.0));
+        assert!(refresh_early(4, 2, 0.9));
+        // Expired is always due; jitter outside 0..1 is clamped.
+        assert!(refresh_early(60, -5, 0.0));
+        assert!(!refresh_early(3600, 100, 7.0));
     }
 }

@@ -2,7 +2,8 @@
 //! every tool call. [`check_url`] runs the SSRF guard (also on add and URL
 //! change, to refuse early with the reason); [`open_session`] runs it
 //! again, loads the user's credentials and opens an MCP session through the
-//! guarded client.
+//! guarded client; [`open_session_asking`] also lets the server ask the
+//! user for input (a call's session: the chat's input card, DESIGN §6a).
 //!
 //! [`refused`] says what a server's refusal means: for an OAuth connector,
 //! a 403 `insufficient_scope` is a step-up (`oauth::step_up`) and a 401 a
@@ -40,6 +41,18 @@ pub async fn open_session(
     id: Uuid,
     url: &str,
 ) -> Result<mcp::McpSession, ConnectorError> {
+    open_session_asking(state, user_id, id, url, None).await
+}
+
+/// [`open_session`] whose server may ask the user for input through
+/// `elicitation` (declared to the server only when given).
+pub async fn open_session_asking(
+    state: &AppState,
+    user_id: Uuid,
+    id: Uuid,
+    url: &str,
+    elicitation: Option<mcp::Elicitation>,
+) -> Result<mcp::McpSession, ConnectorError> {
     let guarded = check_url(state, url).await?;
     let auth = load_auth(&state.db, state.secrets.as_ref(), user_id, id).await?;
     let mut target = McpTarget::new(guarded.url().clone());
@@ -60,6 +73,7 @@ pub async fn open_session(
     }
     let settings = McpSettings {
         call_timeout: Duration::from_secs(state.config.mcp_timeout_secs),
+        elicitation,
         ..McpSettings::default()
     };
     match mcp::connect(state.connector_http.clone(), &target, &settings).await {

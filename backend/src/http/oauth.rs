@@ -25,7 +25,11 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 /// Where the authorization server sends the browser back: the public URL
-/// when set, else this request's own host (the Host check has vetted it).
+/// when set, else this request's own `Host`, unvetted (the Host check runs
+/// only with a public URL) but harmless: the request carries the session's
+/// CSRF token, so only the signed-in user's own browser names it, and the
+/// callback's state is bound to that user. Without a public URL the
+/// redirect is plain http (a local or development deployment).
 fn redirect_uri(state: &AppState, headers: &HeaderMap) -> Result<String, ApiError> {
     if let Some(origin) = state.config.public_origin() {
         return Ok(format!("{origin}/oauth/callback"));

@@ -1,21 +1,137 @@
-//! Answering a server's request for user input (elicitation) without a
-//! person: the probe's `--elicit accept-defaults|decline|cancel`.
+//! Answering a server's request for user input (elicitation, DESIGN §6a).
 //!
-//! What it owns: [`HeadlessAnswer`], the fixed answer a session gives
-//! every elicitation, and [`defaults`], the content "accept with the
-//! defaults" sends for a form: each property's `default` from the
-//! requested schema (SEP-1034), when it fits the property's type.
+//! What it owns: [`Elicitation`], how a session answers — a person,
+//! through [`AskUser`] (the chat's input card, `crate::inputs`), or a
+//! fixed [`HeadlessAnswer`] (the probe's `--elicit
+//! accept-defaults|decline|cancel`); [`defaults`], the content "accept with
+//! the defaults" sends for a form: each property's `default` from the
+//! requested schema (SEP-1034), when it fits the property's type; and
+//! [`Pause`], the time a call spends waiting for a person, which its
+//! timeout does not count.
 //!
-//! What it deliberately does not do: ask anyone. The chat's input card
-//! (DESIGN §6a) is a later item; a server session without a headless
-//! answer declares no elicitation capability and declines, as before.
-//! Nor does it open a URL: a URL-mode request accepted headlessly is
-//! only acknowledged (and logged), never visited.
+//! What it deliberately does not do: open a URL. A URL-mode request
+//! accepted headlessly is only acknowledged (and logged), never visited.
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// A person who answers a server's requests for input while a call runs.
+pub trait AskUser: Send + Sync {
+    /// The answer to `request`. `request_state` is the 2026-07-28 round's
+    /// opaque `requestState` (`None` for a legacy `elicitation/create`),
+    /// for the record only: the session echoes its own copy.
+    fn ask<'a>(
+        &'a self,
+        request: &'a ElicitRequestParams,
+        request_state: Option<&'a str>,
+    ) -> BoxFuture<'a, ElicitResult>;
+}
+
+/// How a session answers a server's requests for input. A session with
+/// one declares `elicitation: {form: {}, url: {}}`.
+#[derive(Clone)]
+pub enum Elicitation {
+    /// The same answer every time, without a person.
+    Headless(HeadlessAnswer),
+    /// Ask a person.
+    Ask(Arc<dyn AskUser>),
+}
+
+impl std::fmt::Debug for Elicitation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Headless(how) => f.debug_tuple("Headless").field(how).finish(),
+            Self::Ask(_) => f.write_str("Ask(..)"),
+        }
+    }
+}
+
+impl PartialEq for Elicitation {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Headless(a), Self::Headless(b)) => a == b,
+            (Self::Ask(a), Self::Ask(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Elicitation {}
+
+impl Elicitation {
+    /// The answer to `request`.
+    pub(crate) async fn answer(
+        &self,
+        request: &ElicitRequestParams,
+        request_state: Option<&str>,
+    ) -> ElicitResult {
+        match self {
+            Self::Headless(how) => answer(*how, request),
+            Self::Ask(person) => person.ask(request, request_state).await,
+        }
+    }
+}
+
+/// How long a session has waited for a person so far, shared by the
+/// session's handler (which holds it while a legacy `elicitation/create`
+/// is answered) and its calls (whose timeout stops while it is held).
+#[derive(Debug)]
+pub(crate) struct Pause(watch::Sender<Paused>);
+
+/// A [`Pause`]'s state.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Paused {
+    /// Requests being answered now.
+    pub(crate) holds: usize,
+    /// Since when, while `holds > 0`.
+    pub(crate) since: Option<Instant>,
+    /// Time spent waiting in finished holds.
+    pub(crate) total: Duration,
+}
+
+impl Pause {
+    pub(crate) fn new() -> Self {
+        Self(watch::Sender::new(Paused::default()))
+    }
+
+    /// Holds the pause until the guard drops.
+    pub(crate) fn hold(&self) -> PauseGuard<'_> {
+        self.0.send_modify(|p| {
+            if p.holds == 0 {
+                p.since = Some(Instant::now());
+            }
+            p.holds += 1;
+        });
+        PauseGuard(self)
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Paused> {
+        self.0.subscribe()
+    }
+}
+
+/// Releases a [`Pause::hold`].
+pub(crate) struct PauseGuard<'a>(&'a Pause);
+
+impl Drop for PauseGuard<'_> {
+    fn drop(&mut self) {
+        self.0.0.send_modify(|p| {
+            p.holds = p.holds.saturating_sub(1);
+            if p.holds == 0
+                && let Some(since) = p.since.take()
+            {
+                p.total += since.elapsed();
+            }
+        });
+    }
+}
 
 /// The answer a session gives every elicitation it receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

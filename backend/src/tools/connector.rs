@@ -19,18 +19,22 @@ use crate::{
     AppState,
     approvals::{self, Waited},
     audit,
-    connectors::session::{open_session, refused},
+    connectors::session::{open_session_asking, refused},
     db, digest,
     gate::{self, AlwaysGrant, Decision, Facts},
     ids::{ChatId, ConnectorId, PendingCallId, TurnId, UserId},
+    inputs::{Asking, CardAsker},
     llm::{ToolCall, ToolSpec},
+    mcp::Elicitation,
+    tools::ToolContext,
 };
 use countersign_api::{
     ActivityDecision, ActivityKind, ActivityOutcome, CallOrigin, ChatEvent, GrantKind, Resolution,
     ToolCallStatus,
 };
 use serde_json::{Map, Value, json};
-use std::time::Instant;
+use std::{sync::Arc, time::Instant};
+use tokio::sync::watch;
 use uuid::Uuid;
 
 /// Appended to the description of every tool that asks.
@@ -237,17 +241,45 @@ async fn refresh_stale(state: &AppState, user_id: UserId) {
     }
 }
 
+/// Who a call's server may ask for input: the user, in the call's chat.
+struct Asker<'a> {
+    ctx: ToolContext,
+    /// The model's id for the call.
+    call_id: &'a str,
+    /// The turn's Stop.
+    cancel: watch::Receiver<bool>,
+}
+
 /// Runs one call on the connector: `Ok(text)` or `Err(why)` (the tool's
-/// own error result included).
+/// own error result included). The server may ask the user for input
+/// while it runs (DESIGN §6a): each question is a card in the chat.
 async fn execute(
     state: &AppState,
-    user_id: UserId,
     tool: &Kept,
     arguments: Map<String, Value>,
+    asker: Asker<'_>,
 ) -> Result<String, String> {
-    let session = open_session(state, user_id.into(), tool.connector_id.into(), &tool.url)
-        .await
-        .map_err(|e| e.to_string())?;
+    let user_id = asker.ctx.user_id;
+    let card = CardAsker::new(
+        state.clone(),
+        &Asking {
+            ctx: asker.ctx,
+            call_id: asker.call_id,
+            connector_id: tool.connector_id,
+            connector_name: &tool.connector_name,
+            tool_name: &tool.tool_name,
+        },
+        asker.cancel,
+    );
+    let session = open_session_asking(
+        state,
+        user_id.into(),
+        tool.connector_id.into(),
+        &tool.url,
+        Some(Elicitation::Ask(Arc::new(card))),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let result = session.call_tool(&tool.tool_name, arguments).await;
     session.close().await;
     match result {
@@ -363,6 +395,7 @@ async fn run_approved(
     state: AppState,
     user_id: UserId,
     id: PendingCallId,
+    cancel: watch::Receiver<bool>,
 ) -> (Option<String>, Result<String, String>) {
     let row = match approvals::claim(&state, id).await {
         Ok(Some(row)) => row,
@@ -429,7 +462,16 @@ async fn run_approved(
             .await
             .map_err(|_| UNAUDITED.to_owned())?;
         let started = Instant::now();
-        let outcome = execute(&state, user_id, &tool, arguments).await;
+        let asker = Asker {
+            ctx: ToolContext {
+                user_id,
+                chat_id: row.chat_id,
+                turn_id: row.turn_id,
+            },
+            call_id: &row.call_id,
+            cancel,
+        };
+        let outcome = execute(&state, &tool, arguments, asker).await;
         activity.outcome(&state, &outcome, millis(started)).await;
         outcome
     }
@@ -559,7 +601,12 @@ async fn run_unasked(
         .await
     {
         Ok(()) => {
-            let outcome = execute(state, run.ctx.user_id, tool, arguments.clone()).await;
+            let asker = Asker {
+                ctx: run.ctx,
+                call_id: &call.id,
+                cancel: run.cancel.clone(),
+            };
+            let outcome = execute(state, tool, arguments.clone(), asker).await;
             activity.outcome(state, &outcome, millis(started)).await;
             outcome
         }
@@ -632,7 +679,12 @@ async fn ask_and_wait(
     Ok(match waited {
         Waited::Approved => {
             let started = Instant::now();
-            let task = tokio::spawn(run_approved(state.clone(), run.ctx.user_id, row.id));
+            let task = tokio::spawn(run_approved(
+                state.clone(),
+                run.ctx.user_id,
+                row.id,
+                run.cancel.clone(),
+            ));
             let (approved_at, outcome) = task.await.unwrap_or_else(|_| {
                 (
                     None,
@@ -676,6 +728,9 @@ async fn report(
     origin: Origin,
 ) -> ToolOutcome {
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let ids = (run.ctx.user_id, tool.connector_id);
+    let sign_in = outcome.is_err()
+        && crate::connectors::oauth::needs_sign_in(run.state, ids, &tool.url).await;
     run.events
         .emit(ChatEvent::McpToolCall {
             turn_id: run.ctx.turn_id.to_string(),
@@ -688,6 +743,7 @@ async fn report(
             duration_ms,
             origin: origin.kind,
             approved_at: origin.approved_at,
+            sign_in_connector_id: sign_in.then(|| tool.connector_id.to_string()),
         })
         .await;
     let mut result = match outcome {

@@ -429,7 +429,7 @@ async fn test_and_refresh_against_the_demo_server_store_tools_and_mark_new_and_c
     let tested: Value = res.json().await.expect("JSON");
     assert_eq!(tested["status"], "ok");
     assert_eq!(tested["protocol_version"], "2026-07-28");
-    assert_eq!(tested["tool_counts"]["new"], 9);
+    assert_eq!(tested["tool_counts"]["new"], 11);
 
     let tools = app.get_json(&format!("/api/connectors/{id}/tools")).await;
     let by_name = |name: &str| {

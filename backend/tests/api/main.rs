@@ -15,9 +15,11 @@ mod hardening;
 mod health;
 mod helpers;
 mod host;
+mod inputs;
 mod mfa;
 mod oauth_flow;
 mod oauth_store;
+mod py_oauth;
 mod rls;
 mod server_bounds;
 #[path = "../support/db.rs"]

@@ -36,7 +36,8 @@ async fn app_for(demo: &DemoServer) -> TestApp {
     .await
 }
 
-fn query(url: &Url, key: &str) -> Option<String> {
+/// The value of `key` in `url`'s query.
+pub(crate) fn query(url: &Url, key: &str) -> Option<String> {
     url.query_pairs()
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.into_owned())
@@ -67,7 +68,7 @@ async fn allow_at_the_authorization_server(authorization_url: &str) -> Url {
 
 /// Follows the callback as the signed-in browser; returns the Settings URL
 /// it lands on.
-async fn callback(app: &TestApp, back: &Url) -> Url {
+pub(crate) async fn callback(app: &TestApp, back: &Url) -> Url {
     let res = app
         .client
         .get(back.as_str())
@@ -461,4 +462,55 @@ async fn a_confidential_client_from_dynamic_registration_signs_in_with_its_secre
 
     assert_eq!(connector(&app, &id).await["oauth_status"], "connected");
     assert_eq!(test_connector(&app, &id).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_call_whose_token_is_refused_offers_the_sign_in_in_the_chat() {
+    let (demo, app, id) = signed_in().await;
+    let res = app
+        .post(&format!("/api/connectors/{id}/refresh"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let keep = crate::helpers::seen(&app, &id, Some(&["search_notes"])).await;
+    let res = app
+        .request(
+            reqwest::Method::PUT,
+            &format!("/api/connectors/{id}/tools/review"),
+            Some(json!({"keep": keep, "decline": []})),
+        )
+        .await;
+    assert!(res.status().is_success(), "review: {}", res.status());
+    let slug = connector(&app, &id).await["slug"]
+        .as_str()
+        .expect("slug")
+        .to_owned();
+    demo.oauth().expect("oauth").revoke_all();
+
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(
+        &chat,
+        &format!("use {slug}__search_notes with {{\"query\": \"lease\"}}"),
+    )
+    .await;
+    let card = stream.until("mcp_confirmation_required").await;
+    let card = card.last().expect("card").1.clone();
+    assert_eq!(
+        crate::helpers::decide(&app, &card, "approve")
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    let events = stream.until("turn_finished").await;
+    let ran = events
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_tool_call")
+        .expect("the call's outcome")
+        .1
+        .clone();
+    assert_eq!(ran["status"], "error", "{ran}");
+    assert_eq!(ran["error"], "Sign in to this connector again.", "{ran}");
+    assert_eq!(ran["sign_in_connector_id"], id.as_str(), "{ran}");
+    assert_eq!(connector(&app, &id).await["oauth_status"], "needs_sign_in");
+    assert_eq!(demo.calls().count("search_notes"), 0);
 }

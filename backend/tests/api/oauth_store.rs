@@ -358,3 +358,39 @@ async fn refreshes_of_one_connector_wait_for_each_other_across_instances() {
         .expect("released when the first guard goes")
         .expect("joined");
 }
+
+#[tokio::test]
+async fn waiting_refreshes_hold_no_connection_so_the_one_refreshing_can_still_save() {
+    use rmcp::transport::auth::CredentialStore as _;
+    let (app, user, connector) = user_with_connector().await;
+    let store = || PgCredentialStore::new(app.pool.clone(), secrets(), (user, connector), URL);
+    let held = store()
+        .acquire_refresh_guard()
+        .await
+        .expect("lock")
+        .expect("a guard");
+    // More waiters than the pool has connections.
+    let waiters: Vec<_> = (0..40)
+        .map(|_| {
+            let waiter = store();
+            tokio::spawn(async move {
+                let guard = waiter.acquire_refresh_guard().await.expect("lock");
+                drop(guard);
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The refresh holding the lock loads (and would save) through the pool.
+    let loaded = tokio::time::timeout(Duration::from_secs(5), store().load()).await;
+    assert!(
+        matches!(loaded, Ok(Ok(_))),
+        "the lock holder got a connection: {loaded:?}"
+    );
+    drop(held);
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("every waiter gets its turn")
+            .expect("joined");
+    }
+}

@@ -90,7 +90,7 @@ async fn assert_refused_whole(mode: HostileMode, words: &[&str]) {
 async fn a_server_listing_more_than_500_tools_is_refused_whole_and_nothing_is_stored() {
     assert_refused_whole(
         HostileMode::ManyTools,
-        &["The server listed 609 tools", "at most 500"],
+        &["The server listed 611 tools", "at most 500"],
     )
     .await;
 }

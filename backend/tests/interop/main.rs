@@ -4,6 +4,8 @@
 //! installed by `cargo xtask test` (xtask/src/interop.rs) into the folder
 //! named by `COUNTERSIGN_INTEROP_DIR`. Also the `connector probe` CLI, run
 //! as the real binary (`probe_oauth`: its `--oauth` sign-ins).
+//! `py_oauth_server.py`, beside them, belongs to the API tests
+//! (`tests/api/py_oauth.rs`): its sign-in goes through the app.
 
 mod clients;
 mod probe;

@@ -104,7 +104,9 @@ async fn post(State((script, calls)): State<Shared>, body: axum::body::Bytes) ->
 
 fn headless() -> McpSettings {
     McpSettings {
-        elicitation: Some(HeadlessAnswer::AcceptDefaults),
+        elicitation: Some(countersign::mcp::Elicitation::Headless(
+            HeadlessAnswer::AcceptDefaults,
+        )),
         ..settings()
     }
 }

@@ -293,6 +293,11 @@ pub fn expected_annotations() -> Vec<(&'static str, Option<Value>)> {
             "add_note",
             Some(json!({"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false})),
         ),
+        // Asks for a URL to be opened while it runs (`tools/ask.rs`).
+        (
+            "confirm_identity",
+            Some(json!({"readOnlyHint": true, "destructiveHint": false, "openWorldHint": true})),
+        ),
         (
             "delete_note",
             Some(json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false})),
@@ -304,6 +309,11 @@ pub fn expected_annotations() -> Vec<(&'static str, Option<Value>)> {
         (
             "fetch_url_preview",
             Some(json!({"readOnlyHint": true, "destructiveHint": false})),
+        ),
+        // Asks for a form while it runs (`tools/ask.rs`).
+        (
+            "file_note",
+            Some(json!({"readOnlyHint": false, "destructiveHint": false, "openWorldHint": false})),
         ),
         ("search_notes", Some(closed_read_only.clone())),
         ("slow_tool", Some(closed_read_only)),

@@ -23,7 +23,7 @@ use leptos::task::spawn_local;
 use leptos::web_sys::js_sys::Date;
 
 use crate::api;
-use crate::components::{OriginChip, StepUp};
+use crate::components::{OriginChip, SignInAgainButton, StepUp};
 use crate::model::approval::{
     ArgPiece, argument_pieces, card_status, clock_offset_ms, countdown_text, duration_text,
     remaining_secs,
@@ -276,6 +276,9 @@ pub fn ApprovalCard(
             </p>
             {move || tool_error().map(|error| view! {
                 <p class="tool-error" data-testid="approval-tool-error">{error}</p>
+            })}
+            {move || call.get().and_then(|c| c.sign_in).map(|again| view! {
+                <SignInAgainButton again=again />
             })}
             {move || origin.get().map(|origin| view! { <OriginChip origin=origin /> })}
             {move || problem().map(|text| view! {

@@ -31,6 +31,7 @@ mod available_offers;
 mod change_credentials;
 mod row;
 mod sign_in;
+pub(crate) use sign_in::open_sign_in_page;
 mod store;
 mod trust_toggle;
 

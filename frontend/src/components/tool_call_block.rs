@@ -2,12 +2,16 @@
 
 use leptos::prelude::*;
 
-use crate::components::OriginChip;
-use crate::model::transcript::{ToolCall, ToolState};
+use crate::api;
+use crate::components::connectors::open_sign_in_page;
+use crate::components::{FormError, OriginChip, last_error};
+use crate::model::transcript::{SignInAgain, ToolCall, ToolState};
+use crate::session::SessionState;
 
 /// "tool_name", its arguments as pretty JSON, where it stands (running /
-/// ok / error with the reason), and for an MCP call that ran without a
-/// card, the rule that let it run.
+/// ok / error with the reason), for an MCP call that ran without a
+/// card, the rule that let it run, and for one that failed because its
+/// OAuth connector needs a new sign-in, "Sign in to <connector> again".
 #[component]
 pub fn ToolCallBlock(
     /// The call; `None` renders nothing.
@@ -27,6 +31,7 @@ pub fn ToolCallBlock(
             };
             let arguments = (!call.arguments.is_empty()).then_some(call.arguments);
             let origin = call.origin.map(|origin| view! { <OriginChip origin=origin /> });
+            let sign_in = call.sign_in.map(|again| view! { <SignInAgainButton again=again /> });
             view! {
                 <section class="tool-call" data-testid="tool-call" data-state=state aria-label="Tool call">
                     <p class="tool-call-head">
@@ -55,8 +60,46 @@ pub fn ToolCallBlock(
                             }
                         })}
                     {origin}
+                    {sign_in}
                 </section>
             }
         })
+    }
+}
+
+/// "Sign in to <connector> again": starts the connector's sign-in and
+/// sends the window to the authorization server's page (the callback
+/// brings the browser back to Settings). One click, one sign-in: nothing
+/// retries by itself.
+#[component]
+pub fn SignInAgainButton(again: SignInAgain) -> impl IntoView {
+    let session = SessionState::expect();
+    let id = again.connector_id.clone();
+    let start = Action::new_local(move |_: &()| {
+        let token = session.csrf_token().unwrap_or_default();
+        let id = id.clone();
+        async move {
+            let started = api::start_connector_sign_in(&token, &id)
+                .await
+                .map_err(|failure| failure.detail)?;
+            open_sign_in_page(&started.authorization_url)
+        }
+    });
+    let pending = start.pending();
+    let error = last_error(start);
+    let label = format!("Sign in to {} again", again.connector_name);
+    view! {
+        <p class="tool-sign-in">
+            <button type="button" class="button primary small" data-testid="tool-sign-in-again"
+                aria-disabled=move || pending.get().then_some("true")
+                on:click=move |_| {
+                    if !pending.get_untracked() {
+                        start.dispatch_local(());
+                    }
+                }>
+                {move || if pending.get() { "Opening the sign-in page…".to_owned() } else { label.clone() }}
+            </button>
+        </p>
+        <FormError message=error testid="tool-sign-in-error" />
     }
 }

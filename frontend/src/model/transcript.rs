@@ -94,6 +94,19 @@ pub struct ToolCall {
     pub origin: Option<Origin>,
     /// What its server asked the user while it ran, oldest first.
     pub inputs: Vec<Input>,
+    /// It failed because its OAuth connector needs a new sign-in: the
+    /// chat offers "Sign in to <connector> again".
+    pub sign_in: Option<SignInAgain>,
+}
+
+/// The connector a failed call needs a new sign-in for
+/// (`mcp_tool_call.sign_in_connector_id`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInAgain {
+    /// `POST /api/connectors/{id}/oauth/start` starts it.
+    pub connector_id: String,
+    /// Its name, for the button.
+    pub connector_name: String,
 }
 
 /// What let an MCP call run: the `origin` of its `mcp_tool_call` event.
@@ -710,6 +723,7 @@ impl Transcript {
                         duration_ms: None,
                         origin: None,
                         inputs: Vec::new(),
+                        sign_in: None,
                     })),
                 }
             }
@@ -736,6 +750,7 @@ impl Transcript {
                         duration_ms: None,
                         origin: None,
                         inputs: Vec::new(),
+                        sign_in: None,
                     })),
                 }
             }
@@ -782,6 +797,7 @@ impl Transcript {
                         duration_ms: None,
                         origin: None,
                         inputs: Vec::new(),
+                        sign_in: None,
                     }));
                 }
                 if let Some(call) = turn.call_mut(&call_id, &id) {
@@ -820,12 +836,14 @@ impl Transcript {
             ChatEvent::McpToolCall {
                 id,
                 call_id,
+                connector_name,
                 tool_name,
                 status,
                 error,
                 duration_ms,
                 origin,
                 approved_at,
+                sign_in_connector_id,
                 ..
             } => {
                 let state = if status == ToolCallStatus::Ok {
@@ -834,11 +852,16 @@ impl Transcript {
                     ToolState::Error(error)
                 };
                 let origin = Origin::from_event(origin, approved_at);
+                let sign_in = sign_in_connector_id.map(|connector_id| SignInAgain {
+                    connector_id,
+                    connector_name,
+                });
                 match turn.call_mut(&call_id, &id) {
                     Some(call) => {
                         call.state = state;
                         call.duration_ms = Some(duration_ms);
                         call.origin = origin;
+                        call.sign_in = sign_in;
                     }
                     None => turn.segments.push(Segment::Tool(ToolCall {
                         id: if call_id.is_empty() { id } else { call_id },
@@ -849,6 +872,7 @@ impl Transcript {
                         duration_ms: Some(duration_ms),
                         origin,
                         inputs: Vec::new(),
+                        sign_in,
                     })),
                 }
             }
@@ -909,6 +933,7 @@ impl Transcript {
                         duration_ms: None,
                         origin: None,
                         inputs: Vec::new(),
+                        sign_in: None,
                     }));
                 }
                 if let Some(call) = tool_mut(turn, &block) {
@@ -1478,6 +1503,7 @@ mod tests {
             duration_ms: 42,
             origin: Some(CallOrigin::Approved),
             approved_at: None,
+            sign_in_connector_id: None,
         }
     }
 
@@ -1857,6 +1883,44 @@ mod tests {
     }
 
     #[test]
+    fn a_call_that_needs_a_new_sign_in_offers_it_for_its_connector() {
+        let mut transcript = Transcript::default();
+        transcript.apply(Some(1), started("t1", "x"));
+        transcript.apply(Some(2), tool_call("t1", "c1"));
+        transcript.apply(
+            Some(3),
+            ChatEvent::McpToolCall {
+                turn_id: "t1".into(),
+                id: "c1".into(),
+                call_id: "c1".into(),
+                connector_name: "Matter notes".into(),
+                tool_name: "search_notes".into(),
+                status: ToolCallStatus::Error,
+                error: Some("Sign in to this connector again.".into()),
+                duration_ms: 3,
+                origin: None,
+                approved_at: None,
+                sign_in_connector_id: Some("k1".into()),
+            },
+        );
+        let call = only_call(&transcript);
+        assert_eq!(
+            call.state,
+            ToolState::Error(Some("Sign in to this connector again.".into()))
+        );
+        assert_eq!(
+            call.sign_in,
+            Some(SignInAgain {
+                connector_id: "k1".into(),
+                connector_name: "Matter notes".into(),
+            })
+        );
+        // Any other outcome offers none.
+        transcript.apply(Some(4), ran("t1", "c1", "c1", None));
+        assert_eq!(only_call(&transcript).sign_in, None);
+    }
+
+    #[test]
     fn an_unknown_decision_word_changes_nothing() {
         let mut transcript = waiting();
         transcript.apply(Some(5), resolved("t1", "p1", Resolution::Unknown));
@@ -1877,6 +1941,7 @@ mod tests {
             duration_ms: 7,
             origin,
             approved_at: None,
+            sign_in_connector_id: None,
         }
     }
 
@@ -2009,6 +2074,7 @@ mod tests {
                 duration_ms: 9,
                 origin: Some(CallOrigin::Approved),
                 approved_at: Some(approved_at.into()),
+                sign_in_connector_id: None,
             },
             tool_call("t1", "c2"),
             ran_under("t1", "c2", Some(CallOrigin::TurnGrant)),

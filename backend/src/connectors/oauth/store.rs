@@ -31,6 +31,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use std::time::Duration;
 
+/// How long a refresh waits for another refresh of the same connector
+/// (on any instance) to finish.
+const REFRESH_LOCK_WAIT: Duration = Duration::from_secs(30);
+
 /// How long an authorization request may take, start to callback.
 pub const STATE_TTL: Duration = Duration::from_secs(600);
 
@@ -386,16 +390,37 @@ impl CredentialStore for PgCredentialStore {
     /// A transaction holding `pg_advisory_xact_lock` on this connector:
     /// dropping it rolls back (sqlx flushes the rollback when the
     /// connection returns to the pool), which releases the lock.
+    ///
+    /// Taken with `pg_try_advisory_xact_lock`, retried every 20–60 ms for
+    /// at most [`REFRESH_LOCK_WAIT`]: a waiter holds no pooled connection
+    /// while it waits. (A blocking lock would: enough calls of one
+    /// connector waiting at once would hold every connection of the pool,
+    /// and the refresh holding the lock could not get one to load or save
+    /// its tokens.)
     async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
-        let mut tx = db::service_tx(&self.pool).await.map_err(store_error)?;
-        sqlx::query!(
-            "select pg_advisory_xact_lock(hashtextextended('connector_oauth/' || $1::text, 0))",
-            self.connector_id.to_string(),
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(store_error)?;
-        Ok(Some(CredentialRefreshGuard::new(tx)))
+        let deadline = tokio::time::Instant::now() + REFRESH_LOCK_WAIT;
+        loop {
+            let mut tx = db::service_tx(&self.pool).await.map_err(store_error)?;
+            let locked = sqlx::query_scalar!(
+                r#"select pg_try_advisory_xact_lock(
+                       hashtextextended('connector_oauth/' || $1::text, 0)) as "locked!""#,
+                self.connector_id.to_string(),
+            )
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(store_error)?;
+            if locked {
+                return Ok(Some(CredentialRefreshGuard::new(tx)));
+            }
+            tx.rollback().await.map_err(store_error)?;
+            if tokio::time::Instant::now() >= deadline {
+                return Err(AuthError::InternalError(
+                    "another refresh of this connector's token did not finish in time".into(),
+                ));
+            }
+            let pause = 20 + rand::random::<u64>() % 40;
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+        }
     }
 }
 

@@ -152,7 +152,7 @@ pub(super) fn SignInControls(
 /// Sends the window to the authorization server's sign-in page, if it is
 /// one a browser should open (https, or http on this machine: see
 /// [`browser_may_open`]); the URL goes exactly as the browser parsed it.
-fn open_sign_in_page(url: &str) -> Result<(), String> {
+pub(crate) fn open_sign_in_page(url: &str) -> Result<(), String> {
     let refused = || {
         "The server's sign-in page is not on an https address, so Countersign does not open it."
             .to_owned()
