@@ -45,11 +45,16 @@ async function pendingInput(page: Page, tool: string, mode: 'form' | 'url'): Pro
   return card;
 }
 
-/** Screenshots of the chat with `part` in view, at 1280 px and 390 px wide, with no sideways scroll at 390. */
+/**
+ * Screenshots of the chat with `part` in view, at 1280 px and 390 px wide
+ * (tall windows, so the whole card fits in the transcript), with no
+ * sideways scroll at 390.
+ */
 async function snapBothWidths(page: Page, part: Locator, name: string) {
+  await page.setViewportSize({ width: 1280, height: 1000 });
   await part.scrollIntoViewIfNeeded();
   await snap(page, name);
-  await page.setViewportSize({ width: 390, height: 844 });
+  await page.setViewportSize({ width: 390, height: 1800 });
   await part.scrollIntoViewIfNeeded();
   const overflow = await part.evaluate((el) => {
     const transcript = el.closest('[data-testid="transcript"]') as HTMLElement;
