@@ -13,10 +13,11 @@ use std::fmt;
 use countersign_api::{
     ActivityEntry, CSRF_HEADER, ChangePasswordRequest, ChatDetail, ChatSummary, Connector,
     ConnectorAuth, ConnectorTool, CreateChatRequest, CreateConnectorRequest, DecideRequest,
-    DecideResponse, ErrorBody, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed,
-    MfaEnrolRequest, MfaEnrolment, ModelsResponse, OAuthStart, PendingCall, ProviderKeyStatus,
-    ReviewToolsRequest, SendMessageRequest, SessionInfo, SessionResponse, SetProviderKeyRequest,
-    SignupRequest, TurnAccepted, UpdateChatRequest, UpdateConnectorRequest,
+    DecideResponse, ErrorBody, InputAnswer, InputAnswered, InputRequest, LoginRequest, MeResponse,
+    MfaCodeRequest, MfaConfirmed, MfaEnrolRequest, MfaEnrolment, ModelsResponse, OAuthStart,
+    PendingCall, ProviderKeyStatus, ReviewToolsRequest, SendMessageRequest, SessionInfo,
+    SessionResponse, SetProviderKeyRequest, SignupRequest, TurnAccepted, UpdateChatRequest,
+    UpdateConnectorRequest,
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::Deserialize;
@@ -434,6 +435,26 @@ pub async fn decide_pending_call(
     body: &DecideRequest,
 ) -> Result<DecideResponse, ApiError> {
     let url = format!("/api/mcp-pending-calls/{}", segment(pending_call_id));
+    fetch_json(with_csrf(Request::post(&url), csrf_token).json(body)).await
+}
+
+/// `GET /api/mcp-input-requests`: the caller's input requests still
+/// waiting for an answer (DESIGN §6a), each with the seconds left by the
+/// server's clock.
+pub async fn input_requests() -> Result<Vec<InputRequest>, ApiError> {
+    fetch_json(Request::get("/api/mcp-input-requests").build()).await
+}
+
+/// `POST /api/mcp-input-requests/{id}`: accept (with the form's content),
+/// decline or cancel one input request. 404 means it is not pending any
+/// more (answered elsewhere), 410 that its time is over, 422 that the
+/// content does not fit the schema (the detail names the field).
+pub async fn answer_input_request(
+    csrf_token: &str,
+    input_request_id: &str,
+    body: &InputAnswer,
+) -> Result<InputAnswered, ApiError> {
+    let url = format!("/api/mcp-input-requests/{}", segment(input_request_id));
     fetch_json(with_csrf(Request::post(&url), csrf_token).json(body)).await
 }
 

@@ -5,7 +5,8 @@
 //! render the result.
 //!
 //! What belongs here: turning wire types into words, rows and states
-//! ([`transcript`], [`approval`], [`tool_review`], [`activity`],
+//! ([`transcript`], [`approval`], a server's request for input as a form
+//! or a URL in [`input_request`], [`tool_review`], [`activity`],
 //! [`security`], [`when`], connector sign-in in [`oauth`]), rendering
 //! Markdown safely ([`markdown`]) and the step-up's retry rule
 //! ([`step_up`]). What does not: anything that holds a
@@ -16,6 +17,7 @@
 
 pub mod activity;
 pub mod approval;
+pub mod input_request;
 pub mod markdown;
 pub mod oauth;
 pub mod security;

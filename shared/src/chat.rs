@@ -78,8 +78,8 @@ pub struct ChatDetail {
     /// belongs to the running turn or later ones.
     pub resume_after: i64,
     /// Finished turns, oldest first: how each ended and its events other
-    /// than text (tool calls, tool results, errors), so a reloaded page
-    /// shows them as they were.
+    /// than text (tool calls, results, errors, approvals, input requests),
+    /// so a reloaded page shows them as they were.
     #[serde(default)]
     pub turns: Vec<TurnRecord>,
 }
@@ -91,7 +91,9 @@ pub struct TurnRecord {
     pub turn_id: String,
     /// `done`, `failed` or `cancelled`.
     pub status: TurnEnding,
-    /// Its `tool_call`, `tool_result` and `error` events, in order.
+    /// Its `tool_call`, `tool_result`, `error`, approval
+    /// (`mcp_confirmation_*`, `mcp_tool_call`) and input request
+    /// (`mcp_input_*`) events, in order.
     pub events: Vec<crate::ChatEvent>,
 }
 

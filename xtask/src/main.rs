@@ -10,7 +10,8 @@
 //!   client (the probe) and the demo MCP server, in a private network
 //!   namespace; fails on failures `e2e/conformance-baseline.yml` does not
 //!   list.
-//! - `e2e`: only the browser journeys, against a throwaway Postgres.
+//! - `e2e [ARGS…]`: only the browser journeys, against a throwaway
+//!   Postgres; ARGS go to `playwright test` (a spec's name, `-g TITLE`).
 //! - `schema`: regenerate `schema.sql` from a freshly migrated database.
 //! - `sqlx`: regenerate `backend/.sqlx/`, the offline data of the server's
 //!   compile-checked queries, from a freshly migrated database.
@@ -41,7 +42,8 @@ commands:
   run          run the product: embedded Postgres, server on http://127.0.0.1:3000
   test         run every check (what CI runs)
   conformance  the official MCP conformance suite against the probe and the demo server
-  e2e          only the browser journeys (headless Chromium), for iterating
+  e2e [ARGS]   only the browser journeys (headless Chromium), for iterating;
+               ARGS go to `playwright test`, e.g. `cargo xtask e2e elicitation -g reload`
   schema       regenerate schema.sql from a freshly migrated database
   sqlx         regenerate backend/.sqlx (the compile-checked queries' offline data)
   bench        print the server's figures (time to first token, memory per stream)
@@ -54,7 +56,7 @@ fn main() {
         Some("run") => run::run(),
         Some("test") => test::test(),
         Some("conformance") => conformance::conformance(&args[1..]),
-        Some("e2e") => test::e2e_only(),
+        Some("e2e") => test::e2e_only(&args[1..]),
         Some("schema") => schema::write(),
         Some("sqlx") => sqlx::write(),
         Some("bench") => bench::bench(),

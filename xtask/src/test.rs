@@ -118,7 +118,7 @@ pub fn test() -> anyhow::Result<()> {
     )?;
     step(&mut t, "schema.sql drift", || schema::check(&cluster))?;
     step(&mut t, "browser e2e (headless Chromium)", || {
-        e2e(&cluster, &mut counts)
+        e2e(&cluster, &mut counts, &[])
     })?;
 
     println!("\nAll checks passed in {:.0?}:", start.elapsed());
@@ -130,20 +130,23 @@ pub fn test() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `cargo xtask e2e`: only the browser journeys, against a throwaway
-/// Postgres (for iterating on the web app; `test` runs them too).
-pub fn e2e_only() -> anyhow::Result<()> {
+/// `cargo xtask e2e [ARGS…]`: only the browser journeys, against a
+/// throwaway Postgres (for iterating on the web app; `test` runs them
+/// too). ARGS go to `playwright test` as they are: spec names to run, a
+/// `-g` title filter, `--repeat-each 2`.
+pub fn e2e_only(playwright_args: &[String]) -> anyhow::Result<()> {
     let cluster = throwaway_cluster("pg-e2e")?;
     let _stop = StopOnDrop(&cluster);
     let mut counts = Counts::default();
-    let result = e2e(&cluster, &mut counts);
+    let result = e2e(&cluster, &mut counts, playwright_args);
     println!("\n{} passed, {} failed", counts.passed, counts.failed);
     result
 }
 
 /// Builds the web app and the server, serves them on a free port against a
-/// fresh database, and runs the Playwright specs in `e2e/` against it.
-fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
+/// fresh database, and runs the Playwright specs in `e2e/` against it
+/// (only those `playwright_args` pick, when it names any).
+fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> anyhow::Result<()> {
     tools::ensure_wasm_bindgen()?;
     tools::ensure_chromium()?;
     tools::ensure_e2e_packages()?;
@@ -231,6 +234,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts) -> anyhow::Result<()> {
             run_counting(
                 cmd("npx")
                     .args(["playwright", "test"])
+                    .args(playwright_args)
                     .current_dir(crate::root().join("e2e"))
                     .env("COUNTERSIGN_E2E_BASE_URL", &base_url)
                     .env("COUNTERSIGN_E2E_APPROVAL_WAIT_SECS", E2E_APPROVAL_WAIT_SECS)

@@ -135,7 +135,8 @@ pub async fn get_chat(
                                                    from chat_events e
                                                   where e.chat_id = c.id and e.turn_id = t.id
                                                     and e.type in ('tool_call', 'tool_result', 'error', 'mcp_confirmation_required',
-                                                                   'mcp_confirmation_resolved', 'mcp_tool_call')),
+                                                                   'mcp_confirmation_resolved', 'mcp_tool_call',
+                                                                   'mcp_input_required', 'mcp_input_resolved')),
                                                 '[]'::json))
                            order by t.started_at)
                             from turns t

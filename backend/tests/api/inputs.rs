@@ -130,6 +130,28 @@ async fn a_form_answer_reaches_the_server(s: Setup) {
         PendingCallStatus::Executed
     );
     assert_eq!(s.app.get_json("/api/mcp-input-requests").await, json!([]));
+
+    // A reload shows the finished turn with its question and how it ended
+    // (the web app draws the card folded).
+    let detail = s.app.get_json(&format!("/api/chats/{}", s.chat)).await;
+    let kinds: Vec<&str> = detail["turns"][0]["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["type"].as_str().expect("type"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "tool_call",
+            "mcp_confirmation_required",
+            "mcp_confirmation_resolved",
+            "mcp_input_required",
+            "mcp_input_resolved",
+            "mcp_tool_call"
+        ],
+        "{detail}"
+    );
 }
 
 #[tokio::test]

@@ -22,6 +22,10 @@ pub fn Composer(
     running: Signal<bool>,
     /// Stop was pressed and the turn has not ended yet.
     stopping: Signal<bool>,
+    /// What the running turn waits for from the user (an approval, an
+    /// input request), in words; `None` while the model writes.
+    #[prop(into)]
+    waiting: Signal<Option<String>>,
     /// Why the last send or stop failed, shown above the box.
     #[prop(into)]
     error: Signal<Option<String>>,
@@ -61,12 +65,14 @@ pub fn Composer(
                 on:keydown=on_keydown
             ></textarea>
             <div class="composer-bar">
-                <p id="composer-hint" class="hint">
+                <p id="composer-hint" class="hint" data-testid="composer-hint">
                     {move || {
-                        if running.get() {
-                            "A reply is being written. Stop it, or wait for it to finish, to send another message."
+                        if let Some(waiting) = waiting.get().filter(|_| running.get()) {
+                            waiting
+                        } else if running.get() {
+                            "A reply is being written. Stop it, or wait for it to finish, to send another message.".to_owned()
                         } else {
-                            "Enter sends · Shift+Enter adds a new line"
+                            "Enter sends · Shift+Enter adds a new line".to_owned()
                         }
                     }}
                 </p>

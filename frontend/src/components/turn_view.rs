@@ -3,13 +3,13 @@
 
 use leptos::prelude::*;
 
-use crate::components::{ApprovalCard, ToolCallBlock};
+use crate::components::{ApprovalCard, InputCard, ToolCallBlock};
 use crate::model::markdown::render_markdown;
 use crate::model::transcript::{Segment, Transcript, TurnStatus};
 
 /// The kind of a segment. A tool call becomes an approval card when its
 /// `mcp_confirmation_required` arrives (and a new ledger id is a new card);
-/// nothing else ever changes kind.
+/// nothing else ever changes kind. Input cards hang under either.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
     Text,
@@ -92,6 +92,23 @@ pub fn TurnView(
     }
 }
 
+/// The input cards of a tool call (DESIGN §6a), under its block, one per
+/// request its server made, oldest first. Each is drawn once, by id.
+#[component]
+fn CallInputs(transcript: RwSignal<Transcript>, current: Memo<Option<Segment>>) -> impl IntoView {
+    let ids = Memo::new(move |_| {
+        current.with(|segment| match segment {
+            Some(Segment::Tool(call)) => call.inputs.iter().map(|input| input.id.clone()).collect(),
+            _ => Vec::new(),
+        })
+    });
+    view! {
+        <For each=move || ids.get() key=|id| id.clone() let:id>
+            <InputCard transcript=transcript input_id=id />
+        </For>
+    }
+}
+
 /// One piece of an answer: Markdown text, a tool call block or an error.
 #[component]
 fn SegmentView(transcript: RwSignal<Transcript>, turn: usize, segment: usize) -> impl IntoView {
@@ -132,15 +149,22 @@ fn SegmentView(transcript: RwSignal<Transcript>, turn: usize, segment: usize) ->
                 Some(Segment::Tool(call)) => Some(call),
                 _ => None,
             });
-            view! { <ToolCallBlock call=call /> }.into_any()
+            view! {
+                <ToolCallBlock call=call />
+                <CallInputs transcript=transcript current=current />
+            }
+            .into_any()
         }
         Some(Kind::Approval(approval_id)) => {
             let call = Signal::derive(move || match current.get() {
                 Some(Segment::Tool(call)) => Some(call),
                 _ => None,
             });
-            view! { <ApprovalCard transcript=transcript call=call approval_id=approval_id /> }
-                .into_any()
+            view! {
+                <ApprovalCard transcript=transcript call=call approval_id=approval_id />
+                <CallInputs transcript=transcript current=current />
+            }
+            .into_any()
         }
         Some(Kind::Error) => {
             let message = move || match current.get() {

@@ -20,14 +20,20 @@
 //! stream's `mcp_confirmation_resolved` replaces: the server decides, the
 //! card only shows it.
 //!
+//! A call's server may ask the user for input while it runs (DESIGN §6a):
+//! `mcp_input_required` puts an [`Input`] on the block of the tool call with
+//! the same `call_id` (one per round, in order), `mcp_input_resolved` ends
+//! it by id. As with approvals, what this page sent is a local state until
+//! the stream says how it ended; the turn ending first closes it.
+//!
 //! Every MCP call that ran keeps its [`Origin`] from `mcp_tool_call`: the
 //! card the user approved, or the rule that let it run without one (this
 //! turn's grant, an always-allow rule, trusted annotations), for the chip
 //! the transcript shows on it (DESIGN §5).
 
 use countersign_api::{
-    CallOrigin, ChatDetail, ChatEvent, GrantKind, MessageStatus, Resolution, ToolCallStatus,
-    TurnEnding,
+    CallOrigin, ChatDetail, ChatEvent, GrantKind, InputAction, InputMode, InputRequestStatus,
+    MessageStatus, Resolution, ToolCallStatus, TurnEnding,
 };
 
 /// The chat's turns, oldest first, and how far the stream has been applied.
@@ -86,6 +92,8 @@ pub struct ToolCall {
     pub duration_ms: Option<u64>,
     /// What let it run, when the server said (`mcp_tool_call`).
     pub origin: Option<Origin>,
+    /// What its server asked the user while it ran, oldest first.
+    pub inputs: Vec<Input>,
     /// It failed because its OAuth connector needs a new sign-in: the
     /// chat offers "Sign in to <connector> again".
     pub sign_in: Option<SignInAgain>,
@@ -310,6 +318,113 @@ impl DecisionAnswer {
     }
 }
 
+/// A server's request for input during a call (DESIGN §6a), as its
+/// `mcp_input_required` event stored it, and where it stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Input {
+    /// The input request's id: the answer is posted to it.
+    pub id: String,
+    /// The connector that asks.
+    pub connector_name: String,
+    /// The tool whose call asks.
+    pub tool_name: String,
+    /// `form` or `url`.
+    pub mode: InputMode,
+    /// The server's message (plain text).
+    pub message: String,
+    /// Form mode: the requested schema.
+    pub requested_schema: Option<serde_json::Value>,
+    /// URL mode: the URL as sent.
+    pub url: Option<String>,
+    /// URL mode: its host, as the server read it.
+    pub url_host: Option<String>,
+    /// RFC 3339; the turn stops waiting then.
+    pub decide_by: String,
+    /// Where it stands.
+    pub state: InputState,
+    /// Why this page's last answer did not go through (the user can try
+    /// again): the server's words, e.g. a 422 naming the field.
+    pub problem: Option<String>,
+}
+
+/// Where an input request stands. `Pending`, `Sending` and
+/// `AnsweredElsewhere` are this page's view; `Accepted` … `Expired` the
+/// server's (`mcp_input_resolved`, or its 200 to this page's answer);
+/// `Ended` means the turn finished without either.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputState {
+    /// Waiting for the user.
+    Pending,
+    /// This page sent this answer; the server has not said yet.
+    Sending(InputAction),
+    /// The server no longer knows it as pending (404): answered elsewhere,
+    /// e.g. in another tab; the stream will say how.
+    AnsweredElsewhere,
+    /// The user answered (the content went to the server, or the page was
+    /// opened).
+    Accepted,
+    /// The user said no.
+    Declined,
+    /// The user dismissed it, or the turn stopped.
+    Cancelled,
+    /// Nobody answered in time.
+    Expired,
+    /// The turn finished with no answer recorded.
+    Ended,
+}
+
+impl InputState {
+    /// Whether nothing more will change it.
+    pub fn is_final(&self) -> bool {
+        !matches!(
+            self,
+            Self::Pending | Self::Sending(_) | Self::AnsweredElsewhere
+        )
+    }
+
+    /// The state a status word names (`None` for `pending` and words this
+    /// build does not know).
+    fn from_status(status: InputRequestStatus) -> Option<Self> {
+        match status {
+            InputRequestStatus::Accepted => Some(Self::Accepted),
+            InputRequestStatus::Declined => Some(Self::Declined),
+            InputRequestStatus::Cancelled => Some(Self::Cancelled),
+            InputRequestStatus::Expired => Some(Self::Expired),
+            InputRequestStatus::Pending | InputRequestStatus::Unknown => None,
+        }
+    }
+}
+
+/// What the server answered to this page's answer
+/// (`POST /api/mcp-input-requests/{id}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputReply {
+    /// 200 with the status it now has.
+    Recorded(InputRequestStatus),
+    /// 404: not pending any more (answered in another tab, or gone).
+    AlreadyAnswered,
+    /// 410: past `decide_by`.
+    Expired,
+    /// 422: the content does not fit the schema; the server's words, which
+    /// name the field. Nothing was answered.
+    Invalid(String),
+    /// Anything else: nothing was answered; the server's words.
+    Failed(String),
+}
+
+impl InputReply {
+    /// The reply for an error response with `status` (`None`: no answer
+    /// arrived) and the server's `detail`.
+    pub fn from_error(status: Option<u16>, detail: String) -> Self {
+        match status {
+            Some(404) => Self::AlreadyAnswered,
+            Some(410) => Self::Expired,
+            Some(422) => Self::Invalid(detail),
+            _ => Self::Failed(detail),
+        }
+    }
+}
+
 /// Where a tool call stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolState {
@@ -366,6 +481,8 @@ pub struct Applied {
     pub turn_finished: bool,
     /// A call now waits for the user's decision.
     pub approval_required: bool,
+    /// A call's server now waits for the user's input.
+    pub input_required: bool,
 }
 
 impl Turn {
@@ -416,7 +533,20 @@ impl Turn {
             {
                 approval.state = ApprovalState::Ended;
             }
+            for input in &mut call.inputs {
+                if !input.state.is_final() {
+                    input.state = InputState::Ended;
+                    input.problem = None;
+                }
+            }
         }
+    }
+
+    /// The input request `id`, on whichever call of this turn holds it.
+    fn input_mut(&mut self, id: &str) -> Option<&mut Input> {
+        self.tools_mut()
+            .flat_map(|call| call.inputs.iter_mut())
+            .find(|input| input.id == id)
     }
 
     /// The block of a call: by the model's call id, else by the ledger id
@@ -607,6 +737,7 @@ impl Transcript {
                         approval: None,
                         duration_ms: None,
                         origin: None,
+                        inputs: Vec::new(),
                         sign_in: None,
                     })),
                 }
@@ -633,6 +764,7 @@ impl Transcript {
                         approval: None,
                         duration_ms: None,
                         origin: None,
+                        inputs: Vec::new(),
                         sign_in: None,
                     })),
                 }
@@ -681,6 +813,7 @@ impl Transcript {
                         approval: None,
                         duration_ms: None,
                         origin: None,
+                        inputs: Vec::new(),
                         sign_in: None,
                     }));
                 }
@@ -755,6 +888,7 @@ impl Transcript {
                         approval: None,
                         duration_ms: Some(duration_ms),
                         origin,
+                        inputs: Vec::new(),
                         sign_in,
                     })),
                 }
@@ -765,8 +899,73 @@ impl Transcript {
                 turn.settle();
                 applied.turn_finished = true;
             }
-            // The input card (DESIGN §6a) is not drawn yet.
-            ChatEvent::McpInputRequired { .. } | ChatEvent::McpInputResolved { .. } => {}
+            ChatEvent::McpInputRequired {
+                id,
+                call_id,
+                connector_name,
+                tool_name,
+                mode,
+                message,
+                requested_schema,
+                url,
+                url_host,
+                decide_by,
+                ..
+            } => {
+                let asked = Input {
+                    id: id.clone(),
+                    connector_name,
+                    tool_name: tool_name.clone(),
+                    mode,
+                    message,
+                    requested_schema,
+                    url,
+                    url_host,
+                    decide_by,
+                    state: InputState::Pending,
+                    problem: None,
+                };
+                // A replay of the same request: new words never undo an
+                // answer already seen.
+                if let Some(existing) = turn.input_mut(&id) {
+                    let state = existing.state.clone();
+                    let problem = existing.problem.take();
+                    *existing = Input {
+                        state,
+                        problem,
+                        ..asked
+                    };
+                    return applied;
+                }
+                // Under the call that asks; without one (an unknown call
+                // id), on a block of its own, found again by that id.
+                let block = if call_id.is_empty() { id } else { call_id };
+                if tool_mut(turn, &block).is_none() {
+                    turn.segments.push(Segment::Tool(ToolCall {
+                        id: block.clone(),
+                        tool_name,
+                        arguments: String::new(),
+                        state: ToolState::Running,
+                        approval: None,
+                        duration_ms: None,
+                        origin: None,
+                        inputs: Vec::new(),
+                        sign_in: None,
+                    }));
+                }
+                if let Some(call) = tool_mut(turn, &block) {
+                    call.inputs.push(asked);
+                    applied.input_required = true;
+                }
+            }
+            ChatEvent::McpInputResolved { id, status, .. } => {
+                if let Some(state) = InputState::from_status(status)
+                    && let Some(input) = turn.input_mut(&id)
+                {
+                    input.state = state;
+                    input.problem = None;
+                }
+            }
             ChatEvent::Unknown => {}
         }
         applied
@@ -842,6 +1041,93 @@ impl Transcript {
             }
             _ => {}
         }
+    }
+}
+
+impl Transcript {
+    /// The input request with id `id`, wherever it is.
+    pub fn input(&self, id: &str) -> Option<&Input> {
+        self.turns
+            .iter()
+            .flat_map(|turn| &turn.segments)
+            .find_map(|segment| match segment {
+                Segment::Tool(call) => call.inputs.iter().find(|input| input.id == id),
+                _ => None,
+            })
+    }
+
+    fn input_mut(&mut self, id: &str) -> Option<&mut Input> {
+        self.turns.iter_mut().find_map(|turn| turn.input_mut(id))
+    }
+
+    /// This page is sending `action` for input request `id`. Returns
+    /// whether it should: only a pending request is answered, once.
+    pub fn input_sent(&mut self, id: &str, action: InputAction) -> bool {
+        match self.input_mut(id) {
+            Some(input) if input.state == InputState::Pending => {
+                input.state = InputState::Sending(action);
+                input.problem = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The server answered this page's answer to input request `id`. A
+    /// state the stream already brought is never overwritten.
+    pub fn input_answered(&mut self, id: &str, reply: InputReply) {
+        let Some(input) = self.input_mut(id) else {
+            return;
+        };
+        let sending = matches!(input.state, InputState::Sending(_));
+        match reply {
+            InputReply::Recorded(status) if sending => {
+                if let Some(state) = InputState::from_status(status) {
+                    input.state = state;
+                }
+            }
+            InputReply::AlreadyAnswered if sending => {
+                input.state = InputState::AnsweredElsewhere;
+            }
+            InputReply::Expired if !input.state.is_final() => input.state = InputState::Expired,
+            // Nothing was answered: the card waits again, saying why (the
+            // form keeps what was typed).
+            InputReply::Invalid(detail) | InputReply::Failed(detail) if sending => {
+                input.state = InputState::Pending;
+                input.problem = Some(detail);
+            }
+            _ => {}
+        }
+    }
+
+    /// What the running turn waits for from the user, in words for the
+    /// composer (`None` when it waits for nothing: the model is writing).
+    pub fn waiting_text(&self) -> Option<String> {
+        let running = self.running_turn()?;
+        let turn = self.turns.iter().find(|turn| turn.turn_id == running)?;
+        let calls = turn.segments.iter().filter_map(|segment| match segment {
+            Segment::Tool(call) => Some(call),
+            _ => None,
+        });
+        for call in calls {
+            if let Some(input) = call.inputs.iter().find(|input| !input.state.is_final()) {
+                return Some(format!(
+                    "{} is waiting for your answer above. The reply goes on once you answer.",
+                    input.connector_name
+                ));
+            }
+            if call
+                .approval
+                .as_ref()
+                .is_some_and(|approval| !approval.state.is_final())
+            {
+                return Some(
+                    "A tool call is waiting for your decision above. The reply goes on once you decide."
+                        .to_owned(),
+                );
+            }
+        }
+        None
     }
 }
 
@@ -1867,5 +2153,307 @@ mod tests {
                 .count();
             assert_eq!(cards, 1, "{when}: one card only");
         }
+    }
+
+    // ---- Input requests (DESIGN §6a).
+
+    fn input_required(turn: &str, id: &str, call_id: &str) -> ChatEvent {
+        ChatEvent::McpInputRequired {
+            turn_id: turn.into(),
+            id: id.into(),
+            call_id: call_id.into(),
+            connector_name: "Countersign demo".into(),
+            tool_name: "file_note".into(),
+            mode: InputMode::Form,
+            message: "Which matter should \"Engagement letter\" be filed under?".into(),
+            requested_schema: Some(serde_json::json!({"type": "object", "properties": {}})),
+            url: None,
+            url_host: None,
+            decide_by: "2026-05-01T12:02:00Z".into(),
+        }
+    }
+
+    fn input_resolved(turn: &str, id: &str, status: InputRequestStatus) -> ChatEvent {
+        ChatEvent::McpInputResolved {
+            turn_id: turn.into(),
+            id: id.into(),
+            status,
+        }
+    }
+
+    /// `waiting()`, approved, and the call's server asking at `i1`.
+    fn asking() -> Transcript {
+        let mut transcript = waiting();
+        transcript.apply(Some(5), resolved("t1", "p1", Resolution::Approved));
+        let applied = transcript.apply(Some(6), input_required("t1", "i1", "c1"));
+        assert!(applied.input_required);
+        transcript
+    }
+
+    fn input_state(transcript: &Transcript, id: &str) -> InputState {
+        transcript
+            .input(id)
+            .expect("the input request")
+            .state
+            .clone()
+    }
+
+    #[test]
+    fn an_input_request_sits_under_the_call_that_asks() {
+        let transcript = asking();
+        let call = only_call(&transcript);
+        assert_eq!(call.id, "c1");
+        assert!(call.approval.is_some(), "the approval card stays");
+        assert_eq!(call.inputs.len(), 1);
+        let input = &call.inputs[0];
+        assert_eq!(input.id, "i1");
+        assert_eq!(input.connector_name, "Countersign demo");
+        assert_eq!(input.tool_name, "file_note");
+        assert_eq!(input.mode, InputMode::Form);
+        assert!(input.message.contains("Engagement letter"));
+        assert_eq!(input.state, InputState::Pending);
+        assert_eq!(
+            transcript.waiting_text().as_deref(),
+            Some(
+                "Countersign demo is waiting for your answer above. The reply goes on once you answer."
+            )
+        );
+    }
+
+    #[test]
+    fn an_answer_is_sent_once_and_folds_on_the_servers_word() {
+        let mut transcript = asking();
+        assert!(transcript.input_sent("i1", InputAction::Accept));
+        assert!(!transcript.input_sent("i1", InputAction::Decline), "once");
+        assert_eq!(
+            input_state(&transcript, "i1"),
+            InputState::Sending(InputAction::Accept)
+        );
+        transcript.input_answered("i1", InputReply::Recorded(InputRequestStatus::Accepted));
+        assert_eq!(input_state(&transcript, "i1"), InputState::Accepted);
+        transcript.apply(
+            Some(7),
+            input_resolved("t1", "i1", InputRequestStatus::Accepted),
+        );
+        transcript.apply(Some(8), ran("t1", "p1", "c1", None));
+        assert_eq!(input_state(&transcript, "i1"), InputState::Accepted);
+        assert_eq!(only_call(&transcript).state, ToolState::Ok);
+        assert_eq!(
+            transcript.waiting_text(),
+            None,
+            "the model is writing again"
+        );
+        transcript.apply(Some(9), finished("t1", TurnEnding::Done));
+        assert_eq!(
+            input_state(&transcript, "i1"),
+            InputState::Accepted,
+            "an answer survives the end"
+        );
+    }
+
+    #[test]
+    fn the_servers_refusals_keep_the_card_or_close_it() {
+        // 422: nothing answered; the card waits again with the server's words.
+        let mut transcript = asking();
+        transcript.input_sent("i1", InputAction::Accept);
+        transcript.input_answered(
+            "i1",
+            InputReply::from_error(Some(422), "matter: must not be empty".into()),
+        );
+        let input = transcript.input("i1").expect("input");
+        assert_eq!(input.state, InputState::Pending);
+        assert_eq!(input.problem.as_deref(), Some("matter: must not be empty"));
+        // Sending again clears it.
+        assert!(transcript.input_sent("i1", InputAction::Accept));
+        assert_eq!(transcript.input("i1").and_then(|i| i.problem.clone()), None);
+        // 404: answered in another tab; the stream says how.
+        transcript.input_answered("i1", InputReply::from_error(Some(404), String::new()));
+        assert_eq!(
+            input_state(&transcript, "i1"),
+            InputState::AnsweredElsewhere
+        );
+        transcript.apply(
+            Some(7),
+            input_resolved("t1", "i1", InputRequestStatus::Declined),
+        );
+        assert_eq!(input_state(&transcript, "i1"), InputState::Declined);
+
+        // 410: too late.
+        let mut late = asking();
+        late.input_sent("i1", InputAction::Decline);
+        late.input_answered("i1", InputReply::from_error(Some(410), "expired".into()));
+        assert_eq!(input_state(&late, "i1"), InputState::Expired);
+
+        // Anything else: the card waits again, saying why.
+        let mut offline = asking();
+        offline.input_sent("i1", InputAction::Cancel);
+        offline.input_answered(
+            "i1",
+            InputReply::from_error(None, "Could not reach the server.".into()),
+        );
+        assert_eq!(input_state(&offline, "i1"), InputState::Pending);
+        assert_eq!(
+            offline
+                .input("i1")
+                .and_then(|i| i.problem.clone())
+                .as_deref(),
+            Some("Could not reach the server.")
+        );
+    }
+
+    #[test]
+    fn a_late_reply_never_overrides_what_the_stream_said() {
+        let mut transcript = asking();
+        transcript.input_sent("i1", InputAction::Accept);
+        transcript.apply(
+            Some(7),
+            input_resolved("t1", "i1", InputRequestStatus::Expired),
+        );
+        transcript.input_answered("i1", InputReply::Recorded(InputRequestStatus::Accepted));
+        assert_eq!(input_state(&transcript, "i1"), InputState::Expired);
+        transcript.input_answered("i1", InputReply::Invalid("x".into()));
+        assert_eq!(input_state(&transcript, "i1"), InputState::Expired);
+    }
+
+    #[test]
+    fn an_answer_from_another_tab_folds_this_tabs_card() {
+        let mut transcript = asking();
+        transcript.apply(
+            Some(7),
+            input_resolved("t1", "i1", InputRequestStatus::Cancelled),
+        );
+        assert_eq!(input_state(&transcript, "i1"), InputState::Cancelled);
+        assert!(
+            !transcript.input_sent("i1", InputAction::Accept),
+            "nothing left to answer"
+        );
+        // An unknown word (a newer server) changes nothing.
+        let mut newer = asking();
+        newer.apply(
+            Some(7),
+            input_resolved("t1", "i1", InputRequestStatus::Unknown),
+        );
+        assert_eq!(input_state(&newer, "i1"), InputState::Pending);
+    }
+
+    #[test]
+    fn replayed_input_events_change_nothing_and_new_rounds_add_cards() {
+        let mut transcript = asking();
+        transcript.input_sent("i1", InputAction::Accept);
+        // The same request again without a sequence number (a turn record).
+        transcript.apply(None, input_required("t1", "i1", "c1"));
+        assert_eq!(only_call(&transcript).inputs.len(), 1);
+        assert_eq!(
+            input_state(&transcript, "i1"),
+            InputState::Sending(InputAction::Accept)
+        );
+        // A second round of the same call is a second card, in order.
+        transcript.apply(
+            Some(7),
+            input_resolved("t1", "i1", InputRequestStatus::Accepted),
+        );
+        transcript.apply(Some(8), input_required("t1", "i2", "c1"));
+        let ids: Vec<&str> = only_call(&transcript)
+            .inputs
+            .iter()
+            .map(|i| i.id.as_str())
+            .collect();
+        assert_eq!(ids, ["i1", "i2"]);
+    }
+
+    #[test]
+    fn a_reload_while_pending_brings_the_same_request_back_and_a_finished_one_folded() {
+        // Pending: the running turn replays from the stream.
+        let mut after = Transcript::from_detail(&detail(vec![], 0));
+        for (seq, event) in [
+            (1, started("t1", "use file_note with {}")),
+            (2, tool_call("t1", "c1")),
+            (3, required("t1", "p1", "c1")),
+            (4, resolved("t1", "p1", Resolution::Approved)),
+            (5, input_required("t1", "i1", "c1")),
+        ] {
+            after.apply(Some(seq), event);
+        }
+        assert_eq!(input_state(&after, "i1"), InputState::Pending);
+        assert!(
+            after.input_sent("i1", InputAction::Accept),
+            "it still answers"
+        );
+
+        // Finished: the turn record holds both events.
+        let mut finished_detail = detail(
+            vec![message(
+                "t1",
+                "user",
+                "use file_note with {}",
+                MessageStatus::Complete,
+            )],
+            9,
+        );
+        finished_detail.turns = vec![countersign_api::TurnRecord {
+            turn_id: "t1".into(),
+            status: TurnEnding::Done,
+            events: vec![
+                tool_call("t1", "c1"),
+                required("t1", "p1", "c1"),
+                resolved("t1", "p1", Resolution::Approved),
+                input_required("t1", "i1", "c1"),
+                input_resolved("t1", "i1", InputRequestStatus::Accepted),
+                input_required("t1", "i2", "c1"),
+                ran("t1", "p1", "c1", None),
+            ],
+        }];
+        let reloaded = Transcript::from_detail(&finished_detail);
+        assert_eq!(input_state(&reloaded, "i1"), InputState::Accepted);
+        assert_eq!(
+            input_state(&reloaded, "i2"),
+            InputState::Ended,
+            "a request the record never resolved ended with its turn"
+        );
+    }
+
+    #[test]
+    fn a_turn_that_ends_while_a_request_waits_closes_it() {
+        let mut transcript = asking();
+        transcript.input_sent("i1", InputAction::Accept);
+        transcript.apply(Some(7), finished("t1", TurnEnding::Cancelled));
+        assert_eq!(input_state(&transcript, "i1"), InputState::Ended);
+        assert_eq!(transcript.waiting_text(), None);
+    }
+
+    #[test]
+    fn a_request_without_a_matching_call_gets_its_own_block() {
+        let mut transcript = Transcript::default();
+        transcript.apply(Some(1), started("t1", "x"));
+        transcript.apply(Some(2), input_required("t1", "i1", ""));
+        transcript.apply(Some(3), input_required("t1", "i2", "elsewhere"));
+        transcript.apply(
+            Some(4),
+            input_resolved("t1", "i1", InputRequestStatus::Declined),
+        );
+        assert_eq!(input_state(&transcript, "i1"), InputState::Declined);
+        assert_eq!(input_state(&transcript, "i2"), InputState::Pending);
+        let blocks: Vec<&str> = transcript.turns[0]
+            .segments
+            .iter()
+            .filter_map(|s| match s {
+                Segment::Tool(call) => Some(call.id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(blocks, ["i1", "elsewhere"]);
+    }
+
+    #[test]
+    fn the_composer_says_what_the_turn_waits_for() {
+        let mut transcript = waiting();
+        assert_eq!(
+            transcript.waiting_text().as_deref(),
+            Some(
+                "A tool call is waiting for your decision above. The reply goes on once you decide."
+            )
+        );
+        transcript.apply(Some(5), resolved("t1", "p1", Resolution::Approved));
+        assert_eq!(transcript.waiting_text(), None, "approved: running");
     }
 }

@@ -377,6 +377,7 @@ fn ChatView(chat_id: String) -> impl IntoView {
                     sending=sending
                     running=Signal::derive(move || running.get().is_some())
                     stopping=is_stopping
+                    waiting=Signal::derive(move || transcript.with(Transcript::waiting_text))
                     error=action_error
                     on_send=send
                     on_stop=stop
