@@ -18,7 +18,7 @@ fn same_bytes<T: Serialize + DeserializeOwned>(json: &str) -> T {
 fn stream_events_with_state_words_write_back_the_same_bytes() {
     for json in [
         r#"{"type":"tool_result","turn_id":"t1","id":"c1","tool_name":"x","status":"error","error":"boom"}"#,
-        r#"{"type":"mcp_confirmation_required","turn_id":"t1","id":"p1","call_id":"c1","connector_id":"k1","connector_name":"Notes","tool_name":"search","arguments":{},"arguments_json":"{}","arguments_digest":"ab","destination":"mcp.example","reason":"why","expires_at":"2026-12-01T10:00:00Z","offered_grants":["once","turn","always"]}"#,
+        r#"{"type":"mcp_confirmation_required","turn_id":"t1","id":"p1","call_id":"c1","connector_id":"k1","connector_name":"Notes","tool_name":"search","arguments":{},"arguments_json":"{}","arguments_digest":"ab","destination":"mcp.example","reason":"why","expires_at":"2026-12-01T10:00:00Z","decide_by":"2026-12-01T09:59:30Z","offered_grants":["once","turn","always"]}"#,
         r#"{"type":"mcp_confirmation_resolved","turn_id":"t1","id":"p1","decision":"approved"}"#,
         r#"{"type":"mcp_confirmation_resolved","turn_id":"t1","id":"p1","decision":"denied"}"#,
         r#"{"type":"mcp_confirmation_resolved","turn_id":"t1","id":"p1","decision":"expired"}"#,
@@ -43,7 +43,7 @@ fn an_older_client_reads_a_newer_servers_words_as_unknown() {
     assert_eq!(status, countersign_api::ToolCallStatus::Unknown);
     assert_eq!(origin, Some(countersign_api::CallOrigin::Unknown));
     let call: PendingCall = serde_json::from_str(
-        r#"{"id":"p","chat_id":"c","turn_id":"t","call_id":"x","connector_id":"k","connector_name":"N","tool_name":"s","arguments":{},"arguments_json":"{}","arguments_digest":"ab","destination":"h","reason":"r","expires_at":"e","expires_in_secs":1.5,"offered_grants":["once","for_a_week"]}"#,
+        r#"{"id":"p","chat_id":"c","turn_id":"t","call_id":"x","connector_id":"k","connector_name":"N","tool_name":"s","arguments":{},"arguments_json":"{}","arguments_digest":"ab","destination":"h","reason":"r","expires_at":"e","expires_in_secs":1.5,"decide_by":"d","decide_in_secs":0.5,"offered_grants":["once","for_a_week"]}"#,
     )
     .expect("reads");
     assert_eq!(
@@ -64,7 +64,7 @@ fn api_bodies_with_state_words_write_back_the_same_bytes() {
     same_bytes::<DecideResponse>(r#"{"status":"approved"}"#);
     same_bytes::<DecideResponse>(r#"{"status":"denied"}"#);
     same_bytes::<PendingCall>(
-        r#"{"id":"p","chat_id":"c","turn_id":"t","call_id":"x","connector_id":"k","connector_name":"N","tool_name":"s","arguments":{},"arguments_json":"{}","arguments_digest":"ab","destination":"h","reason":"r","expires_at":"e","expires_in_secs":1.5,"offered_grants":["once"]}"#,
+        r#"{"id":"p","chat_id":"c","turn_id":"t","call_id":"x","connector_id":"k","connector_name":"N","tool_name":"s","arguments":{},"arguments_json":"{}","arguments_digest":"ab","destination":"h","reason":"r","expires_at":"e","expires_in_secs":1.5,"decide_by":"d","decide_in_secs":0.5,"offered_grants":["once"]}"#,
     );
     same_bytes::<ActivityEntry>(
         r#"{"seq":2,"hash":"h","at":"a","call_ref":"p","kind":"decided","chat_id":"c","connector_id":"k","connector_name":"N","tool_name":"s","arguments_digest":"ab","decision":"approved","grant":"turn","outcome":"running","error":null,"duration_ms":null}"#,
