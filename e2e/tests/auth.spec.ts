@@ -14,6 +14,17 @@ test('a new user signs up, signs out, fails and then succeeds to sign in, and st
   // Not signed in: the app sends visitors of / to the sign-in page.
   await page.goto('/');
   await expect(page).toHaveURL(/\/signin$/);
+  // The "New here?" line is plain text with a link, not the trust toggle's
+  // grey pill (issue 12 item 4: both used the class `switch`).
+  const line = page.getByTestId('auth-switch');
+  await expect(line).toHaveText('New here? Create an account');
+  const look = await line.evaluate((el) => {
+    const style = getComputedStyle(el);
+    return { background: style.backgroundColor, radius: style.borderRadius, color: style.color };
+  });
+  expect(look.background, 'no pill behind the line').toBe('rgba(0, 0, 0, 0)');
+  expect(look.radius).toBe('0px');
+  await snap(page, 'signin-switch-line');
   await page.getByRole('link', { name: 'Create an account' }).click();
   await expect(page).toHaveURL(/\/signup$/);
 

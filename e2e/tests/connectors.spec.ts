@@ -165,3 +165,34 @@ test('a tool with an invalid x-mcp-header is not offered, and Settings says so w
     await admin('/admin/reset');
   }
 });
+
+test('"Add header" reads as its words and adds rows up to the limit of 20, then stops', async ({ page }) => {
+  await signUp(page, 'headers', 'Hedda Header');
+  await page.getByTestId('nav-settings').click();
+  const section = page.getByTestId('connectors-section');
+  await section.getByTestId('connector-add-auth').selectOption('headers');
+  const add = section.getByTestId('connector-header-add');
+  const rows = section.getByTestId('connector-header-row');
+  // Its label is its words, never markup from the template.
+  await expect(add).toHaveText('Add header');
+  await expect(add).toBeEnabled();
+  const before = await rows.count();
+  for (let i = before; i < 3; i++) {
+    await add.click();
+  }
+  await expect(rows).toHaveCount(3);
+  await expect(add).toBeEnabled();
+  const fieldset = section.locator('fieldset.connector-headers');
+  for (const [width, suffix] of [[1280, ''], [390, '-390']] as const) {
+    await page.setViewportSize({ width, height: 900 });
+    await fieldset.scrollIntoViewIfNeeded();
+    await fieldset.screenshot({ path: `artifacts/connector-headers${suffix}.png` });
+  }
+  await page.setViewportSize({ width: 1280, height: 720 });
+  for (let i = 3; i < 20; i++) {
+    await add.click();
+  }
+  await expect(rows).toHaveCount(20);
+  await expect(add).toBeDisabled();
+  await expect(section.locator('form.connector-add')).not.toContainText('MAX_HEADERS');
+});

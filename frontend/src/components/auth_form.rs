@@ -93,7 +93,7 @@ pub fn AuthForm(
                         {move || if pending.get() { busy_label } else { title }}
                     </button>
                 </form>
-                <p class="switch">{switch_text} <A href=switch_href>{switch_link}</A></p>
+                <p class="auth-switch" data-testid="auth-switch">{switch_text} <A href=switch_href>{switch_link}</A></p>
             </div>
         </div>
     }

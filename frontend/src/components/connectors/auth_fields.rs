@@ -152,6 +152,9 @@ pub(super) fn AuthFields(
         let id_prefix = id_prefix.clone();
         move || oauth_client_fields(draft, &id_prefix, testid_prefix)
     };
+    // Outside `view!`: a `>` in an attribute's expression ends the tag
+    // there, and the rest of the expression is rendered as text.
+    let headers_full = move || draft.headers.with(Vec::len) >= MAX_HEADERS;
     let header_rows = {
         let id_prefix = id_prefix.clone();
         move || {
@@ -184,7 +187,7 @@ pub(super) fn AuthFields(
                         }
                     </For>
                     <button type="button" class="button secondary small" data-testid="connector-header-add"
-                        disabled=move || draft.headers.with(Vec::len) >= MAX_HEADERS
+                        disabled=headers_full
                         on:click=move |_| {
                             if draft.headers.with_untracked(Vec::len) < MAX_HEADERS {
                                 let row = draft.new_row();
