@@ -89,6 +89,8 @@ test('Allow once runs the call once and the card shows the result, also after a 
     timeout: REPLY_TIMEOUT,
   });
   await expect(card).toHaveAttribute('data-state', 'ok');
+  // Not "wants to run" once it ran (issue 12 item 6).
+  await expect(card.getByTestId('approval-title')).toHaveText(`${DEMO_NAME}: search_notes ran`);
   await expect(card.getByTestId('approval-allow-once')).toHaveCount(0);
   await expect(card.getByTestId('approval-countdown')).toHaveCount(0);
   // The model got the result.
@@ -140,8 +142,14 @@ test('Decline shows "Declined" and the server is never called; long arguments fo
   await expect(card).toHaveAttribute('data-state', 'declined');
   await expect(card.getByTestId('approval-decline')).toHaveCount(0);
   await turnOver(page);
-  // The model was told; the demo server never saw the call.
-  await expect(page.getByTestId('message-assistant')).toContainText('did not run');
+  // The model was told; the demo server never saw the call. The reply says
+  // it in words, not the raw `{"ok":false,…}` (issue 12 item 6), and the
+  // title says what became of the call.
+  await expect(page.getByTestId('message-assistant')).toContainText(
+    'did not run: The user declined this tool call.',
+  );
+  await expect(page.getByTestId('message-assistant')).not.toContainText('"ok"');
+  await expect(card.getByTestId('approval-title')).toHaveText(`${DEMO_NAME}: add_note was declined`);
   expect(await demoCalls(request, 'add_note')).toBe(before);
   await snap(page, 'approval-card-declined');
 

@@ -72,9 +72,26 @@ test('a new user signs up, signs out, fails and then succeeds to sign in, and st
 
   await signOut(page);
 
-  // Signed out for real: the server no longer knows the session.
+  // Signed out for real: the server no longer knows the session. Sign-in
+  // remembers where the visitor was going and goes back there, not to /
+  // (issue 12 item 6).
   await page.goto('/settings');
-  await expect(page).toHaveURL(/\/signin$/);
+  await expect(page).toHaveURL(/\/signin\?next=\/settings$/);
+  await page.getByTestId('signin-email').fill(email);
+  await page.getByTestId('signin-password').fill(PASSPHRASE);
+  await page.getByTestId('signin-submit').click();
+  await expect(page).toHaveURL(/\/settings$/);
+  await expect(page.getByTestId('shell')).toBeVisible();
+
+  // A crafted `next` to another site is not followed.
+  await signOut(page);
+  await page.goto('/signin?next=//evil.example/');
+  await page.getByTestId('signin-email').fill(email);
+  await page.getByTestId('signin-password').fill(PASSPHRASE);
+  await page.getByTestId('signin-submit').click();
+  await expect(page.getByTestId('shell')).toBeVisible();
+  expect(new URL(page.url()).host).toBe(new URL(await page.evaluate(() => location.origin)).host);
+  await expect(page).toHaveURL(/\/$/);
 });
 
 test('sign-up with a too-short password shows the server message inline', async ({ page }) => {

@@ -342,7 +342,7 @@ test('sessions: both browsers are listed, this one marked, and "Sign out other s
 
     // The other browser's next page load finds itself signed out.
     await other.page.goto('/settings');
-    await expect(other.page).toHaveURL(/\/signin$/);
+    await expect(other.page).toHaveURL(/\/signin\?next=\/settings$/);
     await expect(other.page.getByTestId('signin-submit')).toBeVisible();
     // This one is still signed in.
     await page.reload();
@@ -394,7 +394,7 @@ test('changing the password signs the other browser out, keeps this one, and onl
 
     // The other browser is signed out; this one is not.
     await other.page.goto('/settings');
-    await expect(other.page).toHaveURL(/\/signin$/);
+    await expect(other.page).toHaveURL(/\/signin\?next=\/settings$/);
     await page.reload();
     await expect(page.getByTestId('shell')).toBeVisible();
 

@@ -7,7 +7,8 @@
 //! What belongs here: turning wire types into words, rows and states
 //! ([`transcript`], [`approval`], a server's request for input as a form
 //! or a URL in [`input_request`], [`tool_review`], [`activity`],
-//! [`security`], [`when`], connector sign-in in [`oauth`]), rendering
+//! [`security`], [`when`], connector sign-in in [`oauth`], where sign-in
+//! returns to in [`return_to`]), rendering
 //! Markdown safely ([`markdown`]) and the step-up's retry rule
 //! ([`step_up`]). What does not: anything that holds a
 //! signal, builds a URL, calls `fetch`, opens a stream or asks the browser
@@ -20,6 +21,7 @@ pub mod approval;
 pub mod input_request;
 pub mod markdown;
 pub mod oauth;
+pub mod return_to;
 pub mod security;
 pub mod step_up;
 pub mod tool_review;

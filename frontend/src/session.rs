@@ -30,7 +30,7 @@ pub enum Session {
 /// written over by sign-in, sign-up and sign-out; cheap to copy into
 /// closures.
 #[derive(Clone, Copy)]
-pub struct SessionState(LocalResource<Session>);
+pub struct SessionState(LocalResource<Session>, RwSignal<bool>);
 
 impl fmt::Debug for SessionState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -42,13 +42,16 @@ impl fmt::Debug for SessionState {
 impl SessionState {
     /// Creates the state, provides it as context and starts asking the server.
     pub fn provide() -> Self {
-        let state = Self(LocalResource::new(|| async {
-            match api::me().await {
-                Ok(session) => Session::SignedIn(session),
-                Err(error) if error.is_unauthorized() => Session::SignedOut,
-                Err(error) => Session::Unreachable(error.detail),
-            }
-        }));
+        let state = Self(
+            LocalResource::new(|| async {
+                match api::me().await {
+                    Ok(session) => Session::SignedIn(session),
+                    Err(error) if error.is_unauthorized() => Session::SignedOut,
+                    Err(error) => Session::Unreachable(error.detail),
+                }
+            }),
+            RwSignal::new(false),
+        );
         provide_context(state);
         state
     }
@@ -66,12 +69,21 @@ impl SessionState {
 
     /// Records a session the server just opened (sign-in or sign-up).
     pub fn signed_in(self, session: SessionResponse) {
+        self.1.set(false);
         self.0.set(Some(Session::SignedIn(session)));
     }
 
-    /// Records that the server no longer knows this browser's session.
+    /// Records that the user signed out (so sign-in will not return to the
+    /// page they left: [`SessionState::signed_out_on_purpose`]).
     pub fn signed_out(self) {
+        self.1.set(true);
         self.0.set(Some(Session::SignedOut));
+    }
+
+    /// Whether this browser is signed out because the user signed out here
+    /// (rather than an expired, revoked or absent session).
+    pub fn signed_out_on_purpose(self) -> bool {
+        self.1.get_untracked()
     }
 
     /// `Some(true)` when signed in, `Some(false)` when signed out, `None`

@@ -69,7 +69,14 @@ pub fn plan(request: &ChatRequest) -> Plan {
             .iter()
             .rev()
             .map(|(name, content, is_error)| {
-                let text = shorten(&strip_delimiters(content), 240);
+                let content = strip_delimiters(content);
+                // A declined call's result is `{"ok":false,"error":…}` (DESIGN
+                // §6.6): say its words, not its JSON.
+                let content = serde_json::from_str::<serde_json::Value>(&content)
+                    .ok()
+                    .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+                    .unwrap_or(content);
+                let text = shorten(&content, 240);
                 if *is_error {
                     format!("The call to {name} did not run: {text}")
                 } else {
@@ -342,6 +349,33 @@ mod tests {
         assert_eq!(
             text,
             "The tool notes__search returned: 3 notes mention the lease"
+        );
+    }
+
+    #[test]
+    fn a_declined_call_is_summarised_in_words_not_json() {
+        let messages = vec![
+            user("use notes.delete with {\"id\":\"n1\"}"),
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![],
+            },
+            Message::ToolResult {
+                call_id: "1".into(),
+                name: "notes__delete".into(),
+                content: format!(
+                    "<tool_result>\n{}\n</tool_result>",
+                    crate::approvals::DECLINED
+                ),
+                is_error: true,
+            },
+        ];
+        let Plan::Say(text) = plan(&request(messages, &[])) else {
+            panic!("expected words");
+        };
+        assert_eq!(
+            text,
+            "The call to notes__delete did not run: The user declined this tool call."
         );
     }
 

@@ -25,8 +25,8 @@ use leptos::web_sys::js_sys::Date;
 use crate::api;
 use crate::components::{OriginChip, SignInAgainButton, StepUp};
 use crate::model::approval::{
-    ArgPiece, argument_pieces, card_status, clock_offset_ms, countdown_text, duration_text,
-    remaining_secs,
+    ArgPiece, argument_pieces, card_status, card_title, clock_offset_ms, countdown_text,
+    duration_text, remaining_secs,
 };
 use crate::model::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 use crate::session::SessionState;
@@ -162,7 +162,10 @@ pub fn ApprovalCard(
     };
     let connector = field(|a| a.connector_name.clone());
     let tool = field(|a| a.tool_name.clone());
-    let title = move || format!("{}: {} wants to run", connector(), tool());
+    let title = move || {
+        let key = status.with(|s| s.as_ref().map_or("", |s| s.key));
+        card_title(&connector(), &tool(), key)
+    };
     let pieces = Memo::new(move |_| {
         approval.with(|a| {
             a.as_ref()

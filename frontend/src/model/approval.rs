@@ -120,6 +120,22 @@ pub fn card_status(
     }
 }
 
+/// The card's title for a status `key` of [`card_status`]: "<connector>:
+/// <tool> wants to run" while it waits, then what became of the call —
+/// never "wants to run" after it ran.
+pub fn card_title(connector: &str, tool: &str, key: &str) -> String {
+    let what = match key {
+        APPROVED => "is running",
+        RAN_OK => "ran",
+        RAN_WITH_ERROR => "failed",
+        "declined" => "was declined",
+        EXPIRED | "ended" => "did not run",
+        "unfinished" => "did not finish",
+        _ => "wants to run",
+    };
+    format!("{connector}: {tool} {what}")
+}
+
 /// Whole seconds left until `expires_at` at `server_now_ms` (the local
 /// clock corrected by what the server said), rounded up so "0:00" means
 /// the time is over; `None` if `expires_at` cannot be read.
@@ -413,6 +429,34 @@ mod tests {
         assert_eq!(
             remaining_secs("2026-05-01T12:02:00Z", local_now + offset),
             Some(100)
+        );
+    }
+
+    #[test]
+    fn the_title_says_what_became_of_the_call() {
+        use ApprovalState as A;
+        use ToolState as T;
+        let title = |approval: A, tool: T| {
+            card_title(
+                "Notes",
+                "search",
+                card_status(&approval, &tool, Some(30)).key,
+            )
+        };
+        assert_eq!(title(A::Pending, T::Running), "Notes: search wants to run");
+        assert_eq!(
+            title(A::Approving(Grant::Once), T::Running),
+            "Notes: search wants to run"
+        );
+        assert_eq!(title(A::Approved, T::Running), "Notes: search is running");
+        assert_eq!(title(A::Approved, T::Ok), "Notes: search ran");
+        assert_eq!(title(A::Approved, T::Error(None)), "Notes: search failed");
+        assert_eq!(title(A::Denied, T::Running), "Notes: search was declined");
+        assert_eq!(title(A::Expired, T::Running), "Notes: search did not run");
+        assert_eq!(title(A::Ended, T::Running), "Notes: search did not run");
+        assert_eq!(
+            title(A::Approved, T::Unfinished),
+            "Notes: search did not finish"
         );
     }
 
