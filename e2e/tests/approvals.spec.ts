@@ -179,6 +179,14 @@ test('a reload while the card waits brings the same card back, and Allow once st
   await expect(page.getByTestId('stop-turn')).toBeVisible();
   expect(await demoCalls(request, 'search_notes')).toBe(before);
 
+  // Enter while the turn runs is not silently dropped: the hint says so,
+  // and the draft stays (issue 12 item 6).
+  const input = page.getByTestId('composer-input');
+  await input.fill('and one more thing');
+  await input.press('Enter');
+  await expect(page.getByTestId('composer-hint')).toContainText('Not sent yet');
+  await expect(input).toHaveValue('and one more thing');
+
   await again.getByTestId('approval-allow-once').click();
   await expect(again.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
     timeout: REPLY_TIMEOUT,
@@ -186,6 +194,7 @@ test('a reload while the card waits brings the same card back, and Allow once st
   await turnOver(page);
   await expect(page.getByTestId('message-assistant')).toContainText('returned:');
   expect(await demoCalls(request, 'search_notes')).toBe(before + 1);
+  await expect(page.getByTestId('composer-hint')).toHaveText('Enter sends · Shift+Enter adds a new line');
 });
 
 test('deciding in one tab updates the card in the other', async ({ page, context, request }) => {

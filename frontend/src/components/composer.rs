@@ -38,11 +38,22 @@ pub fn Composer(
         event.prevent_default();
         on_send.run(());
     };
+    // Enter pressed while a reply runs: said, not silently dropped. Cleared
+    // when the turn ends.
+    let nudged = RwSignal::new(false);
+    Effect::new(move |_| {
+        if !running.get() {
+            nudged.set(false);
+        }
+    });
     let on_keydown = move |event: KeyboardEvent| {
         // Enter sends; Shift+Enter (and Enter while an input method is
         // composing a character) is an ordinary newline.
         if event.key() == "Enter" && !event.shift_key() && !event.is_composing() {
             event.prevent_default();
+            if running.get_untracked() && !can_send.get_untracked() {
+                nudged.set(true);
+            }
             on_send.run(());
         }
     };
@@ -65,9 +76,12 @@ pub fn Composer(
                 on:keydown=on_keydown
             ></textarea>
             <div class="composer-bar">
-                <p id="composer-hint" class="hint" data-testid="composer-hint">
+                <p id="composer-hint" class="hint" class:nudge=move || nudged.get()
+                    data-testid="composer-hint" role="status">
                     {move || {
-                        if let Some(waiting) = waiting.get().filter(|_| running.get()) {
+                        if nudged.get() && running.get() {
+                            "Not sent yet: a reply is still running. Stop it, or wait for it to finish, then press Enter again.".to_owned()
+                        } else if let Some(waiting) = waiting.get().filter(|_| running.get()) {
                             waiting
                         } else if running.get() {
                             "A reply is being written. Stop it, or wait for it to finish, to send another message.".to_owned()
