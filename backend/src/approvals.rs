@@ -26,7 +26,7 @@ use crate::{
     ids::{ChatId, ConnectorId, PendingCallId, ToolContext, TurnId, UserId},
 };
 use countersign_api::{
-    ChatEvent, GrantKind, PendingCall, PendingCallStatus, Resolution, ToolCallStatus,
+    ChatEvent, GrantKind, PendingCall, PendingCallStatus, Resolution, ToolCallStatus, ToolRisk,
 };
 use hmac::{Hmac, KeyInit as _, Mac as _};
 use serde_json::Value;
@@ -311,8 +311,9 @@ impl Row {
         serde_json::to_string_pretty(&self.arguments).unwrap_or_default()
     }
 
-    /// The `mcp_confirmation_required` event: the stored evidence.
-    pub fn required_event(&self) -> ChatEvent {
+    /// The `mcp_confirmation_required` event: the stored evidence, and
+    /// what the reviewed descriptor says about the tool.
+    pub fn required_event(&self, about: &AboutTool) -> ChatEvent {
         ChatEvent::McpConfirmationRequired {
             turn_id: self.turn_id.to_string(),
             id: self.id.to_string(),
@@ -328,6 +329,9 @@ impl Row {
             expires_at: self.expires_at_rfc3339(),
             decide_by: self.decide_by_rfc3339(),
             offered_grants: self.offered_grants(),
+            tool_title: about.title.clone(),
+            tool_description: about.description.clone(),
+            risk: Some(about.risk.clone()),
         }
     }
 
@@ -353,6 +357,22 @@ impl Row {
             offered_grants: self.offered_grants(),
         }
     }
+}
+
+/// Titles and descriptions longer than this (in characters) are cut on
+/// the card.
+pub const ABOUT_MAX_CHARS: usize = 1000;
+
+/// What the card says about a tool, from the descriptor the user reviewed
+/// (not stored with the row: it is not part of what was approved).
+#[derive(Debug, Clone)]
+pub struct AboutTool {
+    /// Its title, if it has one.
+    pub title: Option<String>,
+    /// Its description.
+    pub description: Option<String>,
+    /// What its annotations declare.
+    pub risk: ToolRisk,
 }
 
 /// A gated call to put before the user.
@@ -822,6 +842,24 @@ pub async fn turn_grant(
     Ok(granted)
 }
 
+/// The grant the user chose when approving `id` (`None` if it was not
+/// approved, or is gone): `mcp_confirmation_resolved` carries it so every
+/// tab's card says what was allowed.
+pub async fn grant_of(
+    state: &AppState,
+    id: PendingCallId,
+) -> Result<Option<GrantKind>, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    let grant = sqlx::query_scalar!(
+        "select grant_kind from mcp_pending_calls where id = $1",
+        id as PendingCallId,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(grant.flatten().as_deref().map(GrantKind::from_wire))
+}
+
 /// Ends every pending call for `connector_id` as denied (its URL changed:
 /// what the cards show is no longer where the calls would go), and wakes
 /// the turns that wait for them. Returns how many. Rows already approved
@@ -954,6 +992,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     turn_id: turn,
                     id: id.to_string(),
                     decision: Resolution::Expired,
+                    grant: None,
                 }
             }
             _ => {

@@ -118,18 +118,10 @@ pub enum Decision {
 }
 
 /// Whether the annotations positively declare the tool safe (rule 3's
-/// second half).
-pub fn declared_safe(annotations: Option<&Value>) -> bool {
-    let Some(Value::Object(hints)) = annotations else {
-        return false;
-    };
-    hints.get("readOnlyHint") == Some(&Value::Bool(true))
-        && hints.get("openWorldHint") == Some(&Value::Bool(false))
-        && matches!(
-            hints.get("destructiveHint"),
-            None | Some(Value::Bool(false))
-        )
-}
+/// second half). It lives with the API types so that the card's and the
+/// review's risk grouping ([`countersign_api::risk::assess`]) is this very
+/// test.
+pub use countersign_api::risk::declared_safe;
 
 /// The gate.
 pub fn decide(facts: &Facts<'_>) -> Decision {

@@ -53,6 +53,18 @@ async function pendingCard(page: Page, tool: string): Promise<Locator> {
   return card;
 }
 
+/** The answer's pieces in page order: `text:<its start>` or `card`. */
+async function answerOrder(page: Page): Promise<string[]> {
+  return page
+    .getByTestId('message-assistant')
+    .locator('.markdown, [data-testid="approval-card"]')
+    .evaluateAll((elements) =>
+      elements
+        .filter((el) => el.matches('[data-testid="approval-card"]') || !el.closest('[data-testid="approval-card"]'))
+        .map((el) => (el.matches('.markdown') ? `text:${(el.textContent ?? '').trim().slice(0, 80)}` : 'card')),
+    );
+}
+
 test('Allow once runs the call once and the card shows the result, also after a reload', async ({
   page,
   request,
@@ -74,6 +86,17 @@ test('Allow once runs the call once and the card shows the result, also after a 
   // Nothing ran while it waits.
   expect(await demoCalls(request, 'search_notes')).toBe(before);
 
+  // The tool as reviewed, and its declared risk: search_notes declares
+  // it only reads and stays inside, so the card is not styled as risky
+  // and "Allow once" is the preselected button.
+  await expect(card).toHaveAttribute('data-risky', 'false');
+  await expect(card.getByTestId('approval-tool-title')).toHaveText('Search notes');
+  await expect(card.getByTestId('approval-risk').getByRole('listitem')).toHaveText([
+    'Only reads data, as its server declares',
+    'Stays within its server, as it declares',
+  ]);
+  await expect(card.getByTestId('approval-allow-once')).toHaveClass(/\bprimary\b/);
+
   // Accessible: a labelled group; buttons say what they do.
   await expect(page.getByRole('group', { name: `${DEMO_NAME}: search_notes wants to run` })).toBeVisible();
   const allow = card.getByRole('button', { name: 'Allow once' });
@@ -85,7 +108,7 @@ test('Allow once runs the call once and the card shows the result, also after a 
   // Decide with the keyboard.
   await allow.focus();
   await page.keyboard.press('Enter');
-  await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+  await expect(card.getByTestId('approval-status')).toContainText('Allowed once — ran successfully', {
     timeout: REPLY_TIMEOUT,
   });
   await expect(card).toHaveAttribute('data-state', 'ok');
@@ -100,13 +123,20 @@ test('Allow once runs the call once and the card shows the result, also after a 
   await turnOver(page);
   expect(await demoCalls(request, 'search_notes')).toBe(before + 1);
   await snap(page, 'approval-card-allowed');
+  const liveOrder = await answerOrder(page);
+  expect(liveOrder[0]).toMatch(/^text:I will call \S*search_notes/);
+  expect(liveOrder[1]).toBe('card');
 
-  // A reload shows the finished card as it ended, with no buttons.
+  // A reload shows the finished card as it ended, with no buttons, and
+  // the text where it was: "I will call …" stays above its card (issue 12
+  // item 5).
   await page.reload();
+  await expect(page.getByTestId('approval-card')).toHaveCount(1);
+  expect(await answerOrder(page)).toEqual(liveOrder);
   const reloaded = page.getByTestId('approval-card');
   await expect(reloaded).toHaveCount(1);
   await expect(reloaded).toHaveAttribute('data-state', 'ok');
-  await expect(reloaded.getByTestId('approval-status')).toContainText('Approved — ran successfully');
+  await expect(reloaded.getByTestId('approval-status')).toContainText('Allowed once — ran successfully');
   await expect(reloaded.getByTestId('approval-allow-once')).toHaveCount(0);
   expect(await demoCalls(request, 'search_notes')).toBe(before + 1);
 });
@@ -158,6 +188,32 @@ test('Decline shows "Declined" and the server is never called; long arguments fo
   await expect(page.getByTestId('approval-status')).toHaveText('Declined');
 });
 
+test('a tool that declares nothing is shown as the riskiest kind, never as safe', async ({ page, request }) => {
+  await signUp(page, 'nothing', 'Ada Approver');
+  await addDemoConnector(page, ['echo']);
+  await newChat(page);
+  const before = await demoCalls(request, 'echo');
+  await ask(page, 'echo', { text: 'hello' });
+  const card = await pendingCard(page, 'echo');
+  await expect(card).toHaveAttribute('data-risky', 'true');
+  await expect(card.getByTestId('approval-tool-title')).toHaveText('Echo');
+  await expect(card.getByTestId('approval-risk').getByRole('listitem')).toHaveText([
+    'Declares nothing about what it does: treat it as able to delete or change data and reach outside',
+    'Can reach outside its server',
+  ]);
+  await expect(card.getByTestId('approval-allow-once')).not.toHaveClass(/\bprimary\b/);
+  await card.scrollIntoViewIfNeeded();
+  await snap(page, 'approval-card-declares-nothing');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await card.scrollIntoViewIfNeeded();
+  await snap(page, 'approval-card-declares-nothing-390');
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await card.getByTestId('approval-decline').click();
+  await expect(card.getByTestId('approval-status')).toHaveText('Declined', { timeout: REPLY_TIMEOUT });
+  await turnOver(page);
+  expect(await demoCalls(request, 'echo')).toBe(before);
+});
+
 test('a reload while the card waits brings the same card back, and Allow once still works', async ({
   page,
   request,
@@ -188,7 +244,7 @@ test('a reload while the card waits brings the same card back, and Allow once st
   await expect(input).toHaveValue('and one more thing');
 
   await again.getByTestId('approval-allow-once').click();
-  await expect(again.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+  await expect(again.getByTestId('approval-status')).toContainText('Allowed once — ran successfully', {
     timeout: REPLY_TIMEOUT,
   });
   await turnOver(page);
@@ -215,7 +271,7 @@ test('deciding in one tab updates the card in the other', async ({ page, context
 
   await first.getByTestId('approval-allow-once').click();
   for (const card of [first, second]) {
-    await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+    await expect(card.getByTestId('approval-status')).toContainText('Allowed once — ran successfully', {
       timeout: REPLY_TIMEOUT,
     });
     await expect(card.getByTestId('approval-allow-once')).toHaveCount(0);

@@ -87,6 +87,40 @@ test('a user adds the demo connector, keeps two tools, and after a refresh sees 
     '(a string, not a yes/no)',
   );
 
+  // Two groups by what the tools declare (issue 12 item 7): read-only
+  // first; the ones that can change data or reach outside — and those that
+  // declare nothing, or declare it in strings — in the other.
+  const group = (key: string) => row.locator(`[data-testid="tool-group"][data-group="${key}"]`);
+  const names = async (key: string) =>
+    (await group(key).getByTestId('tool-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-tool-name')))).sort();
+  expect(await names('read-only')).toEqual(['drifting_tool', 'failing_tool', 'search_notes', 'slow_tool']);
+  expect(await names('can-change')).toEqual([
+    'add_note',
+    'confirm_identity',
+    'delete_note',
+    'echo',
+    'fetch_url_preview',
+    'file_note',
+    'stringly_annotated',
+  ]);
+  await expect(group('read-only').getByRole('heading')).toHaveText('Read-only tools (4)');
+  await expect(group('can-change').getByRole('heading')).toHaveText('Tools that can change data or reach outside (7)');
+  // "Keep all" ticks only its own group; "Keep none" clears it again.
+  await group('read-only').getByTestId('tool-group-keep-all').click();
+  for (const name of ['drifting_tool', 'failing_tool', 'search_notes', 'slow_tool']) {
+    await expect(tool(name).getByTestId('tool-keep')).toBeChecked();
+  }
+  await expect(group('can-change').getByTestId('tool-keep').first()).not.toBeChecked();
+  expect(await group('can-change').locator('[data-testid="tool-keep"]:checked').count()).toBe(0);
+  await group('read-only').scrollIntoViewIfNeeded();
+  await snap(page, 'connectors-review-groups');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await group('read-only').scrollIntoViewIfNeeded();
+  await snap(page, 'connectors-review-groups-390');
+  await page.setViewportSize({ width: 1280, height: 720 });
+  await group('read-only').getByTestId('tool-group-keep-none').click();
+  expect(await row.locator('[data-testid="tool-keep"]:checked').count()).toBe(0);
+
   for (const name of KEPT) {
     await tool(name).getByTestId('tool-keep').check();
   }

@@ -147,7 +147,7 @@ test('a form card: the required field is checked before anything is sent, Accept
     timeout: REPLY_TIMEOUT,
   });
   await turnOver(page);
-  await expect(page.getByTestId('approval-card').getByTestId('approval-status')).toContainText('Approved — ran successfully');
+  await expect(page.getByTestId('approval-card').getByTestId('approval-status')).toContainText('Allowed once — ran successfully');
   await snapBothWidths(page, card, 'elicitation-form-answered');
 
   // A reload shows it as it ended: folded, nothing to answer.

@@ -79,6 +79,17 @@ test('Always allow: the next identical call runs without a card under the rule; 
     `Always allow add_note on ${DEMO_NAME} until you revoke it or the tool changes`,
   );
   await expect(card.getByRole('button', { name: 'Decline' })).toBeVisible();
+  // add_note declares it writes (but deletes nothing) and stays inside: a
+  // risky call, styled so, with its reviewed title and description, and
+  // no button preselected.
+  await expect(card).toHaveAttribute('data-risky', 'true');
+  await expect(card.getByTestId('approval-tool-title')).toHaveText('Add note');
+  await expect(card.getByTestId('approval-tool-description')).toContainText('Adds a note to the demo notebook');
+  await expect(card.getByTestId('approval-risk').getByRole('listitem')).toHaveText([
+    'Can change data (it declares it deletes nothing)',
+    'Stays within its server, as it declares',
+  ]);
+  await expect(once).not.toHaveClass(/\bprimary\b/);
   await snap(page, 'grants-card-four-buttons');
   await once.focus();
   await page.keyboard.press('Tab');
@@ -86,8 +97,23 @@ test('Always allow: the next identical call runs without a card under the rule; 
   await page.keyboard.press('Tab');
   await expect(always).toBeFocused();
   await page.keyboard.press('Enter');
+  // Risky: "Always allow" asks once more, and nothing is decided yet.
+  const confirm = card.getByTestId('approval-always-confirm');
+  await expect(confirm).toContainText(
+    `Always allow add_note on ${DEMO_NAME}? It can change data. Every later call, with any arguments, will run without asking`,
+  );
+  await expect(card.getByTestId('approval-always-confirm-yes')).toBeFocused();
+  await expect(card).toHaveAttribute('data-state', 'pending');
+  expect(await demoCalls(request, 'add_note')).toBe(before);
+  await snap(page, 'grants-always-confirm');
+  // Cancel goes back to the card; asking again and saying yes decides.
+  await card.getByTestId('approval-always-confirm-cancel').click();
+  await expect(confirm).toHaveCount(0);
+  await always.click();
+  await expect(card.getByTestId('approval-always-confirm-yes')).toBeFocused();
+  await page.keyboard.press('Enter');
 
-  await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+  await expect(card.getByTestId('approval-status')).toContainText('Always allowed — ran successfully', {
     timeout: REPLY_TIMEOUT,
   });
   await expect(card.getByTestId('approval-allow-always')).toHaveCount(0);
@@ -111,8 +137,12 @@ test('Always allow: the next identical call runs without a card under the rule; 
   expect(await demoCalls(request, 'add_note')).toBe(before + 2);
   await snap(page, 'grants-always-chip');
 
-  // A reload tells the same story.
+  // A reload tells the same story: the card still says it was always
+  // allowed (the server's word, not this page's memory).
   await page.reload();
+  await expect(page.getByTestId('approval-card').getByTestId('approval-status')).toContainText(
+    'Always allowed — ran successfully',
+  );
   await expect(page.getByTestId('approval-card').getByTestId('tool-origin')).toHaveText(
     /^You approved at \d\d:\d\d$/,
   );
@@ -162,7 +192,7 @@ test('Allow for this turn: the second call of the turn runs without a card, and 
   expect(await demoCalls(request, 'search_notes')).toBe(before);
   await card.getByTestId('approval-allow-turn').click();
 
-  await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+  await expect(card.getByTestId('approval-status')).toContainText('Allowed for this turn — ran successfully', {
     timeout: REPLY_TIMEOUT,
   });
   await expect(card.getByTestId('tool-origin')).toHaveText(/^You approved at \d\d:\d\d$/);
@@ -205,7 +235,7 @@ test('Drift: a tool that changes after "Always allow" asks again, saying it chan
     await ask(page, 'drifting_tool', args);
     const card = await waitingCard(page, 'drifting_tool', 1);
     await card.getByRole('button', { name: 'Always allow this tool' }).click();
-    await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+    await expect(card.getByTestId('approval-status')).toContainText('Always allowed — ran successfully', {
       timeout: REPLY_TIMEOUT,
     });
     await turnOver(page);

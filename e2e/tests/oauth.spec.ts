@@ -122,7 +122,7 @@ test('a user signs in to an OAuth connector on its own page, and a call approved
   await expect(card).toHaveAttribute('data-state', 'pending');
   expect(await demoCalls(request, 'search_notes', OAUTH_DEMO), 'nothing runs before the decision').toBe(calls);
   await card.getByTestId('approval-allow-once').click();
-  await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+  await expect(card.getByTestId('approval-status')).toContainText('Allowed once — ran successfully', {
     timeout: REPLY_TIMEOUT,
   });
   await expect(page.getByTestId('message-assistant')).toContainText('lease', { timeout: REPLY_TIMEOUT });

@@ -233,7 +233,7 @@ test('the activity log lists an approved call with its digest, decision and outc
   const card = page.getByTestId('approval-card');
   await expect(card).toHaveCount(1, { timeout: REPLY_TIMEOUT });
   await card.getByTestId('approval-allow-once').click();
-  await expect(card.getByTestId('approval-status')).toContainText('Approved — ran successfully', {
+  await expect(card.getByTestId('approval-status')).toContainText('Allowed once — ran successfully', {
     timeout: REPLY_TIMEOUT,
   });
 

@@ -49,7 +49,13 @@ export function guardPages(): (page: Page) => void {
 
 /** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
 export async function snap(page: Page, name: string) {
-  await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
+  // Transitions finished (the drawer sliding in), so the picture is the
+  // state the test reached.
+  await page.screenshot({
+    path: path.join(__dirname, '..', 'artifacts', `${name}.png`),
+    fullPage: true,
+    animations: 'disabled',
+  });
 }
 
 /** How many times the demo server (at `admin`, by default the plain one) executed `tool` (its own call log). */
@@ -98,9 +104,48 @@ export function demoRow(page: Page): Locator {
     .locator(`[data-testid="connector-row"][data-connector-name="${DEMO_NAME}"]`);
 }
 
+/**
+ * Clicks the sidebar's `testId` (`nav-settings`, `nav-activity`,
+ * `new-chat`…); on a narrow screen, where the sidebar is a drawer, opens
+ * it with "Menu" first.
+ */
+export async function navTo(page: Page, testId: string) {
+  const menu = page.getByTestId('menu-button');
+  if (await menu.isVisible()) {
+    if ((await menu.getAttribute('aria-expanded')) !== 'true') {
+      await menu.click();
+    }
+    await expect(page.getByTestId('sidebar')).toBeVisible();
+  }
+  await page.getByTestId(testId).click();
+}
+
+/**
+ * Fails if the page, or anything in its main area (a table in a scroll
+ * box, say), scrolls sideways. Names what does.
+ */
+export async function expectNoSidewaysScroll(page: Page, what: string) {
+  const scrolling = await page.evaluate(() => {
+    const found: string[] = [];
+    const doc = document.documentElement;
+    if (doc.scrollWidth > doc.clientWidth + 1) {
+      found.push(`the page (${doc.scrollWidth - doc.clientWidth} px)`);
+    }
+    for (const el of Array.from(document.querySelectorAll('main, main *'))) {
+      const overflowX = getComputedStyle(el).overflowX;
+      if ((overflowX === 'auto' || overflowX === 'scroll') && el.scrollWidth > el.clientWidth + 1) {
+        const name = el.getAttribute('data-testid') ?? `${el.tagName.toLowerCase()}.${el.className}`;
+        found.push(`${name} (${el.scrollWidth - el.clientWidth} px)`);
+      }
+    }
+    return found;
+  });
+  expect(scrolling, `${what}: what scrolls sideways`).toEqual([]);
+}
+
 /** Settings → Connectors: adds the demo server in one click and keeps `keep`. Returns its row. */
 export async function addDemoConnector(page: Page, keep: string[]): Promise<Locator> {
-  await page.getByTestId('nav-settings').click();
+  await navTo(page, 'nav-settings');
   await expect(page).toHaveURL(/\/settings$/);
   await page.getByTestId('connectors-section').getByTestId('available-add').first().click();
   const row = demoRow(page);
@@ -118,7 +163,7 @@ export async function addDemoConnector(page: Page, keep: string[]): Promise<Loca
 
 /** Clicks "New chat" (offline demo model) and waits for the empty chat. */
 export async function newChat(page: Page) {
-  await page.getByTestId('new-chat').click();
+  await navTo(page, 'new-chat');
   await expect(page).toHaveURL(/\/chats\/[0-9a-f-]{36}$/);
   await expect(page.getByTestId('composer-input')).toBeVisible();
   await expect(page.getByTestId('offline-badge')).toBeVisible();

@@ -95,6 +95,13 @@ pub struct TurnRecord {
     /// (`mcp_confirmation_*`, `mcp_tool_call`) and input request
     /// (`mcp_input_*`) events, in order.
     pub events: Vec<crate::ChatEvent>,
+    /// For each of `events`, in the same order: how many characters
+    /// (Unicode scalar values) of the turn's answer had streamed before
+    /// it, so a page puts the text where it stood ("I will call …" above
+    /// the block it introduced). Empty from an older server: the blocks
+    /// come before the text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text_before: Vec<u64>,
 }
 
 /// `POST /api/chats/{id}/messages`.

@@ -2,6 +2,7 @@
 //! one of these as JSON, tagged by `type`; the SSE `id:` is the event's
 //! sequence number in the chat.
 
+use crate::risk::ToolRisk;
 use crate::vocab::{
     CallOrigin, GrantKind, InputMode, InputRequestStatus, NoProseReason, Resolution,
     ToolCallStatus, TurnEnding,
@@ -91,6 +92,16 @@ pub enum ChatEvent {
         /// older server that sends none offered all three.
         #[serde(default = "crate::approvals::every_grant")]
         offered_grants: Vec<GrantKind>,
+        /// The tool's title, from the descriptor the user reviewed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_title: Option<String>,
+        /// Its description as reviewed (plain text; long ones cut).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_description: Option<String>,
+        /// Its risk as the reviewed annotations declare it. Absent from an
+        /// older server: the card treats the call as risky.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        risk: Option<ToolRisk>,
     },
     /// The user decided, or the call expired.
     McpConfirmationResolved {
@@ -100,6 +111,11 @@ pub enum ChatEvent {
         id: String,
         /// `approved`, `denied` or `expired`.
         decision: Resolution,
+        /// For `approved`: the grant the user chose (`once`, `turn` or
+        /// `always`), so every tab's card says what was allowed. Absent
+        /// otherwise, and from an older server.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<GrantKind>,
     },
     /// A running MCP call's server asks the user for input (DESIGN §6a):
     /// the question as stored.

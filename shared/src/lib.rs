@@ -15,6 +15,7 @@ pub mod connectors;
 pub mod error;
 pub mod events;
 pub mod inputs;
+pub mod risk;
 pub mod vocab;
 
 pub use approvals::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
@@ -27,10 +28,11 @@ pub use connectors::*;
 pub use error::ErrorBody;
 pub use events::{ChatEvent, ChatEventMessage};
 pub use inputs::{InputAnswer, InputAnswered, InputRequest};
+pub use risk::ToolRisk;
 pub use vocab::{
     ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, ConnectorStatus,
     Decision, GrantKind, InputAction, InputMode, InputRequestStatus, MessageStatus, NoProseReason,
-    OAuthStatus, PendingCallStatus, Resolution, ReviewState, ToolCallStatus, TurnEnding,
+    OAuthStatus, PendingCallStatus, Resolution, ReviewState, RiskFlag, ToolCallStatus, TurnEnding,
     UnknownWord,
 };
 

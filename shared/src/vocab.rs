@@ -464,6 +464,27 @@ impl InputRequestStatus {
     }
 }
 
+vocabulary! {
+    /// One thing a tool's reviewed annotations say about its risk
+    /// ([`crate::risk::assess`]; DESIGN §9): the server's claims, never
+    /// verified, and a missing hint read as MCP's cautious default.
+    pub enum RiskFlag {
+        /// No hints at all: shown as the riskiest kind, never as safe.
+        DeclaresNothing = "declares_nothing",
+        /// `destructiveHint` true, or left to its default: may delete or
+        /// overwrite data.
+        DeletesData = "deletes_data",
+        /// Not read-only, but declares it deletes nothing.
+        ChangesData = "changes_data",
+        /// `readOnlyHint` true.
+        ReadOnly = "read_only",
+        /// `openWorldHint` true or absent: reaches outside its server.
+        ReachesOutside = "reaches_outside",
+        /// `openWorldHint` false.
+        StaysInside = "stays_inside",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -715,6 +736,22 @@ mod tests {
                 (OAuthStatus::Connected, "connected"),
                 (OAuthStatus::NeedsSignIn, "needs_sign_in"),
                 (OAuthStatus::NotApplicable, "not_applicable"),
+            ],
+        );
+    }
+
+    #[test]
+    fn risk_flags_are_their_wire_words() {
+        use RiskFlag::*;
+        check(
+            RiskFlag::ALL,
+            &[
+                (DeclaresNothing, "declares_nothing"),
+                (DeletesData, "deletes_data"),
+                (ChangesData, "changes_data"),
+                (ReadOnly, "read_only"),
+                (ReachesOutside, "reaches_outside"),
+                (StaysInside, "stays_inside"),
             ],
         );
     }

@@ -19,7 +19,10 @@ fn stream_events_with_state_words_write_back_the_same_bytes() {
     for json in [
         r#"{"type":"tool_result","turn_id":"t1","id":"c1","tool_name":"x","status":"error","error":"boom"}"#,
         r#"{"type":"mcp_confirmation_required","turn_id":"t1","id":"p1","call_id":"c1","connector_id":"k1","connector_name":"Notes","tool_name":"search","arguments":{},"arguments_json":"{}","arguments_digest":"ab","destination":"mcp.example","reason":"why","expires_at":"2026-12-01T10:00:00Z","decide_by":"2026-12-01T09:59:30Z","offered_grants":["once","turn","always"]}"#,
+        r#"{"type":"mcp_confirmation_required","turn_id":"t1","id":"p1","call_id":"c1","connector_id":"k1","connector_name":"Notes","tool_name":"search","arguments":{},"arguments_json":"{}","arguments_digest":"ab","destination":"mcp.example","reason":"why","expires_at":"2026-12-01T10:00:00Z","decide_by":"2026-12-01T09:59:30Z","offered_grants":["once"],"tool_title":"Search notes","tool_description":"Finds notes.","risk":{"risky":true,"flags":["declares_nothing","reaches_outside"]}}"#,
         r#"{"type":"mcp_confirmation_resolved","turn_id":"t1","id":"p1","decision":"approved"}"#,
+        r#"{"type":"mcp_confirmation_resolved","turn_id":"t1","id":"p1","decision":"approved","grant":"always"}"#,
+        r#"{"type":"mcp_confirmation_resolved","turn_id":"t1","id":"p1","decision":"approved","grant":"turn"}"#,
         r#"{"type":"mcp_confirmation_resolved","turn_id":"t1","id":"p1","decision":"denied"}"#,
         r#"{"type":"mcp_confirmation_resolved","turn_id":"t1","id":"p1","decision":"expired"}"#,
         r#"{"type":"mcp_tool_call","turn_id":"t1","id":"p1","call_id":"c1","connector_name":"Notes","tool_name":"search","status":"ok","duration_ms":4,"origin":"approved","approved_at":"2026-12-01T10:00:00Z"}"#,
@@ -80,6 +83,9 @@ fn api_bodies_with_state_words_write_back_the_same_bytes() {
     );
     same_bytes::<ChatDetail>(
         r#"{"id":"c","title":"T","model":"offline/demo","created_at":"a","updated_at":"b","messages":[{"id":"m","turn_id":"t","role":"assistant","content":"hi","status":"stopped","created_at":"a"}],"running_turn_id":null,"resume_after":3,"turns":[{"turn_id":"t","status":"failed","events":[]}]}"#,
+    );
+    same_bytes::<ChatDetail>(
+        r#"{"id":"c","title":"T","model":"offline/demo","created_at":"a","updated_at":"b","messages":[],"running_turn_id":null,"resume_after":3,"turns":[{"turn_id":"t","status":"done","events":[{"type":"error","turn_id":"t","message":"x"}],"text_before":[12]}]}"#,
     );
 }
 

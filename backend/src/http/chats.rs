@@ -131,15 +131,27 @@ pub async fn get_chat(
                   as "messages!",
                 coalesce((select json_agg(json_build_object(
                              'turn_id', t.id, 'status', t.status,
-                             'events', coalesce((select json_agg(e.data order by e.seq)
-                                                   from chat_events e
-                                                  where e.chat_id = c.id and e.turn_id = t.id
-                                                    and e.type in ('tool_call', 'tool_result', 'error', 'mcp_confirmation_required',
-                                                                   'mcp_confirmation_resolved', 'mcp_tool_call',
-                                                                   'mcp_input_required', 'mcp_input_resolved')),
-                                                '[]'::json))
+                             'events', coalesce(h.events, '[]'::json),
+                             'text_before', coalesce(h.text_before, '[]'::json))
                            order by t.started_at)
                             from turns t
+                            left join lateral (
+                              -- Each event, with the characters of answer
+                              -- text streamed before it (the deltas
+                              -- themselves stay out: the message has them).
+                              select json_agg(x.data order by x.seq) as events,
+                                     json_agg(x.before order by x.seq) as text_before
+                                from (select e.seq, e.type, e.data,
+                                             coalesce(sum(length(e.data->>'text'))
+                                                        filter (where e.type = 'text_delta')
+                                                        over (order by e.seq), 0) as before
+                                        from chat_events e
+                                       where e.chat_id = c.id and e.turn_id = t.id
+                                         and e.type in ('text_delta', 'tool_call', 'tool_result', 'error',
+                                                        'mcp_confirmation_required', 'mcp_confirmation_resolved',
+                                                        'mcp_tool_call', 'mcp_input_required',
+                                                        'mcp_input_resolved')) x
+                               where x.type <> 'text_delta') h on true
                            where t.chat_id = c.id and t.status <> 'running'), '[]'::json)
                   as "turn_records!"
            from chats c

@@ -88,6 +88,27 @@ impl Kept {
         })
     }
 
+    /// What the card says about the tool: the reviewed title and
+    /// description (never a changed tool's unreviewed new ones) and the
+    /// risk its reviewed annotations declare.
+    fn about(&self) -> approvals::AboutTool {
+        let reviewed = self.reviewed();
+        let annotations = reviewed.get("annotations");
+        let text = |value: Option<&Value>| {
+            value
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(|t| cut(t, approvals::ABOUT_MAX_CHARS))
+        };
+        approvals::AboutTool {
+            title: text(reviewed.get("title"))
+                .or_else(|| text(annotations.and_then(|a| a.get("title")))),
+            description: text(reviewed.get("description")),
+            risk: countersign_api::risk::assess(annotations),
+        }
+    }
+
     fn spec(&self) -> ToolSpec {
         let reviewed = self.reviewed();
         let text = |key: &str| reviewed.get(key).and_then(Value::as_str);
@@ -647,7 +668,7 @@ async fn ask_and_wait(
         },
     )
     .await?;
-    run.events.emit(row.required_event()).await;
+    run.events.emit(row.required_event(&tool.about())).await;
 
     let mut cancel = run.cancel.clone();
     let waited = approvals::wait(state, row.id, &mut cancel).await?;
@@ -663,11 +684,19 @@ async fn ask_and_wait(
             .decided(state, decision, None, ActivityOutcome::NotRun)
             .await;
     }
+    let grant = if decision == Resolution::Approved {
+        // Only the card's words depend on it: a failed read says less,
+        // never more.
+        approvals::grant_of(state, row.id).await.unwrap_or(None)
+    } else {
+        None
+    };
     run.events
         .emit(ChatEvent::McpConfirmationResolved {
             turn_id: run.ctx.turn_id.to_string(),
             id: row.id.to_string(),
             decision,
+            grant,
         })
         .await;
     let not_run = |content: &str, why| ToolOutcome {
@@ -754,6 +783,14 @@ async fn report(
     result
 }
 
+/// `text` cut to at most `max` characters, with "…" when cut.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", text[..at].trim_end()),
+        None => text.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -821,5 +858,13 @@ mod tests {
         tool.reviewed_descriptor = None;
         tool.reviewed_digest = None;
         assert!(tool.changed_since_review());
+    }
+
+    #[test]
+    fn long_texts_are_cut_at_a_character_with_an_ellipsis() {
+        assert_eq!(cut("short", 10), "short");
+        assert_eq!(cut("abcdef", 3), "abc…");
+        assert_eq!(cut("ab  cdef", 3), "ab…");
+        assert_eq!(cut("ééééé", 2), "éé…");
     }
 }

@@ -58,6 +58,18 @@ async fn allow_once_runs_the_exact_call_once_and_the_chat_and_ledger_agree() {
         time::Duration::seconds(30)
     );
     assert_eq!(s.demo.calls().total, 0, "nothing runs before the decision");
+    // What the reviewed descriptor says, for the card.
+    assert_eq!(card["tool_title"], "Search notes");
+    assert!(
+        card["tool_description"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("Searches the demo notebook")),
+        "{card}"
+    );
+    assert_eq!(
+        card["risk"],
+        json!({"risky": false, "flags": ["read_only", "stays_inside"]})
+    );
 
     let live = s.app.get_json("/api/mcp-pending-calls").await;
     assert_eq!(live.as_array().map(Vec::len), Some(1));
@@ -91,6 +103,7 @@ async fn allow_once_runs_the_exact_call_once_and_the_chat_and_ledger_agree() {
         .expect("resolved");
     assert_eq!(resolved.1["id"], card["id"]);
     assert_eq!(resolved.1["decision"], "approved");
+    assert_eq!(resolved.1["grant"], "once", "{}", resolved.1);
     let ran = event_of(&events, "mcp_tool_call");
     assert_eq!(ran["id"], card["id"]);
     assert_eq!(ran["status"], "ok", "{ran}");

@@ -65,6 +65,13 @@ async fn an_always_rule_runs_the_next_identical_call_without_a_card_until_revoke
         .find(|e| e["type"] == "mcp_tool_call")
         .expect("ran");
     assert_eq!(ran["origin"], "approved");
+    // Every tab's card can say what was allowed.
+    let resolved = events
+        .iter()
+        .find(|e| e["type"] == "mcp_confirmation_resolved")
+        .expect("resolved");
+    assert_eq!(resolved["decision"], "approved");
+    assert_eq!(resolved["grant"], "always", "{resolved}");
     assert!(
         ran["approved_at"]
             .as_str()

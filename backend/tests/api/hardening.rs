@@ -111,6 +111,18 @@ async fn a_changed_tool_runs_only_as_reviewed_even_when_it_re_declares_itself_sa
     let (_, card) = propose(&s, &mut stream, "delete_note", json!({"id": "note-2"})).await;
     assert_eq!(card["reason"], "This tool changed since you reviewed it");
     assert_eq!(card["offered_grants"], json!(["once"]));
+    // The card states the reviewed risk and words, not the disguise.
+    assert_eq!(
+        card["risk"],
+        json!({"risky": true, "flags": ["deletes_data", "stays_inside"]}),
+        "{card}"
+    );
+    assert!(
+        card["tool_description"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("Permanently deletes")),
+        "{card}"
+    );
     assert_eq!(s.demo.calls().count("delete_note"), 0, "asked, did not run");
     // No grant covers a changed tool: "turn" and "always" are refused and
     // decide nothing.

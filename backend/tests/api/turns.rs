@@ -299,6 +299,44 @@ async fn a_named_tool_is_called_once_and_its_result_summarised() {
         .map(|e| e["type"].as_str().expect("type"))
         .collect();
     assert_eq!(kinds, vec!["tool_call", "tool_result"]);
+    // ... and where the answer's text stood around them: the characters
+    // that streamed before each event, so a reload keeps "I will call …"
+    // above the block it introduced.
+    let streamed_before = |index: usize| {
+        events[..index]
+            .iter()
+            .filter(|(_, e)| e["type"] == "text_delta")
+            .map(|(_, e)| e["text"].as_str().expect("text").chars().count())
+            .sum::<usize>()
+    };
+    let at = |kind: &str| {
+        events
+            .iter()
+            .position(|(_, e)| e["type"] == kind)
+            .expect("event")
+    };
+    let before = [
+        streamed_before(at("tool_call")),
+        streamed_before(at("tool_result")),
+    ];
+    assert!(
+        before[0] > 0,
+        "the offline model says what it will call first"
+    );
+    assert_eq!(record["text_before"], json!(before), "{record}");
+    let answer = detail["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .expect("the answer");
+    let first: String = answer["content"]
+        .as_str()
+        .expect("content")
+        .chars()
+        .take(before[0])
+        .collect();
+    assert_eq!(first, text_of(&events[..at("tool_call")]));
 
     assert_eq!(tool.executed.load(Ordering::SeqCst), 1, "ran exactly once");
     assert_eq!(

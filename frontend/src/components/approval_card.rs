@@ -25,8 +25,8 @@ use leptos::web_sys::js_sys::Date;
 use crate::api;
 use crate::components::{OriginChip, SignInAgainButton, StepUp};
 use crate::model::approval::{
-    ArgPiece, argument_pieces, card_status, card_title, clock_offset_ms, countdown_text,
-    duration_text, remaining_secs,
+    ArgPiece, always_question, argument_pieces, card_status, card_title, clock_offset_ms,
+    countdown_text, duration_text, remaining_secs, risk_view,
 };
 use crate::model::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 use crate::session::SessionState;
@@ -80,8 +80,9 @@ pub fn ApprovalCard(
     });
     let status = Memo::new(move |_| {
         approval.with(|a| {
-            a.as_ref()
-                .map(|a| tool_state.with(|tool| card_status(&a.state, tool, remaining.get())))
+            a.as_ref().map(|a| {
+                tool_state.with(|tool| card_status(&a.state, a.grant, tool, remaining.get()))
+            })
         })
     });
     if open_at_start
@@ -160,6 +161,24 @@ pub fn ApprovalCard(
             })
         }
     };
+    let risk =
+        Memo::new(move |_| approval.with(|a| risk_view(a.as_ref().and_then(|a| a.risk.as_ref()))));
+    let risky = move || risk.with(|r| r.risky);
+    let tool_title = move || approval.with(|a| a.as_ref().and_then(|a| a.tool_title.clone()));
+    let tool_description =
+        move || approval.with(|a| a.as_ref().and_then(|a| a.tool_description.clone()));
+    // "Always allow" on a risky tool asks once more, in place.
+    let confirming_always = RwSignal::new(false);
+    let confirm_yes = NodeRef::<leptos::html::Button>::new();
+    Effect::new(move |_| {
+        if confirming_always.get() {
+            request_animation_frame(move || {
+                if let Some(button) = confirm_yes.get_untracked() {
+                    let _ = button.focus();
+                }
+            });
+        }
+    });
     let connector = field(|a| a.connector_name.clone());
     let tool = field(|a| a.tool_name.clone());
     let title = move || {
@@ -228,11 +247,31 @@ pub fn ApprovalCard(
             aria-labelledby=title_id.clone()
             data-testid="approval-card"
             data-state=key
+            data-risky=move || risky().to_string()
             data-approval-id=approval_id.clone()
         >
             <h2 class="approval-title" id=title_id.clone() data-testid="approval-title">
                 {title}
             </h2>
+            // The tool as the user reviewed it: its title and description
+            // (text only, never markup), then its declared risk.
+            <div class="approval-about" data-testid="approval-about">
+                {move || tool_title().map(|t| view! {
+                    <p class="approval-tool-title" data-testid="approval-tool-title">{t}</p>
+                })}
+                {move || tool_description().map(|d| view! {
+                    <p class="approval-tool-description" data-testid="approval-tool-description">{d}</p>
+                })}
+            </div>
+            <ul class="approval-risk" data-testid="approval-risk" aria-label="What this tool declares">
+                {move || {
+                    risk.get()
+                        .lines
+                        .into_iter()
+                        .map(|line| view! { <li>{line}</li> })
+                        .collect_view()
+                }}
+            </ul>
             <dl class="approval-facts">
                 <div>
                     <dt>"Destination"</dt>
@@ -291,9 +330,13 @@ pub fn ApprovalCard(
             })}
             <Show when=buttons_shown>
                 <div class="approval-actions">
+                    // Nothing is preselected for a risky call: no button
+                    // stands out as the one to press.
                     <button
                         type="button"
-                        class="button primary"
+                        class="button"
+                        class:primary=move || !risky()
+                        class:secondary=risky
                         data-testid="approval-allow-once"
                         aria-describedby=allow_id.clone()
                         disabled=move || !buttons_enabled()
@@ -321,8 +364,15 @@ pub fn ApprovalCard(
                             class="button secondary"
                             data-testid="approval-allow-always"
                             aria-describedby=move || always_ref.get_value()
-                            disabled=move || !buttons_enabled()
-                            on:click=move |_| decide.run(Decision::Approve(Grant::Always))
+                            aria-expanded=move || risky().then(|| confirming_always.get().to_string())
+                            disabled=move || !buttons_enabled() || confirming_always.get()
+                            on:click=move |_| {
+                                if risky() {
+                                    confirming_always.set(true);
+                                } else {
+                                    decide.run(Decision::Approve(Grant::Always));
+                                }
+                            }
                         >
                             "Always allow this tool"
                         </button>
@@ -360,6 +410,35 @@ pub fn ApprovalCard(
                         "Decline this call"
                     </span>
                 </div>
+                <Show when=move || confirming_always.get() && buttons_enabled()>
+                    <div class="approval-confirm" role="group" aria-labelledby=format!("{}-confirm", always_ref.get_value()) data-testid="approval-always-confirm">
+                        <p id=format!("{}-confirm", always_ref.get_value())>
+                            {move || risk.with(|r| always_question(&tool(), &connector(), r))}
+                        </p>
+                        <div class="approval-actions">
+                            <button
+                                type="button"
+                                class="button danger"
+                                data-testid="approval-always-confirm-yes"
+                                node_ref=confirm_yes
+                                on:click=move |_| {
+                                    confirming_always.set(false);
+                                    decide.run(Decision::Approve(Grant::Always));
+                                }
+                            >
+                                "Yes, always allow"
+                            </button>
+                            <button
+                                type="button"
+                                class="button secondary"
+                                data-testid="approval-always-confirm-cancel"
+                                on:click=move |_| confirming_always.set(false)
+                            >
+                                "Cancel"
+                            </button>
+                        </div>
+                    </div>
+                </Show>
             </Show>
         </section>
     }

@@ -2,7 +2,10 @@
 //! per tool with a "Keep" box, its description, the server's annotations
 //! *as the server's claims*, badges for new and changed tools, and for a
 //! changed tool what changed since the user kept it. "Keep these tools"
-//! keeps the checked ones and declines the rest.
+//! keeps the checked ones and declines the rest. The tools come in two
+//! groups by what they declare — read-only, and those that can change data
+//! or reach outside (or declare nothing) — each with "Keep all" and "Keep
+//! none" for its own boxes.
 //!
 //! A tool with an "always allow" rule carries a chip — "always allowed", or
 //! "suspended: the tool changed" when the server found its descriptor moved
@@ -16,7 +19,8 @@ use leptos::prelude::*;
 use crate::api;
 use crate::components::{FormError, last_error};
 use crate::model::tool_review::{
-    GrantChip, annotation_claims, descriptor_changes, grant_chip, review_request, starts_kept,
+    GrantChip, annotation_claims, descriptor_changes, grant_chip, review_request, risk_groups,
+    starts_kept,
 };
 use crate::session::SessionState;
 
@@ -114,6 +118,7 @@ fn ReviewForm(
         })
         .collect();
     let boxes = StoredValue::new(boxes);
+    let id_prefix = format!("tool-group-{connector_id}");
     let review = Action::new_local(move |body: &ReviewToolsRequest| {
         let body = body.clone();
         let token = session.csrf_token().unwrap_or_default();
@@ -145,16 +150,62 @@ fn ReviewForm(
         review.dispatch_local(body);
     };
 
-    let rows = tools
+    let keep_of = move |name: &str| {
+        boxes.with_value(|boxes| {
+            boxes
+                .iter()
+                .find(|(n, _, _)| n == name)
+                .map(|(_, _, keep)| *keep)
+        })
+    };
+    let groups = risk_groups(&tools)
         .into_iter()
-        .map(|tool| {
-            let keep = boxes.with_value(|boxes| {
-                boxes
-                    .iter()
-                    .find(|(name, _, _)| *name == tool.name)
-                    .map(|(_, _, keep)| *keep)
-            });
-            view! { <ToolRow tool=tool keep=keep on_revoked=on_revoked /> }
+        .map(|(group, members)| {
+            let keeps: Vec<RwSignal<bool>> = members
+                .iter()
+                .filter_map(|&i| keep_of(&tools[i].name))
+                .collect();
+            let set_all = move |value: bool| {
+                for keep in &keeps {
+                    keep.set(value);
+                }
+            };
+            let set_all = StoredValue::new(set_all);
+            let count = members.len();
+            let heading_id = format!("{id_prefix}-{}", group.key());
+            let labelled_by = heading_id.clone();
+            let rows = members
+                .iter()
+                .map(|&i| {
+                    let tool = tools[i].clone();
+                    let keep = keep_of(&tool.name);
+                    view! { <ToolRow tool=tool keep=keep on_revoked=on_revoked /> }
+                })
+                .collect_view();
+            view! {
+                <section class="tool-group" data-testid="tool-group" data-group=group.key()
+                    aria-labelledby=labelled_by>
+                    <div class="tool-group-head">
+                        <h4 id=heading_id>{format!("{} ({count})", group.heading())}</h4>
+                        <div class="tool-group-actions">
+                            <button type="button" class="button secondary small"
+                                data-testid="tool-group-keep-all"
+                                on:click=move |_| set_all.with_value(|f| f(true))>
+                                "Keep all"
+                                <span class="visually-hidden">{format!(" {}", group.heading().to_lowercase())}</span>
+                            </button>
+                            <button type="button" class="button secondary small"
+                                data-testid="tool-group-keep-none"
+                                on:click=move |_| set_all.with_value(|f| f(false))>
+                                "Keep none"
+                                <span class="visually-hidden">{format!(" of the {}", group.heading().to_lowercase())}</span>
+                            </button>
+                        </div>
+                    </div>
+                    <p class="muted tool-group-note">{group.note()}</p>
+                    <ul class="tool-list">{rows}</ul>
+                </section>
+            }
         })
         .collect_view();
 
@@ -162,7 +213,7 @@ fn ReviewForm(
         <p class="muted">
             "Keep the tools the assistant may use. Annotations are what the server says about its own tools; Countersign does not verify them."
         </p>
-        <ul class="tool-list">{rows}</ul>
+        {groups}
         <FormError message=error testid="review-error" />
         <button type="button" class="button primary" data-testid="review-save"
             disabled=move || busy.get() on:click=save>

@@ -10,7 +10,7 @@
 //! `expires_at`, which disables the buttons early (the server would answer
 //! 410 anyway) — never the other way round.
 
-use countersign_api::{PendingCallStatus, ToolCallStatus};
+use countersign_api::{PendingCallStatus, RiskFlag, ToolCallStatus, ToolRisk};
 use serde_json::Value;
 
 use crate::model::transcript::{ApprovalState, Grant, Origin, ToolState};
@@ -59,10 +59,12 @@ impl CardStatus {
     }
 }
 
-/// The card's status from the approval's state, the call's result and the
-/// seconds left before `expires_at` (`None` when unknown).
+/// The card's status from the approval's state, the grant it was approved
+/// with (when known), the call's result and the seconds left before the
+/// card's deadline (`None` when unknown).
 pub fn card_status(
     approval: &ApprovalState,
+    grant: Option<Grant>,
     tool: &ToolState,
     remaining_secs: Option<i64>,
 ) -> CardStatus {
@@ -97,14 +99,22 @@ pub fn card_status(
             buttons_shown: true,
             ..CardStatus::new("decided-elsewhere", "Already decided elsewhere — updating…")
         },
-        ApprovalState::Approved => match tool {
-            ToolState::Running => CardStatus::new(APPROVED, "Approved — running"),
-            ToolState::Ok => CardStatus::new(RAN_OK, "Approved — ran successfully"),
-            ToolState::Error(_) => CardStatus::new(RAN_WITH_ERROR, "Approved — the call failed"),
-            ToolState::Unfinished => {
-                CardStatus::new("unfinished", "Approved — the turn ended before a result")
-            }
-        },
+        ApprovalState::Approved => {
+            // What was allowed: "Always allow" must not read like "once".
+            let allowed = match grant {
+                Some(Grant::Once) => "Allowed once",
+                Some(Grant::Turn) => "Allowed for this turn",
+                Some(Grant::Always) => "Always allowed",
+                None => "Approved",
+            };
+            let (key, what) = match tool {
+                ToolState::Running => (APPROVED, "running"),
+                ToolState::Ok => (RAN_OK, "ran successfully"),
+                ToolState::Error(_) => (RAN_WITH_ERROR, "the call failed"),
+                ToolState::Unfinished => ("unfinished", "the turn ended before a result"),
+            };
+            CardStatus::new(key, format!("{allowed} — {what}"))
+        }
         ApprovalState::Denied => CardStatus::new("declined", "Declined"),
         ApprovalState::Expired => CardStatus::new(EXPIRED, "Expired without a decision"),
         ApprovalState::Ended => {
@@ -117,6 +127,78 @@ pub fn card_status(
                 "This request changed since it was shown, so nothing was decided. Reload the page to see the current request.",
             )
         },
+    }
+}
+
+/// What the card says about a tool's risk: whether to treat the call as
+/// risky (its own style, no preselected "Allow once", "Always allow" asks
+/// to confirm) and one plain line per thing its annotations declare.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RiskView {
+    /// Anything but declared read-only and closed-world.
+    pub risky: bool,
+    /// The lines, most important first.
+    pub lines: Vec<&'static str>,
+    /// What makes it risky, as phrases to follow "It" ("can delete or
+    /// change data").
+    pub concerns: Vec<&'static str>,
+}
+
+/// The question "Always allow" on a risky tool asks before it sends.
+pub fn always_question(tool: &str, connector: &str, risk: &RiskView) -> String {
+    let concerns = match risk.concerns.as_slice() {
+        [] => String::new(),
+        [one] => format!(" It {one}."),
+        [first, rest @ ..] => format!(" It {first}, and {}.", rest.join(", ")),
+    };
+    format!(
+        "Always allow {tool} on {connector}?{concerns} Every later call, with any arguments, \
+         will run without asking until you revoke the rule in Settings or the tool changes."
+    )
+}
+
+/// The [`RiskView`] of a card's `risk` (`None`: an older server said
+/// nothing, which reads as the riskiest kind, never as safe).
+pub fn risk_view(risk: Option<&ToolRisk>) -> RiskView {
+    let Some(risk) = risk else {
+        return RiskView {
+            risky: true,
+            lines: vec![
+                "No risk information came with this request: treat it as able to change data and reach outside",
+            ],
+            concerns: vec!["came with no risk information"],
+        };
+    };
+    let concerns = risk
+        .flags
+        .iter()
+        .filter_map(|flag| match flag {
+            RiskFlag::DeclaresNothing => Some("declares nothing about what it does"),
+            RiskFlag::DeletesData => Some("can delete or change data"),
+            RiskFlag::ChangesData => Some("can change data"),
+            RiskFlag::ReachesOutside => Some("can reach outside its server"),
+            RiskFlag::ReadOnly | RiskFlag::StaysInside | RiskFlag::Unknown => None,
+        })
+        .collect();
+    let lines = risk
+        .flags
+        .iter()
+        .filter_map(|flag| match flag {
+            RiskFlag::DeclaresNothing => Some(
+                "Declares nothing about what it does: treat it as able to delete or change data and reach outside",
+            ),
+            RiskFlag::DeletesData => Some("Can delete or change data"),
+            RiskFlag::ChangesData => Some("Can change data (it declares it deletes nothing)"),
+            RiskFlag::ReadOnly => Some("Only reads data, as its server declares"),
+            RiskFlag::ReachesOutside => Some("Can reach outside its server"),
+            RiskFlag::StaysInside => Some("Stays within its server, as it declares"),
+            RiskFlag::Unknown => None,
+        })
+        .collect();
+    RiskView {
+        risky: risk.risky,
+        lines,
+        concerns,
     }
 }
 
@@ -440,7 +522,7 @@ mod tests {
             card_title(
                 "Notes",
                 "search",
-                card_status(&approval, &tool, Some(30)).key,
+                card_status(&approval, None, &tool, Some(30)).key,
             )
         };
         assert_eq!(title(A::Pending, T::Running), "Notes: search wants to run");
@@ -613,14 +695,98 @@ mod tests {
             ),
         ];
         for (approval, tool, remaining, key, text, enabled, shown) in cases {
-            let status = card_status(&approval, &tool, remaining);
+            let status = card_status(&approval, None, &tool, remaining);
             let why = format!("{approval:?} / {tool:?} / {remaining:?}");
             assert_eq!(status.key, key, "{why}");
             assert_eq!(status.text, text, "{why}");
             assert_eq!(status.buttons_enabled, enabled, "{why}");
             assert_eq!(status.buttons_shown, shown, "{why}");
         }
-        let changed = card_status(&A::Changed, &T::Running, Some(30));
+        let changed = card_status(&A::Changed, None, &T::Running, Some(30));
         assert!(changed.problem && !changed.buttons_enabled && changed.text.contains("Reload"));
+    }
+
+    #[test]
+    fn the_risk_reads_plainly_and_nothing_declared_is_never_safe() {
+        use RiskFlag::*;
+        let view = |risky, flags: Vec<RiskFlag>| risk_view(Some(&ToolRisk { risky, flags }));
+        assert_eq!(
+            view(false, vec![ReadOnly, StaysInside]),
+            RiskView {
+                risky: false,
+                lines: vec![
+                    "Only reads data, as its server declares",
+                    "Stays within its server, as it declares"
+                ],
+                concerns: vec![],
+            }
+        );
+        assert_eq!(
+            always_question(
+                "add_note",
+                "Notes",
+                &view(true, vec![ChangesData, StaysInside])
+            ),
+            "Always allow add_note on Notes? It can change data. Every later call, with any \
+             arguments, will run without asking until you revoke the rule in Settings or the \
+             tool changes."
+        );
+        assert!(
+            always_question(
+                "echo",
+                "Notes",
+                &view(true, vec![DeclaresNothing, ReachesOutside])
+            )
+            .contains("It declares nothing about what it does, and can reach outside its server.")
+        );
+        let nothing = view(true, vec![DeclaresNothing, ReachesOutside]);
+        assert!(nothing.risky);
+        assert!(nothing.lines[0].starts_with("Declares nothing"));
+        assert_eq!(nothing.lines[1], "Can reach outside its server");
+        assert_eq!(
+            view(true, vec![DeletesData, StaysInside]).lines[0],
+            "Can delete or change data"
+        );
+        assert_eq!(
+            view(true, vec![ChangesData, StaysInside]).lines[0],
+            "Can change data (it declares it deletes nothing)"
+        );
+        // A word this build does not know adds no line, and changes no
+        // verdict: the server's `risky` stands.
+        assert_eq!(view(true, vec![Unknown]).lines, Vec::<&str>::new());
+        // An older server: risky, and says why.
+        let none = risk_view(None);
+        assert!(none.risky);
+        assert_eq!(none.lines.len(), 1);
+    }
+
+    #[test]
+    fn an_approved_card_says_what_was_allowed() {
+        use ApprovalState as A;
+        use ToolState as T;
+        let text = |grant, tool: T| card_status(&A::Approved, grant, &tool, None).text;
+        assert_eq!(
+            text(Some(Grant::Once), T::Ok),
+            "Allowed once — ran successfully"
+        );
+        assert_eq!(
+            text(Some(Grant::Turn), T::Running),
+            "Allowed for this turn — running"
+        );
+        assert_eq!(
+            text(Some(Grant::Always), T::Ok),
+            "Always allowed — ran successfully"
+        );
+        assert_eq!(
+            text(Some(Grant::Always), T::Error(None)),
+            "Always allowed — the call failed"
+        );
+        // Unknown (an older server, another tab): no claim either way.
+        assert_eq!(text(None, T::Ok), "Approved — ran successfully");
+        // The grant never changes the key tests and styles use.
+        assert_eq!(
+            card_status(&A::Approved, Some(Grant::Always), &T::Ok, None).key,
+            RAN_OK
+        );
     }
 }

@@ -1,15 +1,19 @@
 //! What Settings → Connectors shows about a connector's tools, as plain
 //! Rust (unit-tested on the host): the server's safety annotations put into
 //! words, what changed in a tool since the user kept it, the review the
-//! "Keep these tools" button sends, and the user's standing "always allow"
-//! rules (a connector's count, a tool's chip).
+//! "Keep these tools" button sends, the user's standing "always allow"
+//! rules (a connector's count, a tool's chip), and the two risk groups the
+//! list is shown in (by [`countersign_api::risk::assess`], the card's and
+//! the gate's own test).
 //!
 //! It decides nothing about safety (`../shared/DESIGN.md` §5): annotations
 //! are the server's own claims about its own tools, so they are worded as
 //! such ("The server says: …") and odd values are shown as sent, never
 //! coerced — `"true"` is a string, not a yes.
 
-use countersign_api::{ConnectorTool, DroppedTool, ReviewState, ReviewToolsRequest, ReviewedTool};
+use countersign_api::{
+    ConnectorTool, DroppedTool, ReviewState, ReviewToolsRequest, ReviewedTool, risk,
+};
 use serde_json::Value;
 
 /// The MCP safety hints, with the words for `true` and `false`.
@@ -19,6 +23,72 @@ const HINTS: [(&str, &str, &str); 4] = [
     ("idempotentHint", "idempotent", "not idempotent"),
     ("openWorldHint", "open world", "closed world"),
 ];
+
+/// A group of the review list, by what the tools declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RiskGroup {
+    /// Declared read-only, closed-world and not destructive.
+    ReadOnly,
+    /// Everything else: may change data or reach outside, or declares
+    /// nothing.
+    CanChange,
+}
+
+impl RiskGroup {
+    /// Its heading.
+    pub fn heading(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "Read-only tools",
+            Self::CanChange => "Tools that can change data or reach outside",
+        }
+    }
+
+    /// The line under the heading.
+    pub fn note(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "They declare that they only read and stay within their server.",
+            Self::CanChange => {
+                "They declare that they can change or delete data, or reach outside their server, or they declare nothing (treated as the riskiest)."
+            }
+        }
+    }
+
+    /// A stable word for tests and ids.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::CanChange => "can-change",
+        }
+    }
+}
+
+/// The group a tool's annotations (as listed now, the ones under review)
+/// put it in.
+pub fn risk_group(tool: &ConnectorTool) -> RiskGroup {
+    if risk::assess(tool.annotations.as_ref()).risky {
+        RiskGroup::CanChange
+    } else {
+        RiskGroup::ReadOnly
+    }
+}
+
+/// The tools' indices by group, read-only first, each in list order;
+/// empty groups left out.
+pub fn risk_groups(tools: &[ConnectorTool]) -> Vec<(RiskGroup, Vec<usize>)> {
+    [RiskGroup::ReadOnly, RiskGroup::CanChange]
+        .into_iter()
+        .map(|group| {
+            let members: Vec<usize> = tools
+                .iter()
+                .enumerate()
+                .filter(|(_, tool)| risk_group(tool) == group)
+                .map(|(index, _)| index)
+                .collect();
+            (group, members)
+        })
+        .filter(|(_, members)| !members.is_empty())
+        .collect()
+}
 
 /// One sentence stating a tool's annotations as the server's claims, e.g.
 /// "The server says: read-only, closed world".
@@ -246,6 +316,43 @@ mod tests {
             grant_id: None,
             grant_suspended: false,
         }
+    }
+
+    #[test]
+    fn tools_are_grouped_read_only_first_and_declaring_nothing_is_never_read_only() {
+        let with = |name: &str, annotations: Option<Value>| ConnectorTool {
+            name: name.into(),
+            annotations,
+            ..tool(ReviewState::New)
+        };
+        let tools = [
+            with(
+                "write",
+                Some(json!({"readOnlyHint": false, "openWorldHint": false})),
+            ),
+            with(
+                "read",
+                Some(json!({"readOnlyHint": true, "openWorldHint": false})),
+            ),
+            with("nothing", None),
+            with("web", Some(json!({"readOnlyHint": true}))),
+            with(
+                "strings",
+                Some(json!({"readOnlyHint": "true", "openWorldHint": "false"})),
+            ),
+        ];
+        assert_eq!(
+            risk_groups(&tools),
+            vec![
+                (RiskGroup::ReadOnly, vec![1]),
+                (RiskGroup::CanChange, vec![0, 2, 3, 4]),
+            ]
+        );
+        assert_eq!(
+            risk_groups(&tools[1..2]),
+            vec![(RiskGroup::ReadOnly, vec![0])]
+        );
+        assert!(risk_groups(&[]).is_empty());
     }
 
     #[test]

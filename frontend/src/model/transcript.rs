@@ -33,7 +33,7 @@
 
 use countersign_api::{
     CallOrigin, ChatDetail, ChatEvent, GrantKind, InputAction, InputMode, InputRequestStatus,
-    MessageStatus, Resolution, ToolCallStatus, TurnEnding,
+    MessageStatus, Resolution, ToolCallStatus, ToolRisk, TurnEnding,
 };
 
 /// The chat's turns, oldest first, and how far the stream has been applied.
@@ -177,6 +177,17 @@ impl Grant {
             Self::Always => GrantKind::Always,
         }
     }
+
+    /// The grant a `mcp_confirmation_resolved` names; `None` for a word
+    /// this build does not know.
+    pub fn from_wire(grant: GrantKind) -> Option<Self> {
+        match grant {
+            GrantKind::Once => Some(Self::Once),
+            GrantKind::Turn => Some(Self::Turn),
+            GrantKind::Always => Some(Self::Always),
+            GrantKind::Unknown => None,
+        }
+    }
 }
 
 /// What the user pressed on a card.
@@ -216,8 +227,18 @@ pub struct Approval {
     /// The grants the card offers (`once` always; not `turn` or `always`
     /// for a tool that changed since it was reviewed).
     pub offered_grants: Vec<GrantKind>,
+    /// The tool's title as reviewed.
+    pub tool_title: Option<String>,
+    /// Its description as reviewed.
+    pub tool_description: Option<String>,
+    /// Its risk as its reviewed annotations declare it (`None` from an
+    /// older server: shown as risky).
+    pub risk: Option<ToolRisk>,
     /// Where the decision stands.
     pub state: ApprovalState,
+    /// Once approved: what the user allowed (from the server, or this
+    /// page's own choice when an older server does not say).
+    pub grant: Option<Grant>,
     /// Why this page's last decision did not go through (it can try again).
     pub problem: Option<String>,
 }
@@ -574,6 +595,29 @@ impl Turn {
     }
 }
 
+/// Takes the text segments out of a history turn (its stored answer),
+/// joined; other segments stay.
+fn take_text(segments: &mut Vec<Segment>) -> String {
+    let mut text = String::new();
+    segments.retain(|segment| match segment {
+        Segment::Text(t) => {
+            text.push_str(t);
+            false
+        }
+        _ => true,
+    });
+    text
+}
+
+/// `text` split after its first `chars` characters (all of it if shorter).
+fn split_chars(text: &str, chars: usize) -> (&str, &str) {
+    let at = text
+        .char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(at, _)| at);
+    text.split_at(at)
+}
+
 impl Transcript {
     /// The transcript of a chat as `GET /api/chats/{id}` returned it; the
     /// stream should then be opened after [`Transcript::last_seq`].
@@ -599,7 +643,9 @@ impl Transcript {
             }
         }
         // How each finished turn ended, and its tool blocks and errors
-        // (the messages carry only text), shown before its text.
+        // (the messages carry only text): with the answer's text put back
+        // where it streamed, as the live page showed it; from an older
+        // server (no `text_before`), the blocks before the text.
         for record in &detail.turns {
             let index = match turns.iter().position(|t| t.turn_id == record.turn_id) {
                 Some(index) => index,
@@ -608,11 +654,43 @@ impl Transcript {
                     turns.len() - 1
                 }
             };
+            let turn = &mut turns[index];
+            let placed = record.text_before.len() == record.events.len();
+            let answer = if placed {
+                take_text(&mut turn.segments)
+            } else {
+                String::new()
+            };
+            let mut rest = answer.as_str();
+            let mut taken = 0;
             let mut replay = Self::default();
-            for event in &record.events {
+            for (i, event) in record.events.iter().enumerate() {
+                if placed {
+                    let upto = usize::try_from(record.text_before[i]).unwrap_or(usize::MAX);
+                    let (text, after) = split_chars(rest, upto.saturating_sub(taken));
+                    taken += text.chars().count();
+                    rest = after;
+                    if !text.is_empty() {
+                        replay.apply(
+                            None,
+                            ChatEvent::TextDelta {
+                                turn_id: record.turn_id.clone(),
+                                text: text.to_owned(),
+                            },
+                        );
+                    }
+                }
                 replay.apply(None, event.clone());
             }
-            let turn = &mut turns[index];
+            if !rest.is_empty() {
+                replay.apply(
+                    None,
+                    ChatEvent::TextDelta {
+                        turn_id: record.turn_id.clone(),
+                        text: rest.to_owned(),
+                    },
+                );
+            }
             let mut segments: Vec<Segment> = replay
                 .turns
                 .into_iter()
@@ -783,10 +861,16 @@ impl Transcript {
                 expires_at,
                 decide_by,
                 offered_grants,
+                tool_title,
+                tool_description,
+                risk,
                 ..
             } => {
                 let evidence = Approval {
                     offered_grants,
+                    tool_title,
+                    tool_description,
+                    risk,
                     id: id.clone(),
                     connector_id,
                     connector_name,
@@ -798,6 +882,7 @@ impl Transcript {
                     expires_at,
                     decide_by,
                     state: ApprovalState::Pending,
+                    grant: None,
                     problem: None,
                 };
                 if turn.call_mut(&call_id, &id).is_none() {
@@ -840,12 +925,24 @@ impl Transcript {
                     }
                 }
             }
-            ChatEvent::McpConfirmationResolved { id, decision, .. } => {
+            ChatEvent::McpConfirmationResolved {
+                id,
+                decision,
+                grant,
+                ..
+            } => {
                 if let Some(state) = ApprovalState::from_decision(decision)
                     && let Some(approval) = turn
                         .call_mut("", &id)
                         .and_then(|call| call.approval.as_mut())
                 {
+                    if state == ApprovalState::Approved {
+                        let chosen_here = match approval.state {
+                            ApprovalState::Approving(grant) => Some(grant),
+                            _ => None,
+                        };
+                        approval.grant = grant.and_then(Grant::from_wire).or(chosen_here);
+                    }
                     approval.state = state;
                     approval.problem = None;
                 }
@@ -1236,6 +1333,7 @@ mod tests {
         );
         detail.turns = vec![
             countersign_api::TurnRecord {
+                text_before: Vec::new(),
                 turn_id: "t1".into(),
                 status: TurnEnding::Done,
                 events: vec![
@@ -1255,6 +1353,7 @@ mod tests {
                 ],
             },
             countersign_api::TurnRecord {
+                text_before: Vec::new(),
                 turn_id: "t2".into(),
                 status: TurnEnding::Failed,
                 events: vec![ChatEvent::Error {
@@ -1278,6 +1377,67 @@ mod tests {
             vec![Segment::Error("No API key is set for Anthropic.".into())]
         );
         assert!(transcript.turns.iter().all(|t| t.from_history));
+    }
+
+    #[test]
+    fn a_reload_keeps_the_text_where_it_streamed_around_the_blocks() {
+        let call = ChatEvent::ToolCall {
+            turn_id: "t1".into(),
+            id: "c1".into(),
+            tool_name: "notes__search".into(),
+            arguments: serde_json::json!({}),
+        };
+        let result = ChatEvent::ToolResult {
+            turn_id: "t1".into(),
+            id: "c1".into(),
+            tool_name: "notes__search".into(),
+            status: ToolCallStatus::Ok,
+            error: None,
+        };
+        // Non-ASCII on purpose: offsets count characters, not bytes.
+        let (intro, outro) = ("I will call notes__search — «now».", " Found 3 notes.");
+        let mut live = Transcript::default();
+        live.apply(Some(1), started("t1", "find"));
+        live.apply(Some(2), delta("t1", intro));
+        live.apply(Some(3), call.clone());
+        live.apply(Some(4), result.clone());
+        live.apply(Some(5), delta("t1", outro));
+        live.apply(Some(6), finished("t1", TurnEnding::Done));
+
+        let message = |role: &str, content: &str| ChatMessage {
+            id: role.into(),
+            turn_id: "t1".into(),
+            role: role.into(),
+            content: content.into(),
+            status: MessageStatus::Complete,
+            created_at: String::new(),
+        };
+        let mut detail = detail(
+            vec![
+                message("user", "find"),
+                message("assistant", &format!("{intro}{outro}")),
+            ],
+            6,
+        );
+        let n = intro.chars().count() as u64;
+        detail.turns = vec![countersign_api::TurnRecord {
+            turn_id: "t1".into(),
+            status: TurnEnding::Done,
+            events: vec![call, result],
+            text_before: vec![n, n],
+        }];
+        let reloaded = Transcript::from_detail(&detail);
+        assert_eq!(reloaded.turns[0].segments, live.turns[0].segments);
+        assert!(matches!(
+            &reloaded.turns[0].segments[..],
+            [Segment::Text(a), Segment::Tool(_), Segment::Text(b)] if a == intro && b == outro
+        ));
+
+        // Offsets past the text (a stored answer shorter than what
+        // streamed) lose nothing: every character is shown once.
+        detail.turns[0].text_before = vec![500, 900];
+        let short = Transcript::from_detail(&detail);
+        assert_eq!(short.turns[0].text(), format!("{intro}{outro}"));
     }
 
     #[test]
@@ -1494,6 +1654,9 @@ mod tests {
             expires_at: "2026-05-01T12:02:00Z".into(),
             decide_by: "2026-05-01T12:01:30Z".into(),
             offered_grants: countersign_api::approvals::every_grant(),
+            tool_title: Some("Search notes".into()),
+            tool_description: Some("Searches the notes.".into()),
+            risk: None,
         }
     }
 
@@ -1502,6 +1665,7 @@ mod tests {
             turn_id: turn.into(),
             id: ledger.into(),
             decision,
+            grant: None,
         }
     }
 
@@ -1819,6 +1983,7 @@ mod tests {
         );
         detail.turns = vec![
             countersign_api::TurnRecord {
+                text_before: Vec::new(),
                 turn_id: "t1".into(),
                 status: TurnEnding::Done,
                 events: vec![
@@ -1829,6 +1994,7 @@ mod tests {
                 ],
             },
             countersign_api::TurnRecord {
+                text_before: Vec::new(),
                 turn_id: "t2".into(),
                 status: TurnEnding::Done,
                 events: vec![
@@ -1838,6 +2004,7 @@ mod tests {
                 ],
             },
             countersign_api::TurnRecord {
+                text_before: Vec::new(),
                 turn_id: "t3".into(),
                 status: TurnEnding::Cancelled,
                 events: vec![tool_call("t3", "c3"), required("t3", "p3", "c3")],
@@ -2010,6 +2177,43 @@ mod tests {
     }
 
     #[test]
+    fn an_approved_card_knows_the_grant_from_the_server_or_from_this_page() {
+        let grant_of = |transcript: &Transcript| {
+            only_call(transcript)
+                .approval
+                .as_ref()
+                .expect("a card")
+                .grant
+        };
+        // Another tab (or a reload): the event says which grant.
+        let mut elsewhere = waiting();
+        elsewhere.apply(
+            Some(9),
+            ChatEvent::McpConfirmationResolved {
+                turn_id: "t1".into(),
+                id: "p1".into(),
+                decision: Resolution::Approved,
+                grant: Some(GrantKind::Always),
+            },
+        );
+        assert_eq!(approval_state(&elsewhere), ApprovalState::Approved);
+        assert_eq!(grant_of(&elsewhere), Some(Grant::Always));
+        // An older server says nothing: this page's own choice stands.
+        let mut here = waiting();
+        assert!(here.decision_sent("p1", Decision::Approve(Grant::Turn)));
+        here.apply(Some(9), resolved("t1", "p1", Resolution::Approved));
+        assert_eq!(grant_of(&here), Some(Grant::Turn));
+        // Neither: unknown, never guessed.
+        let mut unknown = waiting();
+        unknown.apply(Some(9), resolved("t1", "p1", Resolution::Approved));
+        assert_eq!(grant_of(&unknown), None);
+        // A decline carries none.
+        let mut declined = waiting();
+        declined.apply(Some(9), resolved("t1", "p1", Resolution::Denied));
+        assert_eq!(grant_of(&declined), None);
+    }
+
+    #[test]
     fn a_step_up_refusal_reopens_the_card_with_the_reason_and_decides_nothing() {
         assert_eq!(
             DecisionAnswer::from_error(Some(403), "mfa_required".into()),
@@ -2126,6 +2330,7 @@ mod tests {
             20,
         );
         detail.turns = vec![countersign_api::TurnRecord {
+            text_before: Vec::new(),
             turn_id: "t1".into(),
             status: TurnEnding::Done,
             events,
@@ -2391,6 +2596,7 @@ mod tests {
             9,
         );
         finished_detail.turns = vec![countersign_api::TurnRecord {
+            text_before: Vec::new(),
             turn_id: "t1".into(),
             status: TurnEnding::Done,
             events: vec![

@@ -34,20 +34,20 @@ pub fn ActivityPage() -> impl IntoView {
             } else {
                 view! {
                     <div class="table-scroll">
-                        <table class="activity-table" data-testid="activity-table">
+                        <table class="activity-table" role="table" data-testid="activity-table">
                             <caption class="visually-hidden">"Tool calls, most recent first"</caption>
-                            <thead>
-                                <tr>
-                                    <th scope="col">"Time"</th>
-                                    <th scope="col">"Connector"</th>
-                                    <th scope="col">"Tool"</th>
-                                    <th scope="col">"Arguments digest"</th>
-                                    <th scope="col">"Decision"</th>
-                                    <th scope="col">"Outcome"</th>
-                                    <th scope="col">"Duration"</th>
+                            <thead role="rowgroup">
+                                <tr role="row">
+                                    <th scope="col" role="columnheader">"Time"</th>
+                                    <th scope="col" role="columnheader">"Connector"</th>
+                                    <th scope="col" role="columnheader">"Tool"</th>
+                                    <th scope="col" role="columnheader">"Arguments digest"</th>
+                                    <th scope="col" role="columnheader">"Decision"</th>
+                                    <th scope="col" role="columnheader">"Outcome"</th>
+                                    <th scope="col" role="columnheader">"Duration"</th>
                                 </tr>
                             </thead>
-                            <tbody>
+                            <tbody role="rowgroup">
                                 {rows.into_iter().map(|row| view! { <ActivityRow row=row /> }).collect_view()}
                             </tbody>
                         </table>
@@ -84,16 +84,19 @@ fn ActivityRow(row: CallRow) -> impl IntoView {
     let duration = row.duration_ms.map(duration_text).unwrap_or_default();
     let digest = short_digest(&row.arguments_digest);
     view! {
+        // Explicit roles: on a narrow screen CSS lays the row out as
+        // blocks, and the cells must still read as a table's.
         <tr
+            role="row"
             data-testid="activity-row"
             data-call-ref=row.call_ref.clone()
             data-decision=row.decision.map_or("", |d| d.as_str())
             data-outcome=row.outcome.as_str()
         >
-            <td><time datetime=row.at.clone() title=row.at.clone()>{when}</time></td>
-            <td data-testid="activity-connector">{row.connector_name.clone()}</td>
-            <td><code data-testid="activity-tool">{row.tool_name.clone()}</code></td>
-            <td>
+            <td role="cell" data-label="Time"><time datetime=row.at.clone() title=row.at.clone()>{when}</time></td>
+            <td role="cell" data-label="Connector" data-testid="activity-connector">{row.connector_name.clone()}</td>
+            <td role="cell" data-label="Tool"><code data-testid="activity-tool">{row.tool_name.clone()}</code></td>
+            <td role="cell" data-label="Arguments digest">
                 // Short in the table; the whole digest on hover, and when a
                 // keyboard focuses it (CSS swaps the two).
                 <code
@@ -107,14 +110,14 @@ fn ActivityRow(row: CallRow) -> impl IntoView {
                     <span class="digest-full">{row.arguments_digest.clone()}</span>
                 </code>
             </td>
-            <td data-testid="activity-decision">{decision}</td>
-            <td data-testid="activity-outcome">
+            <td role="cell" data-label="Decision" data-testid="activity-decision">{decision}</td>
+            <td role="cell" data-label="Outcome" data-testid="activity-outcome">
                 <span class="outcome" data-outcome=row.outcome.as_str()>{outcome}</span>
                 {row.error.clone().map(|error| view! {
                     <p class="activity-error">{error}</p>
                 })}
             </td>
-            <td data-testid="activity-duration">{duration}</td>
+            <td role="cell" data-label="Duration" data-testid="activity-duration">{duration}</td>
         </tr>
     }
 }

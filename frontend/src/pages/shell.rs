@@ -1,8 +1,13 @@
 //! The signed-in frame: a sidebar (`<nav>`), the page in `<main>`, and the
-//! two-factor step-up dialog every page can call on.
+//! two-factor step-up dialog every page can call on. On a narrow screen the
+//! sidebar is a drawer behind a "Menu" button in a top bar, so the page gets
+//! the whole screen.
 
+use leptos::ev::KeyboardEvent;
+use leptos::html::{Button, Nav};
 use leptos::prelude::*;
 use leptos_router::components::{A, Outlet};
+use leptos_router::hooks::use_location;
 
 use crate::api;
 use crate::chats::ChatList;
@@ -39,9 +44,83 @@ pub fn Shell() -> impl IntoView {
     let display_name = move || session.user().map(|user| user.display_name);
     let email = move || session.user().map(|user| user.email);
 
+    // ---- The drawer (narrow screens; on wide ones the sidebar is always
+    // there and the Menu button hidden, so `drawer_open` changes nothing).
+    let drawer_open = RwSignal::new(false);
+    let menu_button = NodeRef::<Button>::new();
+    let drawer = NodeRef::<Nav>::new();
+    // Going anywhere closes it.
+    let location = use_location();
+    Effect::new(move |_| {
+        // Read, not only `track()`ed: a memo nobody reads is never
+        // recomputed, so it would never notify.
+        location.pathname.with(|_| ());
+        drawer_open.set(false);
+    });
+    // Focus goes into the drawer when it opens and back to Menu when it
+    // closes (only when it was open: not on the first render).
+    Effect::new(move |was_open: Option<bool>| {
+        let open = drawer_open.get();
+        if was_open.is_some_and(|was| was != open) {
+            request_animation_frame(move || {
+                if open {
+                    if let Some(nav) = drawer.get_untracked() {
+                        let _ = nav.focus();
+                    }
+                } else if let Some(button) = menu_button.get_untracked() {
+                    let _ = button.focus();
+                }
+            });
+        }
+        open
+    });
+    let on_keydown = move |event: KeyboardEvent| {
+        if event.key() == "Escape" && drawer_open.get_untracked() {
+            event.prevent_default();
+            drawer_open.set(false);
+        }
+    };
+
     view! {
-        <div class="shell" data-testid="shell">
-            <nav class="sidebar" aria-label="Main">
+        <div
+            class="shell"
+            class:drawer-open=move || drawer_open.get()
+            data-testid="shell"
+            on:keydown=on_keydown
+        >
+            <header class="topbar">
+                <button
+                    type="button"
+                    class="menu-button"
+                    data-testid="menu-button"
+                    aria-controls="sidebar"
+                    aria-expanded=move || if drawer_open.get() { "true" } else { "false" }
+                    node_ref=menu_button
+                    on:click=move |_| drawer_open.update(|open| *open = !*open)
+                >
+                    <span class="menu-icon" aria-hidden="true"></span>
+                    "Menu"
+                </button>
+                <A href="/" exact=true attr:class="brand">
+                    "Countersign"
+                </A>
+            </header>
+            <button
+                type="button"
+                class="drawer-backdrop"
+                tabindex="-1"
+                aria-label="Close the menu"
+                data-testid="drawer-backdrop"
+                on:click=move |_| drawer_open.set(false)
+            ></button>
+            <nav
+                class="sidebar"
+                id="sidebar"
+                aria-label="Main"
+                tabindex="-1"
+                node_ref=drawer
+                data-testid="sidebar"
+            >
                 <A href="/" exact=true attr:class="brand">
                     "Countersign"
                 </A>
