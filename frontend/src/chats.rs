@@ -141,6 +141,44 @@ pub async fn create_chat(csrf_token: &str) -> Result<ChatSummary, ApiError> {
     api::create_chat(csrf_token, &model).await
 }
 
+/// A draft handed to a chat that was just created ("Try: use … with …" on
+/// the home page): the chat page puts it in its composer, unsent. Held in
+/// memory only — never in the URL, where a link from elsewhere could fill
+/// someone's composer.
+#[derive(Debug, Clone, Copy)]
+pub struct StartDraft(RwSignal<Option<(String, String)>>);
+
+impl StartDraft {
+    /// Creates it and provides it as context.
+    pub fn provide() {
+        provide_context(Self(RwSignal::new(None)));
+    }
+
+    /// The one provided, if any.
+    pub fn get() -> Option<Self> {
+        use_context::<Self>()
+    }
+
+    /// Hands `text` to the chat `chat_id` when it opens.
+    pub fn offer(self, chat_id: &str, text: &str) {
+        self.0.set(Some((chat_id.to_owned(), text.to_owned())));
+    }
+
+    /// The draft for `chat_id`, once; `None` for any other chat.
+    pub fn take(self, chat_id: &str) -> Option<String> {
+        let mine = self
+            .0
+            .with_untracked(|d| d.as_ref().is_some_and(|(id, _)| id == chat_id));
+        if !mine {
+            return None;
+        }
+        self.0
+            .try_update(Option::take)
+            .flatten()
+            .map(|(_, text)| text)
+    }
+}
+
 /// Remembers `model` in this browser for the next new chat.
 pub fn remember_model(model: &str) {
     if let Some(storage) = local_storage() {

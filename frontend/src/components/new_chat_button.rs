@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_router::NavigateOptions;
 use leptos_router::hooks::use_navigate;
 
-use crate::chats::{self, ChatList};
+use crate::chats::{self, ChatList, StartDraft};
 use crate::components::{FormError, last_error};
 use crate::pages::chat_path;
 use crate::session::SessionState;
@@ -23,6 +23,9 @@ pub fn NewChatButton(
     /// The button's text.
     #[prop(default = "New chat")]
     label: &'static str,
+    /// Text to put in the new chat's composer (unsent).
+    #[prop(optional)]
+    draft: Option<&'static str>,
 ) -> impl IntoView {
     let session = SessionState::expect();
     let list = ChatList::expect();
@@ -36,6 +39,9 @@ pub fn NewChatButton(
                 .await
                 .map_err(|error| error.detail)?;
             let path = chat_path(&chat.id);
+            if let (Some(text), Some(handed)) = (draft, StartDraft::get()) {
+                handed.offer(&chat.id, text);
+            }
             list.upsert(chat);
             navigate(&path, NavigateOptions::default());
             Ok::<(), String>(())

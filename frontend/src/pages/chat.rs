@@ -200,7 +200,13 @@ fn ChatView(chat_id: String) -> impl IntoView {
     };
 
     // ---- Sending and stopping.
-    let draft = RwSignal::new(String::new());
+    // A draft handed over by the home page's "Try" button, if it was for
+    // this chat; never sent by itself.
+    let draft = RwSignal::new(
+        crate::chats::StartDraft::get()
+            .and_then(|handed| handed.take(&chat_id.get_value()))
+            .unwrap_or_default(),
+    );
     // The turn Stop was pressed for; it stays until that turn ends.
     let stopping = RwSignal::new(None::<String>);
 

@@ -10,7 +10,7 @@ use leptos_router::components::{A, Outlet};
 use leptos_router::hooks::use_location;
 
 use crate::api;
-use crate::chats::ChatList;
+use crate::chats::{ChatList, StartDraft};
 use crate::components::{ChatNav, StepUp, StepUpDialog};
 use crate::session::SessionState;
 
@@ -22,6 +22,7 @@ use crate::session::SessionState;
 pub fn Shell() -> impl IntoView {
     let session = SessionState::expect();
     ChatList::provide();
+    StartDraft::provide();
     StepUp::provide();
 
     let sign_out = Action::new_local(move |_: &()| {
