@@ -77,7 +77,7 @@ pub fn AuthForm(
     let (error_testid, submit_testid) = page.testids();
     let (switch_text, switch_href, switch_link) = page.switch();
     view! {
-        <div class="auth-page">
+        <main class="auth-page">
             <div class="card">
                 <p class="brand-mark">"Countersign"</p>
                 <h1>{title}</h1>
@@ -95,7 +95,7 @@ pub fn AuthForm(
                 </form>
                 <p class="auth-switch" data-testid="auth-switch">{switch_text} <A href=switch_href>{switch_link}</A></p>
             </div>
-        </div>
+        </main>
     }
 }
 

@@ -17,7 +17,7 @@ pub fn SessionPending() -> impl IntoView {
         }
         .into_any(),
         Some(message) => view! {
-            <div class="auth-page">
+            <main class="auth-page">
                 <div class="card" role="alert">
                     <h1>"Countersign is unavailable"</h1>
                     <p>{message}</p>
@@ -25,7 +25,7 @@ pub fn SessionPending() -> impl IntoView {
                         "Try again"
                     </button>
                 </div>
-            </div>
+            </main>
         }
         .into_any(),
     }

@@ -10,12 +10,12 @@ use crate::components::set_page_title;
 pub fn NotFoundPage() -> impl IntoView {
     set_page_title("Page not found");
     view! {
-        <div class="auth-page">
+        <main class="auth-page">
             <div class="card">
                 <h1>"Page not found"</h1>
                 <p>"There is nothing at this address."</p>
                 <A href="/">"Go to Countersign"</A>
             </div>
-        </div>
+        </main>
     }
 }
