@@ -1018,6 +1018,8 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     origin: None,
                     approved_at: None,
                     sign_in_connector_id: None,
+                    result: None,
+                    result_chars: None,
                 }
             }
         };

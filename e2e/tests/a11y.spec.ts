@@ -67,3 +67,50 @@ test('the signed-in pages have no accessibility violations, light and dark, wide
   await page.goto('/no-such-page');
   await everyWay(page, 'not-found');
 });
+
+test('the keyboard and screen-reader paths: skip link, focus after New chat and a failed sign-in, errors tied to fields, a new card announced', async ({
+  page,
+}) => {
+  // A failed sign-in: focus on the reason, and the fields described by it.
+  await page.goto('/signin');
+  await page.getByTestId('signin-email').fill('nobody@example.com');
+  await page.getByTestId('signin-password').fill('not the password at all');
+  await page.getByTestId('signin-submit').click();
+  const error = page.getByTestId('signin-error');
+  await expect(error).toBeVisible();
+  await expect(error).toBeFocused();
+  for (const field of ['signin-email', 'signin-password']) {
+    await expect(page.getByTestId(field)).toHaveAttribute('aria-invalid', 'true');
+    await expect(page.getByTestId(field)).toHaveAccessibleDescription(await error.innerText());
+  }
+
+  // New chat: the keyboard lands in the composer.
+  await signUp(page, 'keys', 'Kim Keys');
+  await addDemoConnector(page, ['add_note']);
+  await newChat(page);
+  await expect(page.getByTestId('composer-input')).toBeFocused();
+
+  // The skip link is the first stop, and goes to the message box.
+  // (A reload starts the tab order from the top, and focuses nothing.)
+  await page.reload();
+  await expect(page.getByTestId('composer-input')).toBeVisible();
+  await expect(page.getByTestId('composer-input')).not.toBeFocused();
+  await page.keyboard.press('Tab');
+  const skip = page.getByTestId('skip-link');
+  await expect(skip).toBeFocused();
+  await expect(skip).toHaveText('Skip to the message box');
+  await expect(skip).toBeInViewport();
+  await snap(page, 'skip-link');
+  await page.keyboard.press('Enter');
+  await expect(page.getByTestId('composer-input')).toBeFocused();
+
+  // A new card is announced by its connector and tool, then no more.
+  await ask(page, 'add_note', { title: 'Lease', body: 'Check clause 4.' });
+  const announcer = page.getByTestId('card-announcer');
+  await expect(announcer).toHaveAttribute('role', 'status');
+  await expect(announcer).toHaveText('Countersign demo: add_note wants to run and waits for your decision.', {
+    timeout: REPLY_TIMEOUT,
+  });
+  await page.getByTestId('approval-card').getByTestId('approval-decline').click();
+  await expect(announcer).toHaveText('');
+});

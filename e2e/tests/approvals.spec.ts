@@ -124,6 +124,24 @@ test('Allow once runs the call once and the card shows the result, also after a 
   expect(await demoCalls(request, 'search_notes')).toBe(before + 1);
   await snap(page, 'approval-card-allowed');
   const liveOrder = await answerOrder(page);
+
+  // Decided, the card folds to its title and status: the request is one
+  // press away, and what the tool returned is there to read (item 8).
+  await expect(card).toHaveAttribute('data-folded', 'true');
+  await expect(card.getByTestId('approval-evidence')).toBeHidden();
+  const details = card.getByTestId('approval-details-toggle');
+  await expect(details).toHaveText('Show the request');
+  await expect(details).toHaveAttribute('aria-expanded', 'false');
+  const result = card.getByTestId('tool-result');
+  await expect(result.locator('summary')).toHaveText(/^Result \(\d+ characters\)$/);
+  await expect(card.getByTestId('tool-result-text')).toBeHidden();
+  await snap(page, 'approval-card-folded');
+  await result.locator('summary').click();
+  await expect(card.getByTestId('tool-result-text')).toContainText('lease');
+  await details.click();
+  await expect(details).toHaveAttribute('aria-expanded', 'true');
+  await expect(card.getByTestId('approval-arguments')).toBeVisible();
+  await snap(page, 'approval-card-unfolded');
   expect(liveOrder[0]).toMatch(/^text:I will call \S*search_notes/);
   expect(liveOrder[1]).toBe('card');
 

@@ -159,7 +159,8 @@ impl StartDraft {
         use_context::<Self>()
     }
 
-    /// Hands `text` to the chat `chat_id` when it opens.
+    /// Hands `text` (maybe empty: only the focus) to the chat `chat_id`
+    /// when it opens; the chat puts the keyboard in its composer.
     pub fn offer(self, chat_id: &str, text: &str) {
         self.0.set(Some((chat_id.to_owned(), text.to_owned())));
     }

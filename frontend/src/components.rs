@@ -36,11 +36,21 @@ pub use require_session::RequireSession;
 pub use security_section::SecuritySection;
 pub use session_pending::SessionPending;
 pub use step_up_dialog::{StepUp, StepUpDialog};
-pub use tool_call_block::{SignInAgainButton, ToolCallBlock};
+pub use tool_call_block::{SignInAgainButton, ToolCallBlock, ToolResultFold};
 pub use tool_review_list::ToolReviewList;
 pub use turn_view::TurnView;
 
 /// Sets the browser tab's title to "`page` · Countersign".
 pub fn set_page_title(page: &str) {
     leptos::prelude::document().set_title(&format!("{page} · Countersign"));
+}
+
+/// Moves the keyboard focus to the element with `id`, after the DOM
+/// settled; `false` when there is none (or it cannot take focus).
+pub fn focus_by_id(id: &str) -> bool {
+    use leptos::wasm_bindgen::JsCast as _;
+    leptos::prelude::document()
+        .get_element_by_id(id)
+        .and_then(|element| element.dyn_into::<leptos::web_sys::HtmlElement>().ok())
+        .is_some_and(|element| element.focus().is_ok())
 }

@@ -9,6 +9,9 @@ use crate::vocab::{
 };
 use serde::{Deserialize, Serialize};
 
+/// The most characters of a tool's result `mcp_tool_call.result` carries.
+pub const RESULT_PREVIEW_CHARS: usize = 4000;
+
 /// One event. Every event of a turn carries that turn's `turn_id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -188,6 +191,14 @@ pub enum ChatEvent {
         /// again" (`POST /api/connectors/{id}/oauth/start`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sign_in_connector_id: Option<String>,
+        /// When ok: the start of what the tool returned, as the model got
+        /// it, for people to read — control and bidirectional-override
+        /// characters removed, at most [`RESULT_PREVIEW_CHARS`] characters.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        /// With `result`: how many characters the whole result had.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result_chars: Option<u64>,
     },
     /// Something went wrong, in words a user can act on.
     Error {

@@ -760,6 +760,13 @@ async fn report(
     let ids = (run.ctx.user_id, tool.connector_id);
     let sign_in = outcome.is_err()
         && crate::connectors::oauth::needs_sign_in(run.state, ids, &tool.url).await;
+    let (result, result_chars) = match &outcome {
+        Ok(text) => {
+            let (shown, chars) = result_preview(text);
+            (Some(shown), Some(chars))
+        }
+        Err(_) => (None, None),
+    };
     run.events
         .emit(ChatEvent::McpToolCall {
             turn_id: run.ctx.turn_id.to_string(),
@@ -773,6 +780,8 @@ async fn report(
             origin: origin.kind,
             approved_at: origin.approved_at,
             sign_in_connector_id: sign_in.then(|| tool.connector_id.to_string()),
+            result,
+            result_chars,
         })
         .await;
     let mut result = match outcome {
@@ -781,6 +790,24 @@ async fn report(
     };
     result.reported = true;
     result
+}
+
+/// What `mcp_tool_call.result` shows of a tool's result, and the whole
+/// result's length in characters: control characters (but newlines and
+/// tabs) and bidirectional overrides removed — a hostile server must not
+/// make the text read differently from what the model got — and cut at
+/// [`countersign_api::events::RESULT_PREVIEW_CHARS`].
+fn result_preview(text: &str) -> (String, u64) {
+    let chars = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
+    let clean: String = text
+        .chars()
+        .filter(|&c| {
+            matches!(c, '\n' | '\t')
+                || !(c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}'))
+        })
+        .take(countersign_api::events::RESULT_PREVIEW_CHARS)
+        .collect();
+    (clean, chars)
 }
 
 /// `text` cut to at most `max` characters, with "…" when cut.
@@ -858,6 +885,29 @@ mod tests {
         tool.reviewed_descriptor = None;
         tool.reviewed_digest = None;
         assert!(tool.changed_since_review());
+    }
+
+    #[test]
+    fn a_result_is_shown_without_control_or_direction_tricks_and_capped() {
+        assert_eq!(
+            result_preview("3 notes\n\tok"),
+            ("3 notes\n\tok".into(), 11)
+        );
+        // "evil\u{202e}txt.exe" would read "exe.txt" backwards.
+        assert_eq!(
+            result_preview("a\u{202e}b\u{2066}c\u{7}d\u{1b}[31me"),
+            ("abcd[31me".into(), 13)
+        );
+        let long = "é".repeat(countersign_api::events::RESULT_PREVIEW_CHARS + 5);
+        let (shown, chars) = result_preview(&long);
+        assert_eq!(
+            shown.chars().count(),
+            countersign_api::events::RESULT_PREVIEW_CHARS
+        );
+        assert_eq!(
+            chars,
+            countersign_api::events::RESULT_PREVIEW_CHARS as u64 + 5
+        );
     }
 
     #[test]

@@ -110,6 +110,10 @@ async fn allow_once_runs_the_exact_call_once_and_the_chat_and_ledger_agree() {
     assert_eq!(ran["connector_name"], "Demo");
     assert_eq!(ran["tool_name"], "search_notes");
     assert!(ran["duration_ms"].is_u64());
+    // What it returned, for people to read: the text the model got.
+    let shown = ran["result"].as_str().expect("result");
+    assert!(shown.contains("lease"), "{ran}");
+    assert_eq!(ran["result_chars"], json!(shown.chars().count()));
     assert!(
         !events.iter().any(|(_, e)| e["type"] == "tool_result"),
         "MCP calls report as mcp_tool_call"

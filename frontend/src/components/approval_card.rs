@@ -23,7 +23,7 @@ use leptos::task::spawn_local;
 use leptos::web_sys::js_sys::Date;
 
 use crate::api;
-use crate::components::{OriginChip, SignInAgainButton, StepUp};
+use crate::components::{OriginChip, SignInAgainButton, StepUp, ToolResultFold};
 use crate::model::approval::{
     ArgPiece, always_question, argument_pieces, card_status, card_title, clock_offset_ms,
     countdown_text, duration_text, remaining_secs, risk_view,
@@ -230,6 +230,14 @@ pub fn ApprovalCard(
             .flatten()
     };
 
+    // Decided and done with: the card folds (DESIGN §9).
+    let folded = move || {
+        approval.with(|a| a.as_ref().is_some_and(|a| a.state.is_final()))
+            && tool_state.with(|t| *t != ToolState::Running)
+    };
+    let details_open = RwSignal::new(false);
+    let evidence_id = format!("approval-{approval_id}-evidence");
+    let evidence_ref = StoredValue::new(evidence_id.clone());
     let title_id = format!("approval-{approval_id}-title");
     let args_id = format!("approval-{approval_id}-args");
     let allow_id = format!("approval-{approval_id}-allow-what");
@@ -248,11 +256,32 @@ pub fn ApprovalCard(
             data-testid="approval-card"
             data-state=key
             data-risky=move || risky().to_string()
+            data-folded=move || folded().to_string()
             data-approval-id=approval_id.clone()
         >
             <h2 class="approval-title" id=title_id.clone() data-testid="approval-title">
                 {title}
             </h2>
+            // Once decided the card folds to its title and status line; the
+            // request stays one press away.
+            <Show when=folded>
+                <button
+                    type="button"
+                    class="approval-details-toggle"
+                    data-testid="approval-details-toggle"
+                    aria-expanded=move || details_open.get().to_string()
+                    aria-controls=evidence_id.clone()
+                    on:click=move |_| details_open.update(|open| *open = !*open)
+                >
+                    {move || if details_open.get() { "Hide the request" } else { "Show the request" }}
+                </button>
+            </Show>
+            <div
+                class="approval-evidence"
+                id=evidence_ref.get_value()
+                data-testid="approval-evidence"
+                hidden=move || folded() && !details_open.get()
+            >
             // The tool as the user reviewed it: its title and description
             // (text only, never markup), then its declared risk.
             <div class="approval-about" data-testid="approval-about">
@@ -302,6 +331,7 @@ pub fn ApprovalCard(
                         .collect_view()
                 }}
             </div>
+            </div>
             <Show when=counting_down>
                 <p class="approval-countdown" role="timer" data-testid="approval-countdown">
                     {move || remaining.get().map(countdown_text)}
@@ -325,6 +355,7 @@ pub fn ApprovalCard(
                 <SignInAgainButton again=again />
             })}
             {move || origin.get().map(|origin| view! { <OriginChip origin=origin /> })}
+            {move || call.get().and_then(|c| c.result).map(|result| view! { <ToolResultFold result=*result /> })}
             {move || problem().map(|text| view! {
                 <p class="form-error" role="alert" data-testid="approval-error">{text}</p>
             })}

@@ -33,6 +33,15 @@ impl AuthPage {
         }
     }
 
+    /// The form error's element id: every field is described by it, so a
+    /// screen reader reads the server's reason with the field.
+    pub fn error_id(self) -> &'static str {
+        match self {
+            Self::SignIn => "signin-error-message",
+            Self::SignUp => "signup-error-message",
+        }
+    }
+
     /// `data-testid`s of the error and of the submit button.
     fn testids(self) -> (&'static str, &'static str) {
         match self {
@@ -83,7 +92,7 @@ pub fn AuthForm(
                 <h1>{title}</h1>
                 <form on:submit=on_submit>
                     {children()}
-                    <FormError message=error testid=error_testid />
+                    <FormError message=error testid=error_testid id=page.error_id() focus=true />
                     <button
                         type="submit"
                         class="button primary wide"
@@ -106,8 +115,12 @@ pub fn EmailField(
     page: AuthPage,
     /// What was typed.
     value: RwSignal<String>,
+    /// The form's error, which describes the field while there is one.
+    #[prop(into)]
+    error: Signal<Option<String>>,
 ) -> impl IntoView {
     let (id, autocomplete) = page.email_field();
+    let invalid = move || error.with(Option::is_some).then_some("true");
     view! {
         <div class="field">
             <label for=id>"Email"</label>
@@ -117,6 +130,8 @@ pub fn EmailField(
                 type="email"
                 name="email"
                 autocomplete=autocomplete
+                aria-describedby=page.error_id()
+                aria-invalid=invalid
                 required
                 bind:value=value
             />

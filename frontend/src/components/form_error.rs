@@ -20,11 +20,31 @@ pub fn FormError(
     message: Signal<Option<String>>,
     /// `data-testid` of the message element.
     testid: &'static str,
+    /// Its element id, for the fields' `aria-describedby`.
+    #[prop(optional)]
+    id: Option<&'static str>,
+    /// Move the keyboard focus to it when it appears (a form whose only
+    /// feedback it is: a failed sign-in).
+    #[prop(optional)]
+    focus: bool,
 ) -> impl IntoView {
+    let line = NodeRef::<leptos::html::P>::new();
+    if focus {
+        Effect::new(move |_| {
+            if message.with(Option::is_some) {
+                request_animation_frame(move || {
+                    if let Some(line) = line.get_untracked() {
+                        let _ = line.focus();
+                    }
+                });
+            }
+        });
+    }
     move || {
         message.get().map(|message| {
             view! {
-                <p class="form-error" role="alert" data-testid=testid>
+                <p class="form-error" role="alert" id=id tabindex=focus.then_some("-1")
+                    node_ref=line data-testid=testid>
                     {message}
                 </p>
             }

@@ -39,8 +39,10 @@ pub fn NewChatButton(
                 .await
                 .map_err(|error| error.detail)?;
             let path = chat_path(&chat.id);
-            if let (Some(text), Some(handed)) = (draft, StartDraft::get()) {
-                handed.offer(&chat.id, text);
+            // The new chat opens with the keyboard in its composer (and
+            // `draft` in it, if any).
+            if let Some(handed) = StartDraft::get() {
+                handed.offer(&chat.id, draft.unwrap_or_default());
             }
             list.upsert(chat);
             navigate(&path, NavigateOptions::default());

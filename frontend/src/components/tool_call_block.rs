@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use crate::api;
 use crate::components::connectors::open_sign_in_page;
 use crate::components::{FormError, OriginChip, last_error};
-use crate::model::transcript::{SignInAgain, ToolCall, ToolState};
+use crate::model::transcript::{SignInAgain, ToolCall, ToolResult, ToolState};
 use crate::session::SessionState;
 
 /// "tool_name", its arguments as pretty JSON, where it stands (running /
@@ -32,6 +32,7 @@ pub fn ToolCallBlock(
             let arguments = (!call.arguments.is_empty()).then_some(call.arguments);
             let origin = call.origin.map(|origin| view! { <OriginChip origin=origin /> });
             let sign_in = call.sign_in.map(|again| view! { <SignInAgainButton again=again /> });
+            let result = call.result.map(|result| view! { <ToolResultFold result=*result /> });
             view! {
                 <section class="tool-call" data-testid="tool-call" data-state=state aria-label="Tool call">
                     <p class="tool-call-head">
@@ -59,11 +60,24 @@ pub fn ToolCallBlock(
                                 </p>
                             }
                         })}
+                    {result}
                     {origin}
                     {sign_in}
                 </section>
             }
         })
+    }
+}
+
+/// What a call returned, folded: "Result (N characters)" opens the text
+/// (plain text, never markup; cleaned and capped by the server).
+#[component]
+pub fn ToolResultFold(result: ToolResult) -> impl IntoView {
+    view! {
+        <details class="tool-result" data-testid="tool-result">
+            <summary>{result.label()}</summary>
+            <pre class="tool-result-text" data-testid="tool-result-text">{result.text}</pre>
+        </details>
     }
 }
 

@@ -97,6 +97,35 @@ pub struct ToolCall {
     /// It failed because its OAuth connector needs a new sign-in: the
     /// chat offers "Sign in to <connector> again".
     pub sign_in: Option<SignInAgain>,
+    /// What it returned, as far as the server shows it.
+    pub result: Option<Box<ToolResult>>,
+}
+
+/// The start of what a tool returned (`mcp_tool_call.result`), shown as
+/// text, folded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    /// The text shown (cleaned and capped by the server).
+    pub text: String,
+    /// How many characters the whole result had.
+    pub total_chars: u64,
+}
+
+impl ToolResult {
+    /// The fold's label: "Result (12 characters)", or "Result (first
+    /// 4000 of 9000 characters)" when the server cut it.
+    pub fn label(&self) -> String {
+        let shown = self.text.chars().count() as u64;
+        if shown < self.total_chars {
+            format!("Result (first {shown} of {} characters)", self.total_chars)
+        } else {
+            format!(
+                "Result ({} character{})",
+                self.total_chars,
+                if self.total_chars == 1 { "" } else { "s" }
+            )
+        }
+    }
 }
 
 /// The connector a failed call needs a new sign-in for
@@ -817,6 +846,7 @@ impl Transcript {
                         origin: None,
                         inputs: Vec::new(),
                         sign_in: None,
+                        result: None,
                     })),
                 }
             }
@@ -844,6 +874,7 @@ impl Transcript {
                         origin: None,
                         inputs: Vec::new(),
                         sign_in: None,
+                        result: None,
                     })),
                 }
             }
@@ -900,6 +931,7 @@ impl Transcript {
                         origin: None,
                         inputs: Vec::new(),
                         sign_in: None,
+                        result: None,
                     }));
                 }
                 if let Some(call) = turn.call_mut(&call_id, &id) {
@@ -958,8 +990,16 @@ impl Transcript {
                 origin,
                 approved_at,
                 sign_in_connector_id,
+                result,
+                result_chars,
                 ..
             } => {
+                let result = result.map(|text| {
+                    Box::new(ToolResult {
+                        total_chars: result_chars.unwrap_or(text.chars().count() as u64),
+                        text,
+                    })
+                });
                 let state = if status == ToolCallStatus::Ok {
                     ToolState::Ok
                 } else {
@@ -976,6 +1016,7 @@ impl Transcript {
                         call.duration_ms = Some(duration_ms);
                         call.origin = origin;
                         call.sign_in = sign_in;
+                        call.result = result;
                     }
                     None => turn.segments.push(Segment::Tool(ToolCall {
                         id: if call_id.is_empty() { id } else { call_id },
@@ -987,6 +1028,7 @@ impl Transcript {
                         origin,
                         inputs: Vec::new(),
                         sign_in,
+                        result,
                     })),
                 }
             }
@@ -1048,6 +1090,7 @@ impl Transcript {
                         origin: None,
                         inputs: Vec::new(),
                         sign_in: None,
+                        result: None,
                     }));
                 }
                 if let Some(call) = tool_mut(turn, &block) {
@@ -1195,6 +1238,34 @@ impl Transcript {
             }
             _ => {}
         }
+    }
+
+    /// What a screen reader is told when a card starts waiting: which
+    /// connector and tool want to run (or ask), so the user knows without
+    /// looking; `None` while nothing waits.
+    pub fn announcement(&self) -> Option<String> {
+        let running = self.running_turn()?;
+        let turn = self.turns.iter().find(|turn| turn.turn_id == running)?;
+        turn.segments.iter().find_map(|segment| match segment {
+            Segment::Tool(call) => {
+                if let Some(input) = call.inputs.iter().find(|input| !input.state.is_final()) {
+                    return Some(format!(
+                        "{} asks for your answer before the reply goes on.",
+                        input.connector_name
+                    ));
+                }
+                call.approval
+                    .as_ref()
+                    .filter(|approval| approval.state == ApprovalState::Pending)
+                    .map(|approval| {
+                        format!(
+                            "{}: {} wants to run and waits for your decision.",
+                            approval.connector_name, approval.tool_name
+                        )
+                    })
+            }
+            _ => None,
+        })
     }
 
     /// What the running turn waits for from the user, in words for the
@@ -1686,6 +1757,8 @@ mod tests {
             origin: Some(CallOrigin::Approved),
             approved_at: None,
             sign_in_connector_id: None,
+            result: None,
+            result_chars: None,
         }
     }
 
@@ -2098,6 +2171,8 @@ mod tests {
                 origin: None,
                 approved_at: None,
                 sign_in_connector_id: Some("k1".into()),
+                result: None,
+                result_chars: None,
             },
         );
         let call = only_call(&transcript);
@@ -2139,6 +2214,8 @@ mod tests {
             origin,
             approved_at: None,
             sign_in_connector_id: None,
+            result: None,
+            result_chars: None,
         }
     }
 
@@ -2174,6 +2251,32 @@ mod tests {
             .map(Grant::wire)
             .collect();
         assert_eq!(wire, [GrantKind::Once, GrantKind::Turn, GrantKind::Always]);
+    }
+
+    #[test]
+    fn a_tool_result_is_labelled_with_its_length_and_whether_it_was_cut() {
+        let result = |text: &str, total_chars| ToolResult {
+            text: text.into(),
+            total_chars,
+        };
+        assert_eq!(result("3 notes", 7).label(), "Result (7 characters)");
+        assert_eq!(result("x", 1).label(), "Result (1 character)");
+        assert_eq!(
+            result("abc", 9000).label(),
+            "Result (first 3 of 9000 characters)"
+        );
+    }
+
+    #[test]
+    fn a_waiting_card_is_announced_by_its_connector_and_tool_until_decided() {
+        let mut transcript = waiting();
+        assert_eq!(
+            transcript.announcement().as_deref(),
+            Some("Countersign demo: search_notes wants to run and waits for your decision.")
+        );
+        assert!(transcript.decision_sent("p1", Decision::Approve(Grant::Once)));
+        assert_eq!(transcript.announcement(), None);
+        assert_eq!(Transcript::default().announcement(), None);
     }
 
     #[test]
@@ -2309,6 +2412,8 @@ mod tests {
                 origin: Some(CallOrigin::Approved),
                 approved_at: Some(approved_at.into()),
                 sign_in_connector_id: None,
+                result: None,
+                result_chars: None,
             },
             tool_call("t1", "c2"),
             ran_under("t1", "c2", Some(CallOrigin::TurnGrant)),

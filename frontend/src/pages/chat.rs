@@ -200,13 +200,27 @@ fn ChatView(chat_id: String) -> impl IntoView {
     };
 
     // ---- Sending and stopping.
-    // A draft handed over by the home page's "Try" button, if it was for
-    // this chat; never sent by itself.
-    let draft = RwSignal::new(
-        crate::chats::StartDraft::get()
-            .and_then(|handed| handed.take(&chat_id.get_value()))
-            .unwrap_or_default(),
-    );
+    // A chat just made by "New chat" (or the home page's "Try" button,
+    // with its phrase): the keyboard goes to the composer, the phrase in
+    // it, never sent by itself.
+    let handed =
+        crate::chats::StartDraft::get().and_then(|handed| handed.take(&chat_id.get_value()));
+    let focus_composer = handed.is_some();
+    let draft = RwSignal::new(handed.unwrap_or_default());
+    if focus_composer {
+        Effect::new(move |done: Option<bool>| {
+            if done == Some(true) {
+                return true;
+            }
+            let ready = load.with(|l| matches!(l, Load::Ready));
+            if ready {
+                request_animation_frame(|| {
+                    crate::components::focus_by_id("composer-input");
+                });
+            }
+            ready
+        });
+    }
     // The turn Stop was pressed for; it stays until that turn ends.
     let stopping = RwSignal::new(None::<String>);
 
@@ -311,6 +325,10 @@ fn ChatView(chat_id: String) -> impl IntoView {
         .into_any(),
         Load::Ready => view! {
             <div class="chat-page" data-testid="chat-page">
+                // Told to screen readers when a card starts waiting.
+                <p class="visually-hidden" role="status" data-testid="card-announcer">
+                    {move || transcript.with(Transcript::announcement)}
+                </p>
                 <ChatHeader chat_id=chat_id.get_value() title=shown_title on_renamed=move |t| title.set(t)>
                     <ModelPicker chat_id=chat_id.get_value() model=model_signal models=models />
                 </ChatHeader>

@@ -89,6 +89,25 @@ pub fn Shell() -> impl IntoView {
             data-testid="shell"
             on:keydown=on_keydown
         >
+            // First in the tab order: past the sidebar, to the message box
+            // in a chat, else to the page.
+            <a
+                class="skip-link"
+                href="#main"
+                data-testid="skip-link"
+                on:click=move |event| {
+                    event.prevent_default();
+                    if !crate::components::focus_by_id("composer-input") {
+                        crate::components::focus_by_id("main");
+                    }
+                }
+            >
+                {move || if location.pathname.with(|p| p.starts_with("/chats/")) {
+                    "Skip to the message box"
+                } else {
+                    "Skip to the page"
+                }}
+            </a>
             <header class="topbar">
                 <button
                     type="button"
@@ -166,7 +185,7 @@ pub fn Shell() -> impl IntoView {
                     }}
                 </div>
             </nav>
-            <main class="main">
+            <main class="main" id="main" tabindex="-1">
                 <Outlet />
             </main>
             <StepUpDialog />

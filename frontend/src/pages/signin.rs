@@ -60,7 +60,7 @@ pub fn SignInPage() -> impl IntoView {
 
     view! {
         <AuthForm page=AuthPage::SignIn on_submit=on_submit pending=pending error=error>
-            <EmailField page=AuthPage::SignIn value=email />
+            <EmailField page=AuthPage::SignIn value=email error=error />
             <div class="field">
                 <label for="signin-password">"Password"</label>
                 <input
@@ -69,6 +69,8 @@ pub fn SignInPage() -> impl IntoView {
                     type="password"
                     name="password"
                     autocomplete="current-password"
+                    aria-describedby=AuthPage::SignIn.error_id()
+                    aria-invalid=move || error.with(Option::is_some).then_some("true")
                     required
                     bind:value=password
                 />
@@ -83,7 +85,7 @@ pub fn SignInPage() -> impl IntoView {
                         name="code"
                         autocomplete="one-time-code"
                         spellcheck="false"
-                        aria-describedby="signin-code-hint"
+                        aria-describedby="signin-code-hint signin-error-message"
                         required
                         node_ref=code_input
                         bind:value=code

@@ -42,7 +42,7 @@ pub fn SignUpPage() -> impl IntoView {
 
     view! {
         <AuthForm page=AuthPage::SignUp on_submit=on_submit pending=pending error=error>
-            <EmailField page=AuthPage::SignUp value=email />
+            <EmailField page=AuthPage::SignUp value=email error=error />
             <div class="field">
                 <label for="signup-name">
                     "Display name " <span class="optional">"(optional)"</span>
@@ -64,7 +64,8 @@ pub fn SignUpPage() -> impl IntoView {
                     type="password"
                     name="password"
                     autocomplete="new-password"
-                    aria-describedby="signup-password-hint"
+                    aria-describedby="signup-password-hint signup-error-message"
+                    aria-invalid=move || error.with(Option::is_some).then_some("true")
                     required
                     bind:value=password
                 />
