@@ -1,4 +1,4 @@
-// Every page, at 1280 and 390 px wide, in the light and the dark colour
+// Every page (each Settings section too), at 1280 and 390 px wide, in the light and the dark colour
 // scheme (issue 12 items 11 and 12): axe-core reports no violation —
 // contrast of every text at 4.5:1 or more among its rules — and each
 // combination is photographed into e2e/artifacts/ to be looked at.
@@ -51,6 +51,11 @@ test('the signed-in pages have no accessibility violations, light and dark, wide
   await everyWay(page, 'home');
   await addDemoConnector(page, ['search_notes', 'add_note']);
   await everyWay(page, 'settings');
+  for (const section of ['models', 'security', 'rules']) {
+    await page.goto(`/settings/${section}`);
+    await expect(page.getByTestId(`settings-tab-${section}`)).toHaveAttribute('aria-current', 'page');
+    await everyWay(page, `settings-${section}`);
+  }
   await newChat(page);
   await everyWay(page, 'chat-empty');
   await ask(page, 'add_note', { title: 'Lease', body: 'Check clause 4.' });

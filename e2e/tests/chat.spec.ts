@@ -243,6 +243,7 @@ test('leaving a chat closes its live connection', async ({ page }) => {
   await expect(page).toHaveURL(first);
   await expect(page.getByTestId('composer-input')).toBeVisible();
   await page.getByTestId('nav-settings').click();
+  await page.getByTestId('settings-tab-models').click();
   await expect(page.getByTestId('key-status-openai')).toBeVisible();
 
   await expect.poll(() => opened.length).toBe(3);
@@ -294,6 +295,8 @@ test('a chat can be renamed and deleted with the keyboard', async ({ page }) => 
 test('Settings stores and removes a provider key without ever showing it', async ({ page }) => {
   await signUp(page, 'keys');
   await page.getByTestId('nav-settings').click();
+  await page.getByTestId('settings-tab-models').click();
+  await expect(page).toHaveURL(/\/settings\/models$/);
 
   for (const provider of ['anthropic', 'openai']) {
     await expect(page.getByTestId(`key-status-${provider}`)).toHaveText('Not set');

@@ -125,7 +125,8 @@ async function signInAskingForCode(page: Page, email: string) {
 
 async function openSecurity(page: Page) {
   await page.getByTestId('nav-settings').click();
-  await expect(page).toHaveURL(/\/settings$/);
+  await page.getByTestId('settings-tab-security').click();
+  await expect(page).toHaveURL(/\/settings\/security$/);
   const section = page.getByTestId('security-section');
   await expect(section).toBeVisible();
   return section;

@@ -13,11 +13,11 @@ use std::fmt;
 use countersign_api::{
     ActivityEntry, CSRF_HEADER, ChangePasswordRequest, ChatDetail, ChatSummary, Connector,
     ConnectorAuth, ConnectorTool, CreateChatRequest, CreateConnectorRequest, DecideRequest,
-    DecideResponse, ErrorBody, InputAnswer, InputAnswered, InputRequest, LoginRequest, MeResponse,
-    MfaCodeRequest, MfaConfirmed, MfaEnrolRequest, MfaEnrolment, ModelsResponse, OAuthStart,
-    PendingCall, ProviderKeyStatus, ReviewToolsRequest, SendMessageRequest, SessionInfo,
-    SessionResponse, SetProviderKeyRequest, SignupRequest, TurnAccepted, UpdateChatRequest,
-    UpdateConnectorRequest,
+    DecideResponse, ErrorBody, Grant, InputAnswer, InputAnswered, InputRequest, LoginRequest,
+    MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest, MfaEnrolment, ModelsResponse,
+    OAuthStart, PendingCall, ProviderKeyStatus, ReviewToolsRequest, SendMessageRequest,
+    SessionInfo, SessionResponse, SetProviderKeyRequest, SignupRequest, TurnAccepted,
+    UpdateChatRequest, UpdateConnectorRequest,
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::Deserialize;
@@ -456,6 +456,11 @@ pub async fn answer_input_request(
 ) -> Result<InputAnswered, ApiError> {
     let url = format!("/api/mcp-input-requests/{}", segment(input_request_id));
     fetch_json(with_csrf(Request::post(&url), csrf_token).json(body)).await
+}
+
+/// `GET /api/grants`: the caller's "always allow" rules.
+pub async fn grants() -> Result<Vec<Grant>, ApiError> {
+    fetch_json(Request::get("/api/grants").build()).await
 }
 
 /// `DELETE /api/grants/{id}` (204): revokes an "always allow" rule, so the

@@ -30,7 +30,8 @@ use leptos_router::path;
 
 use crate::components::RequireSession;
 use crate::pages::{
-    ActivityPage, ChatPage, HomePage, NotFoundPage, SettingsPage, Shell, SignInPage, SignUpPage,
+    ActivityPage, ChatPage, HomePage, NotFoundPage, SettingsPage, SettingsSection, Shell,
+    SignInPage, SignUpPage,
 };
 use crate::session::SessionState;
 
@@ -59,7 +60,10 @@ pub fn App() -> impl IntoView {
                 >
                     <Route path=path!("") view=HomePage />
                     <Route path=path!("chats/:id") view=ChatPage />
-                    <Route path=path!("settings") view=SettingsPage />
+                    <Route path=path!("settings") view=|| view! { <SettingsPage section=SettingsSection::Connectors /> } />
+                    <Route path=path!("settings/models") view=|| view! { <SettingsPage section=SettingsSection::Models /> } />
+                    <Route path=path!("settings/security") view=|| view! { <SettingsPage section=SettingsSection::Security /> } />
+                    <Route path=path!("settings/rules") view=|| view! { <SettingsPage section=SettingsSection::Rules /> } />
                     <Route path=path!("activity") view=ActivityPage />
                 </ParentRoute>
             </Routes>

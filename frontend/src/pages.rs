@@ -14,7 +14,7 @@ pub use activity::ActivityPage;
 pub use chat::{ChatPage, chat_path};
 pub use home::HomePage;
 pub use not_found::NotFoundPage;
-pub use settings::SettingsPage;
+pub use settings::{SettingsPage, SettingsSection};
 pub use shell::Shell;
 pub use signin::SignInPage;
 pub use signup::SignUpPage;

@@ -17,6 +17,8 @@ pub struct CallRow {
     pub call_ref: String,
     /// When it was first logged (RFC 3339): decided, or proposed.
     pub at: String,
+    /// The chat it was proposed in (its row links there).
+    pub chat_id: String,
     /// The connector's name then.
     pub connector_name: String,
     /// The tool's name on its server.
@@ -55,6 +57,7 @@ pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
                 rows.push(CallRow {
                     call_ref: entry.call_ref.clone(),
                     at: entry.at.clone(),
+                    chat_id: entry.chat_id.clone(),
                     connector_name: entry.connector_name.clone(),
                     tool_name: entry.tool_name.clone(),
                     arguments_digest: entry.arguments_digest.clone(),

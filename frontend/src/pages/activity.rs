@@ -4,6 +4,7 @@
 //! it ran. The rows are [`group_calls`]' of `GET /api/activity`.
 
 use leptos::prelude::*;
+use leptos_router::components::A;
 
 use crate::api;
 use crate::clock::minutes_east_at;
@@ -11,6 +12,7 @@ use crate::components::set_page_title;
 use crate::model::activity::{CallRow, decision_text, group_calls, outcome_text, short_digest};
 use crate::model::approval::duration_text;
 use crate::model::when::date_time_text;
+use crate::pages::chat_path;
 
 /// The page: an explanation, Refresh, and the table.
 #[component]
@@ -45,6 +47,7 @@ pub fn ActivityPage() -> impl IntoView {
                                     <th scope="col" role="columnheader">"Decision"</th>
                                     <th scope="col" role="columnheader">"Outcome"</th>
                                     <th scope="col" role="columnheader">"Duration"</th>
+                                    <th scope="col" role="columnheader">"Chat"</th>
                                 </tr>
                             </thead>
                             <tbody role="rowgroup">
@@ -118,6 +121,11 @@ fn ActivityRow(row: CallRow) -> impl IntoView {
                 })}
             </td>
             <td role="cell" data-label="Duration" data-testid="activity-duration">{duration}</td>
+            <td role="cell" data-label="Chat">
+                <A href=chat_path(&row.chat_id) {..} data-testid="activity-chat-link">
+                    "Open the chat"
+                </A>
+            </td>
         </tr>
     }
 }

@@ -6,6 +6,7 @@
 
 use countersign_api::{AuthType, Connector, ConnectorStatus};
 use leptos::prelude::*;
+use leptos_router::components::A;
 
 use super::change_credentials::ChangeCredentials;
 use super::sign_in::{SignInControls, error_is_about_sign_in};
@@ -214,7 +215,9 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                 {move || rules().map(|text| view! {
                     <div>
                         <dt>"Standing rules"</dt>
-                        <dd data-testid="connector-grant-count">{text}</dd>
+                        <dd>
+                            <A href="/settings/rules" {..} data-testid="connector-grant-count">{text}</A>
+                        </dd>
                     </div>
                 })}
             </dl>
