@@ -129,6 +129,10 @@ test('Always allow: the next identical call runs without a card under the rule; 
   const block = page.getByTestId('tool-call');
   await expect(block).toHaveCount(1, { timeout: REPLY_TIMEOUT });
   await expect(block.getByTestId('tool-status')).toHaveText('OK', { timeout: REPLY_TIMEOUT });
+  // Named for people, not by the model-facing slug (item 8); its result
+  // folded under it.
+  await expect(block.getByTestId('tool-name')).toHaveText(`${DEMO_NAME}: add_note`);
+  await expect(block.getByTestId('tool-result').locator('summary')).toHaveText(/^Result \(\d+ characters\)$/);
   const ruleChip = block.getByTestId('tool-origin');
   await expect(ruleChip).toHaveText('Ran under your always-allow rule');
   await expect(ruleChip).toHaveAttribute('data-origin', 'always_grant');

@@ -262,20 +262,6 @@ pub fn ApprovalCard(
             <h2 class="approval-title" id=title_id.clone() data-testid="approval-title">
                 {title}
             </h2>
-            // Once decided the card folds to its title and status line; the
-            // request stays one press away.
-            <Show when=folded>
-                <button
-                    type="button"
-                    class="approval-details-toggle"
-                    data-testid="approval-details-toggle"
-                    aria-expanded=move || details_open.get().to_string()
-                    aria-controls=evidence_id.clone()
-                    on:click=move |_| details_open.update(|open| *open = !*open)
-                >
-                    {move || if details_open.get() { "Hide the request" } else { "Show the request" }}
-                </button>
-            </Show>
             <div
                 class="approval-evidence"
                 id=evidence_ref.get_value()
@@ -352,10 +338,24 @@ pub fn ApprovalCard(
                 <p class="tool-error" data-testid="approval-tool-error">{error}</p>
             })}
             {move || call.get().and_then(|c| c.sign_in).map(|again| view! {
-                <SignInAgainButton again=again />
+                <SignInAgainButton again=*again />
             })}
             {move || origin.get().map(|origin| view! { <OriginChip origin=origin /> })}
             {move || call.get().and_then(|c| c.result).map(|result| view! { <ToolResultFold result=*result /> })}
+            // Once decided the card folds to its title and status line; the
+            // request stays one press away.
+            <Show when=folded>
+                <button
+                    type="button"
+                    class="approval-details-toggle"
+                    data-testid="approval-details-toggle"
+                    aria-expanded=move || details_open.get().to_string()
+                    aria-controls=evidence_id.clone()
+                    on:click=move |_| details_open.update(|open| *open = !*open)
+                >
+                    {move || if details_open.get() { "Hide the request" } else { "Show the request" }}
+                </button>
+            </Show>
             {move || problem().map(|text| view! {
                 <p class="form-error" role="alert" data-testid="approval-error">{text}</p>
             })}

@@ -25,20 +25,21 @@ pub fn ToolCallBlock(
                 ToolState::Error(_) => ("error", "Error"),
                 ToolState::Unfinished => ("unfinished", "Did not finish"),
             };
+            let name = call.shown_name().to_owned();
             let error = match call.state {
                 ToolState::Error(Some(error)) => Some(error),
                 _ => None,
             };
             let arguments = (!call.arguments.is_empty()).then_some(call.arguments);
             let origin = call.origin.map(|origin| view! { <OriginChip origin=origin /> });
-            let sign_in = call.sign_in.map(|again| view! { <SignInAgainButton again=again /> });
+            let sign_in = call.sign_in.map(|again| view! { <SignInAgainButton again=*again /> });
             let result = call.result.map(|result| view! { <ToolResultFold result=*result /> });
             view! {
                 <section class="tool-call" data-testid="tool-call" data-state=state aria-label="Tool call">
                     <p class="tool-call-head">
                         <span class="tool-label">"Tool"</span>
                         <code class="tool-name" data-testid="tool-name">
-                            {call.tool_name}
+                            {name}
                         </code>
                         <span class=format!("tool-status {state}") data-testid="tool-status">
                             {label}

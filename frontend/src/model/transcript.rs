@@ -96,9 +96,20 @@ pub struct ToolCall {
     pub inputs: Vec<Input>,
     /// It failed because its OAuth connector needs a new sign-in: the
     /// chat offers "Sign in to <connector> again".
-    pub sign_in: Option<SignInAgain>,
+    pub sign_in: Option<Box<SignInAgain>>,
     /// What it returned, as far as the server shows it.
     pub result: Option<Box<ToolResult>>,
+    /// For people: "<connector>: <tool>" once the server named them
+    /// (`mcp_tool_call`), instead of the model-facing slug.
+    pub label: Option<Box<str>>,
+}
+
+impl ToolCall {
+    /// The name shown: the connector and tool when known, else the name
+    /// the model used.
+    pub fn shown_name(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.tool_name)
+    }
 }
 
 /// The start of what a tool returned (`mcp_tool_call.result`), shown as
@@ -847,6 +858,7 @@ impl Transcript {
                         inputs: Vec::new(),
                         sign_in: None,
                         result: None,
+                        label: None,
                     })),
                 }
             }
@@ -875,6 +887,7 @@ impl Transcript {
                         inputs: Vec::new(),
                         sign_in: None,
                         result: None,
+                        label: None,
                     })),
                 }
             }
@@ -932,6 +945,7 @@ impl Transcript {
                         inputs: Vec::new(),
                         sign_in: None,
                         result: None,
+                        label: None,
                     }));
                 }
                 if let Some(call) = turn.call_mut(&call_id, &id) {
@@ -1006,9 +1020,12 @@ impl Transcript {
                     ToolState::Error(error)
                 };
                 let origin = Origin::from_event(origin, approved_at);
-                let sign_in = sign_in_connector_id.map(|connector_id| SignInAgain {
-                    connector_id,
-                    connector_name,
+                let label = Some(format!("{connector_name}: {tool_name}").into_boxed_str());
+                let sign_in = sign_in_connector_id.map(|connector_id| {
+                    Box::new(SignInAgain {
+                        connector_id,
+                        connector_name,
+                    })
                 });
                 match turn.call_mut(&call_id, &id) {
                     Some(call) => {
@@ -1017,6 +1034,7 @@ impl Transcript {
                         call.origin = origin;
                         call.sign_in = sign_in;
                         call.result = result;
+                        call.label = label;
                     }
                     None => turn.segments.push(Segment::Tool(ToolCall {
                         id: if call_id.is_empty() { id } else { call_id },
@@ -1029,6 +1047,7 @@ impl Transcript {
                         inputs: Vec::new(),
                         sign_in,
                         result,
+                        label,
                     })),
                 }
             }
@@ -1091,6 +1110,7 @@ impl Transcript {
                         inputs: Vec::new(),
                         sign_in: None,
                         result: None,
+                        label: None,
                     }));
                 }
                 if let Some(call) = tool_mut(turn, &block) {
@@ -2182,10 +2202,10 @@ mod tests {
         );
         assert_eq!(
             call.sign_in,
-            Some(SignInAgain {
+            Some(Box::new(SignInAgain {
                 connector_id: "k1".into(),
                 connector_name: "Matter notes".into(),
-            })
+            }))
         );
         // Any other outcome offers none.
         transcript.apply(Some(4), ran("t1", "c1", "c1", None));
@@ -2251,6 +2271,22 @@ mod tests {
             .map(Grant::wire)
             .collect();
         assert_eq!(wire, [GrantKind::Once, GrantKind::Turn, GrantKind::Always]);
+    }
+
+    #[test]
+    fn a_call_is_named_by_its_connector_and_tool_once_the_server_reports_it() {
+        let mut transcript = Transcript::default();
+        transcript.apply(Some(1), started("t1", "x"));
+        transcript.apply(Some(2), tool_call("t1", "c1"));
+        assert_eq!(
+            only_call(&transcript).shown_name(),
+            "countersign_demo__search_notes"
+        );
+        transcript.apply(Some(3), ran("t1", "c1", "c1", None));
+        assert_eq!(
+            only_call(&transcript).shown_name(),
+            "Countersign demo: search_notes"
+        );
     }
 
     #[test]
