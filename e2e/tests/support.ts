@@ -47,13 +47,14 @@ export function guardPages(): (page: Page) => void {
   return watch;
 }
 
-/** Saves `e2e/artifacts/<name>.png`, whatever the working directory. */
+/** Saves `e2e/artifacts/<name>.png` (the viewport), whatever the working directory. */
 export async function snap(page: Page, name: string) {
+  // The viewport, as a person sees it: the signed-in pages scroll inside
+  // their own areas, so a "full page" picture only adds empty space below.
   // Transitions finished (the drawer sliding in), so the picture is the
   // state the test reached.
   await page.screenshot({
     path: path.join(__dirname, '..', 'artifacts', `${name}.png`),
-    fullPage: true,
     animations: 'disabled',
   });
 }
