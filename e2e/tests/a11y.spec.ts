@@ -62,6 +62,24 @@ test('the signed-in pages have no accessibility violations, light and dark, wide
   const card = page.getByTestId('approval-card');
   await expect(card).toHaveAttribute('data-state', 'pending', { timeout: REPLY_TIMEOUT });
   await everyWay(page, 'chat-card', () => card.scrollIntoViewIfNeeded());
+  // The "Always allow" question of a risky card, and the drawer on a phone.
+  await card.getByTestId('approval-allow-always').click();
+  const confirm = card.getByTestId('approval-always-confirm');
+  await expect(confirm).toBeVisible();
+  await everyWay(page, 'chat-always-confirm', () => confirm.scrollIntoViewIfNeeded());
+  await card.getByTestId('approval-always-confirm-cancel').click();
+  for (const scheme of SCHEMES) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByTestId('menu-button').click();
+    await expect(page.getByTestId('sidebar')).toBeVisible();
+    await expectNoViolations(page, `the drawer, ${scheme}`);
+    await snap(page, `all-drawer-390-${scheme}`);
+    await page.keyboard.press('Escape');
+    await expect(page.getByTestId('sidebar')).toBeHidden();
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 1280, height: 800 });
   await card.getByTestId('approval-allow-once').click();
   await expect(card.getByTestId('approval-status')).toContainText('ran successfully', { timeout: REPLY_TIMEOUT });
   await expect(page.getByTestId('stop-turn')).toHaveCount(0, { timeout: REPLY_TIMEOUT });
