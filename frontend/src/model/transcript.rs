@@ -1260,63 +1260,66 @@ impl Transcript {
         }
     }
 
-    /// What a screen reader is told when a card starts waiting: which
-    /// connector and tool want to run (or ask), so the user knows without
-    /// looking; `None` while nothing waits.
-    pub fn announcement(&self) -> Option<String> {
+    /// The first thing of the running turn that waits for the user: an
+    /// input request not yet answered, or a card not yet decided.
+    fn waiting_for(&self) -> Option<WaitingFor<'_>> {
         let running = self.running_turn()?;
         let turn = self.turns.iter().find(|turn| turn.turn_id == running)?;
-        turn.segments.iter().find_map(|segment| match segment {
-            Segment::Tool(call) => {
-                if let Some(input) = call.inputs.iter().find(|input| !input.state.is_final()) {
-                    return Some(format!(
-                        "{} asks for your answer before the reply goes on.",
-                        input.connector_name
-                    ));
-                }
-                call.approval
-                    .as_ref()
-                    .filter(|approval| approval.state == ApprovalState::Pending)
-                    .map(|approval| {
-                        format!(
-                            "{}: {} wants to run and waits for your decision.",
-                            approval.connector_name, approval.tool_name
-                        )
-                    })
+        turn.segments.iter().find_map(|segment| {
+            let Segment::Tool(call) = segment else {
+                return None;
+            };
+            if let Some(input) = call.inputs.iter().find(|input| !input.state.is_final()) {
+                return Some(WaitingFor::Input(input));
             }
-            _ => None,
+            call.approval
+                .as_deref()
+                .filter(|approval| !approval.state.is_final())
+                .map(WaitingFor::Approval)
         })
+    }
+
+    /// What a screen reader is told when a card starts waiting: which
+    /// connector and tool want to run (or ask), so the user knows without
+    /// looking; `None` while nothing waits, and once the user acted.
+    pub fn announcement(&self) -> Option<String> {
+        match self.waiting_for()? {
+            WaitingFor::Input(input) => Some(format!(
+                "{} asks for your answer before the reply goes on.",
+                input.connector_name
+            )),
+            WaitingFor::Approval(approval) if approval.state == ApprovalState::Pending => {
+                Some(format!(
+                    "{}: {} wants to run and waits for your decision.",
+                    approval.connector_name, approval.tool_name
+                ))
+            }
+            WaitingFor::Approval(_) => None,
+        }
     }
 
     /// What the running turn waits for from the user, in words for the
     /// composer (`None` when it waits for nothing: the model is writing).
     pub fn waiting_text(&self) -> Option<String> {
-        let running = self.running_turn()?;
-        let turn = self.turns.iter().find(|turn| turn.turn_id == running)?;
-        let calls = turn.segments.iter().filter_map(|segment| match segment {
-            Segment::Tool(call) => Some(call),
-            _ => None,
-        });
-        for call in calls {
-            if let Some(input) = call.inputs.iter().find(|input| !input.state.is_final()) {
-                return Some(format!(
-                    "{} is waiting for your answer above. The reply goes on once you answer.",
-                    input.connector_name
-                ));
+        Some(match self.waiting_for()? {
+            WaitingFor::Input(input) => format!(
+                "{} is waiting for your answer above. The reply goes on once you answer.",
+                input.connector_name
+            ),
+            WaitingFor::Approval(_) => {
+                "A tool call is waiting for your decision above. The reply goes on once you decide."
+                    .to_owned()
             }
-            if call
-                .approval
-                .as_ref()
-                .is_some_and(|approval| !approval.state.is_final())
-            {
-                return Some(
-                    "A tool call is waiting for your decision above. The reply goes on once you decide."
-                        .to_owned(),
-                );
-            }
-        }
-        None
+        })
     }
+}
+
+/// What a running turn waits for ([`Transcript::waiting_for`]).
+enum WaitingFor<'a> {
+    /// An input request not yet answered.
+    Input(&'a Input),
+    /// An approval card not yet decided.
+    Approval(&'a Approval),
 }
 
 /// What the card says when "always allow" needs a two-factor step-up
