@@ -230,3 +230,34 @@ test('"Add header" reads as its words and adds rows up to the limit of 20, then 
   await expect(add).toBeDisabled();
   await expect(section.locator('form.connector-add')).not.toContainText('MAX_HEADERS');
 });
+
+// "Add" pressed while the connector list is still on its way (a slow
+// network, a busy machine): the list's late answer, from before the add,
+// must not leave the section empty. The first GET /api/connectors is held
+// back here until the add (and its test) answered; before the fix the
+// section stayed empty for good.
+test('a connector added from "Available" before the list has loaded still shows up', async ({ page }) => {
+  await signUp(page, 'connectors-race', 'Connie Nector');
+  let added: () => void = () => {};
+  const addDone = new Promise<void>((resolve) => (added = resolve));
+  let held = false;
+  await page.route('**/api/connectors', async (route) => {
+    if (route.request().method() !== 'GET' || held) return route.continue();
+    held = true;
+    const answer = await route.fetch(); // the list as it is now: empty
+    await addDone;
+    await route.fulfill({ response: answer });
+  });
+  page.on('response', (response) => {
+    if (/\/api\/connectors\/[^/]+\/test$/.test(response.url())) added();
+  });
+
+  await page.getByTestId('nav-settings').click();
+  const section = page.getByTestId('connectors-section');
+  await section.getByTestId('available-add').first().click();
+  const row = demoRow(page);
+  await expect(row).toBeVisible();
+  await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
+  await expect(section.getByTestId('available-add').first()).toHaveText('Added');
+  expect(held, 'the first list was held back').toBe(true);
+});

@@ -30,22 +30,32 @@ impl ConnectorStore {
 
     /// Replaces the connector with the same id, or appends it.
     pub(super) fn upsert(self, connector: Connector) {
-        self.list.update(|list| {
-            if let Some(Ok(items)) = list {
-                match items.iter_mut().find(|c| c.id == connector.id) {
-                    Some(slot) => *slot = connector,
-                    None => items.push(connector),
-                }
-            }
+        self.change(|items| match items.iter_mut().find(|c| c.id == connector.id) {
+            Some(slot) => *slot = connector,
+            None => items.push(connector),
         });
     }
 
     pub(super) fn remove(self, id: &str) {
-        self.list.update(|list| {
-            if let Some(Ok(items)) = list {
-                items.retain(|c| c.id != id);
-            }
-        });
+        self.change(|items| items.retain(|c| c.id != id));
+    }
+
+    /// Writes a change the server answered into the loaded list. Before the
+    /// first answer (or after a failed one) there is nothing to write into:
+    /// ask again instead. (Writing would not do: a write makes the resource
+    /// drop the answer still on its way, and the list would stay empty —
+    /// seen when "Add" was pressed before the list had loaded.)
+    fn change(self, edit: impl FnOnce(&mut Vec<Connector>)) {
+        let loaded = self.list.with_untracked(|list| matches!(list, Some(Ok(_))));
+        if loaded {
+            self.list.update(|list| {
+                if let Some(Ok(items)) = list {
+                    edit(items);
+                }
+            });
+        } else {
+            self.reload();
+        }
     }
 
     pub(super) fn get(self, id: &str) -> Option<Connector> {
