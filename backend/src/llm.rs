@@ -74,6 +74,9 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments object.
     pub input_schema: Value,
+    /// What people call it (`<connector>: <tool>`, as the card does); never
+    /// sent to a provider. The offline demo says it instead of `name`.
+    pub label: String,
 }
 
 /// A complete tool call from the model.

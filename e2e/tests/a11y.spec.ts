@@ -1,41 +1,26 @@
 // Every page (each Settings section too), at 1280 and 390 px wide, in the light and the dark colour
 // scheme (issue 12 items 11 and 12): axe-core reports no violation —
 // contrast of every text at 4.5:1 or more among its rules — and each
-// combination is photographed into e2e/artifacts/ to be looked at.
-import AxeBuilder from '@axe-core/playwright';
-import { expect, test, type Page } from '@playwright/test';
-import { REPLY_TIMEOUT, addDemoConnector, ask, guardPages, newChat, signUp, snap } from './support';
+// combination is photographed into e2e/artifacts/ to be looked at. The
+// input card, an OAuth connector and the step-up dialog get the same
+// check inside their own journeys (elicitation, oauth and security specs).
+import { expect, test } from '@playwright/test';
+import {
+  REPLY_TIMEOUT,
+  SCHEMES,
+  addDemoConnector,
+  ask,
+  everyWay,
+  expectNoViolations,
+  guardPages,
+  newChat,
+  signUp,
+  snap,
+} from './support';
 
 test.setTimeout(240_000);
 
 guardPages();
-
-const WIDTHS = [1280, 390] as const;
-const SCHEMES = ['light', 'dark'] as const;
-
-/** Runs axe on the page as it is now; fails naming each violation. */
-async function expectNoViolations(page: Page, what: string) {
-  const results = await new AxeBuilder({ page }).analyze();
-  const found = results.violations.map(
-    (v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ')}`,
-  );
-  expect(found, `${what}: axe violations`).toEqual([]);
-}
-
-/** Axe and a screenshot in every width and scheme, for the page as it is. */
-async function everyWay(page: Page, name: string, settle?: () => Promise<void>) {
-  for (const scheme of SCHEMES) {
-    await page.emulateMedia({ colorScheme: scheme });
-    for (const width of WIDTHS) {
-      await page.setViewportSize({ width, height: width === 390 ? 844 : 800 });
-      if (settle) await settle();
-      await expectNoViolations(page, `${name} at ${width} px, ${scheme}`);
-      await snap(page, `all-${name}-${width}-${scheme}`);
-    }
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  await page.setViewportSize({ width: 1280, height: 800 });
-}
 
 test('the signed-out pages have no accessibility violations, light and dark, wide and narrow', async ({ page }) => {
   await page.goto('/signin');

@@ -142,7 +142,10 @@ test('Allow once runs the call once and the card shows the result, also after a 
   await expect(details).toHaveAttribute('aria-expanded', 'true');
   await expect(card.getByTestId('approval-arguments')).toBeVisible();
   await snap(page, 'approval-card-unfolded');
-  expect(liveOrder[0]).toMatch(/^text:I will call \S*search_notes/);
+  // Named as the card names it, never by the model's slug (issue 12 item 8).
+  expect(liveOrder[0]).toMatch(new RegExp(`^text:I will call ${DEMO_NAME}: search_notes with those arguments`));
+  await expect(page.getByTestId('message-assistant')).toContainText(`${DEMO_NAME}: search_notes returned:`);
+  await expect(page.getByTestId('message-assistant')).not.toContainText('countersign_demo__');
   expect(liveOrder[1]).toBe('card');
 
   // A reload shows the finished card as it ended, with no buttons, and

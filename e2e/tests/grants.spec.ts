@@ -89,6 +89,12 @@ test('Always allow: the next identical call runs without a card under the rule; 
     'Can change data (it declares it deletes nothing)',
     'Stays within its server, as it declares',
   ]);
+  // Only the concern is in the danger colour; the reassuring line is plain.
+  const lines = card.getByTestId('approval-risk').getByRole('listitem');
+  await expect(lines.nth(0)).toHaveAttribute('data-concern', 'true');
+  await expect(lines.nth(1)).toHaveAttribute('data-concern', 'false');
+  const colour = (i: number) => lines.nth(i).evaluate((el) => getComputedStyle(el).color);
+  expect(await colour(0)).not.toBe(await colour(1));
   await expect(once).not.toHaveClass(/\bprimary\b/);
   await snap(page, 'grants-card-four-buttons');
   await once.focus();

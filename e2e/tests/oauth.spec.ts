@@ -11,7 +11,18 @@
 // COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS, and its root given to this process
 // as COUNTERSIGN_E2E_OAUTH_DEMO. `cargo xtask e2e` does all three.
 import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
-import { OAUTH_DEMO, REPLY_TIMEOUT, ask, demoCalls, guardPages, newChat, signUp, snap, turnOver } from './support';
+import {
+  OAUTH_DEMO,
+  REPLY_TIMEOUT,
+  ask,
+  demoCalls,
+  everyWay,
+  guardPages,
+  newChat,
+  signUp,
+  snap,
+  turnOver,
+} from './support';
 
 const NAME = 'Demo notes (OAuth)';
 
@@ -77,6 +88,9 @@ test('a user signs in to an OAuth connector on its own page, and a call approved
   await expect(signIn).toBeFocused();
   await expect(signIn).toHaveAccessibleDescription('Sign in to this connector again.');
   await snapBothWidths(page, row, 'oauth-settings-signed-out');
+  // Axe: no violation, light and dark, wide and narrow (issue 12).
+  await everyWay(page, 'settings-oauth-signed-out', () => row.scrollIntoViewIfNeeded());
+  await signIn.focus();
 
   // Sign in with the keyboard: the whole window goes to the authorization
   // server's page; Allow sends it back to Settings.
@@ -105,6 +119,7 @@ test('a user signs in to an OAuth connector on its own page, and a call approved
   await expect(row.getByTestId('connector-tool-counts')).toContainText('1 kept');
   await row.getByTestId('connector-review').click();
   await snapBothWidths(page, row, 'oauth-settings-signed-in');
+  await everyWay(page, 'settings-oauth-signed-in', () => row.scrollIntoViewIfNeeded());
 
   // A reload does not say "Signed in" again.
   await page.reload();
@@ -158,6 +173,7 @@ test('a user signs in to an OAuth connector on its own page, and a call approved
   await turnOver(page);
   expect(await demoCalls(request, 'search_notes', OAUTH_DEMO), 'nothing ran signed out').toBe(callsBefore);
   await snapBothWidths(page, signedOutCard, 'oauth-chat-sign-in-again');
+  await everyWay(page, 'chat-sign-in-again', () => signedOutCard.scrollIntoViewIfNeeded());
   await again.click();
   await page.waitForURL((url) => url.href.startsWith(`${OAUTH_DEMO}/authorize?`));
 });

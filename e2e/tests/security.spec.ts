@@ -16,12 +16,13 @@
 //   marked; "Sign out other sessions" signs the other one out.
 // - Password: "Change password" (current, new, confirmation) signs the other
 //   browser out and keeps this one; then only the new password signs in.
-//
-// The step-up dialog (a code asked again before a trust-changing action)
-// cannot be reached here honestly: setting up two-factor sign-in, and
-// signing in with a code, both count as a step-up for ten minutes. The API
-// tests (backend/tests/api/mfa.rs) cover the server's side of it, the host
-// tests (frontend/src/step_up.rs) the retry rule.
+// - Step-up: a browser signed in before two-factor sign-in was set up (in
+//   the other browser) is asked for a code before it saves a provider key;
+//   a wrong code is refused in the dialog, the right one lets the save go
+//   through. (Setting up two-factor sign-in, and signing in with a code,
+//   count as a step-up for ten minutes: only a session from before has to
+//   step up.) The API tests (backend/tests/api/mfa.rs) cover the server's
+//   side of it, the host tests (frontend/src/step_up.rs) the retry rule.
 //
 // Needs, like approvals.spec.ts, the server started with a secret key
 // (COUNTERSIGN_SECRET_KEY) and the demo MCP server as an available connector.
@@ -39,6 +40,7 @@ import {
   addDemoConnector,
   newChat,
   ask,
+  everyWay,
 } from './support';
 
 const SEARCH = { query: 'lease' };
@@ -409,6 +411,62 @@ test('changing the password signs the other browser out, keeps this one, and onl
     await page.getByTestId('signin-submit').click();
     await expect(page.getByTestId('shell')).toBeVisible();
     await expect(page.getByTestId('user-email')).toHaveText(email);
+  } finally {
+    await other.context.close();
+  }
+});
+
+test('step-up: a session from before two-factor sign-in was set up is asked for a code before it saves a key', async ({
+  page,
+  browser,
+}, testInfo) => {
+  const email = await signUp(page, 'step-up', 'Sam Secure');
+  const other = await otherBrowser(browser, testInfo);
+  try {
+    await other.page.goto('/signin');
+    await other.page.getByTestId('signin-email').fill(email);
+    await other.page.getByTestId('signin-password').fill(PASSPHRASE);
+    await other.page.getByTestId('signin-submit').click();
+    await expect(other.page.getByTestId('shell')).toBeVisible();
+
+    // Two-factor sign-in set up in this browser (which counts as its step-up).
+    const mfa = (await openSecurity(page)).getByTestId('mfa');
+    await mfa.getByTestId('mfa-enroll-password').fill(PASSPHRASE);
+    await mfa.getByTestId('mfa-enroll').click();
+    const secretText = (await mfa.getByTestId('mfa-secret').textContent())?.trim() ?? '';
+    const phone = new Authenticator(base32Decode(secretText));
+    await mfa.getByTestId('mfa-confirm-code').fill(await phone.next());
+    await mfa.getByTestId('mfa-confirm-submit').click();
+    await expect(mfa.getByTestId('mfa-status')).toHaveText('On');
+
+    // The other browser saves a provider key: the server wants a code first.
+    const them = other.page;
+    await them.goto('/settings/models');
+    await them.getByTestId('key-input-openai').fill('sk-e2e-not-a-real-key-0123456789');
+    await them.getByTestId('key-save-openai').click();
+    const dialog = them.getByTestId('step-up-dialog');
+    await expect(dialog).toBeVisible();
+    await expect(dialog.getByRole('heading', { name: "Confirm it's you" })).toBeVisible();
+    await expect(them.getByRole('dialog', { name: "Confirm it's you" })).toHaveAccessibleDescription(
+      'Enter the code from your authenticator app to continue.',
+    );
+    await expect(dialog.getByTestId('step-up-code')).toBeFocused();
+    await expect(them.getByTestId('key-status-openai')).toHaveText('Not set');
+    await everyWay(them, 'step-up-dialog');
+
+    // A wrong code: said in the dialog, which stays open; nothing saved.
+    await dialog.getByTestId('step-up-code').fill('000000');
+    await dialog.getByTestId('step-up-submit').click();
+    await expect(dialog.getByTestId('step-up-error')).toContainText('not valid');
+    await expect(dialog).toBeVisible();
+    await everyWay(them, 'step-up-dialog-error');
+
+    // The right one, with Enter: the dialog closes and the save goes through.
+    await dialog.getByTestId('step-up-code').fill(await phone.next());
+    await dialog.getByTestId('step-up-code').press('Enter');
+    await expect(dialog).toBeHidden();
+    await expect(them.getByTestId('key-status-openai')).toHaveText('Key set');
+    await expect(them.getByTestId('key-notice-openai')).toHaveText('Key saved.');
   } finally {
     await other.context.close();
   }

@@ -4,6 +4,7 @@
 // admin routes (the plain one, and the one in OAuth mode). Not a spec:
 // Playwright runs only `*.spec.ts`.
 import path from 'node:path';
+import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
 
 // Long, random-looking and unrelated words: passes any strength check.
@@ -57,6 +58,37 @@ export async function snap(page: Page, name: string) {
     path: path.join(__dirname, '..', 'artifacts', `${name}.png`),
     animations: 'disabled',
   });
+}
+
+export const WIDTHS = [1280, 390] as const;
+export const SCHEMES = ['light', 'dark'] as const;
+
+/** Runs axe on the page as it is now; fails naming each violation. */
+export async function expectNoViolations(page: Page, what: string) {
+  const results = await new AxeBuilder({ page }).analyze();
+  const found = results.violations.map(
+    (v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ')}`,
+  );
+  expect(found, `${what}: axe violations`).toEqual([]);
+}
+
+/**
+ * Axe (issue 12: no violation on any page, in both colour schemes, at both
+ * widths) and a screenshot `all-<name>-<width>-<scheme>` in every
+ * combination, for the page as it is; back to light at 1280 px after.
+ */
+export async function everyWay(page: Page, name: string, settle?: () => Promise<void>) {
+  for (const scheme of SCHEMES) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const width of WIDTHS) {
+      await page.setViewportSize({ width, height: width === 390 ? 844 : 800 });
+      if (settle) await settle();
+      await expectNoViolations(page, `${name} at ${width} px, ${scheme}`);
+      await snap(page, `all-${name}-${width}-${scheme}`);
+    }
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 1280, height: 800 });
 }
 
 /** How many times the demo server (at `admin`, by default the plain one) executed `tool` (its own call log). */

@@ -56,7 +56,7 @@ pub fn plan(request: &ChatRequest) -> Plan {
         let (tool, arguments) = requested[results.len()].clone();
         let name = offered_name(request, &tool);
         return Plan::Call(
-            format!("Next, I will call {name}."),
+            format!("Next, I will call {}.", label_of(request, &name)),
             ToolCall {
                 id: format!("demo_call_{}", request.messages.len()),
                 name,
@@ -77,10 +77,11 @@ pub fn plan(request: &ChatRequest) -> Plan {
                     .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
                     .unwrap_or(content);
                 let text = shorten(&content, 240);
+                let name = label_of(request, name);
                 if *is_error {
                     format!("The call to {name} did not run: {text}")
                 } else {
-                    format!("The tool {name} returned: {text}")
+                    format!("{name} returned: {text}")
                 }
             })
             .collect();
@@ -91,7 +92,10 @@ pub fn plan(request: &ChatRequest) -> Plan {
         let name = offered_name(request, &tool);
         let id = format!("demo_call_{}", request.messages.len());
         return Plan::Call(
-            format!("I will call {name} with those arguments."),
+            format!(
+                "I will call {} with those arguments.",
+                label_of(request, &name)
+            ),
             ToolCall {
                 id,
                 name,
@@ -117,6 +121,16 @@ fn offered_name(request: &ChatRequest, asked: &str) -> String {
         .map(|t| t.name.as_str())
         .find(|n| same_tool(n, asked))
         .map_or_else(|| asked.replace('.', "_"), str::to_owned)
+}
+
+/// What people call the offered tool `name` (its label: "Notes: search",
+/// as the card names it, never the model's slug), or `name` itself.
+fn label_of<'a>(request: &'a ChatRequest, name: &'a str) -> &'a str {
+    request
+        .tools
+        .iter()
+        .find(|t| t.name == name)
+        .map_or(name, |t| t.label.as_str())
 }
 
 /// Every `use NAME with {…}`, in order, the requests separated by " then ".
@@ -239,6 +253,7 @@ mod tests {
                     name: (*n).to_owned(),
                     description: String::new(),
                     input_schema: json!({"type": "object"}),
+                    label: (*n).to_owned(),
                 })
                 .collect(),
             max_tokens: 1000,
@@ -276,6 +291,30 @@ mod tests {
             assert_eq!(call.name, offered, "{why}");
             assert_eq!(call.arguments, json!({"query": "lease"}), "{why}");
         }
+    }
+
+    #[test]
+    fn the_words_name_the_tool_by_its_label_and_the_call_by_its_slug() {
+        let mut labelled = request(vec![user("use notes.search with {}")], &["notes__search"]);
+        labelled.tools[0].label = "Matter notes: search".into();
+        let Plan::Call(words, call) = plan(&labelled) else {
+            panic!("expected a call");
+        };
+        assert_eq!(
+            words,
+            "I will call Matter notes: search with those arguments."
+        );
+        assert_eq!(call.name, "notes__search");
+        labelled.messages.push(Message::ToolResult {
+            call_id: call.id,
+            name: call.name,
+            content: "<tool_result>\n1 note\n</tool_result>".into(),
+            is_error: false,
+        });
+        assert_eq!(
+            plan(&labelled),
+            Plan::Say("Matter notes: search returned: 1 note".into())
+        );
     }
 
     #[test]
@@ -346,10 +385,7 @@ mod tests {
         let Plan::Say(text) = plan(&request(messages, &[])) else {
             panic!("expected words");
         };
-        assert_eq!(
-            text,
-            "The tool notes__search returned: 3 notes mention the lease"
-        );
+        assert_eq!(text, "notes__search returned: 3 notes mention the lease");
     }
 
     #[test]

@@ -422,6 +422,7 @@ mod tests {
                 name: "get_weather".into(),
                 description: "Weather by city".into(),
                 input_schema: json!({"type": "object"}),
+                label: "Weather: get_weather".into(),
             }],
             max_tokens: 256,
         };

@@ -127,6 +127,7 @@ impl Kept {
             name: self.model_name.clone(),
             description,
             input_schema,
+            label: format!("{}: {}", self.connector_name, self.tool_name),
         }
     }
 }

@@ -229,6 +229,7 @@ impl ToolBox for NotesTool {
                 name: "notes__search".into(),
                 description: "Search the matter's notes.".into(),
                 input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+                label: "Notes: search".into(),
             }]
         })
     }
@@ -284,7 +285,8 @@ async fn a_named_tool_is_called_once_and_its_result_summarised() {
     assert_eq!(result.1["id"], call.1["id"]);
     assert!(call.0 < result.0);
     assert!(
-        text_of(&events).contains("The tool notes__search returned: 3 notes mention the lease")
+        // Named as people see it (the tool's label), not by its model slug.
+        text_of(&events).contains("Notes: search returned: 3 notes mention the lease")
     );
     assert_eq!(events.last().expect("finished").1["status"], "done");
 
@@ -660,6 +662,7 @@ impl ToolBox for HostileTool {
                 name: "notes__search".into(),
                 description: "Search the matter's notes.".into(),
                 input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+                label: "Notes: search".into(),
             }]
         })
     }

@@ -33,6 +33,7 @@ fn weather_tool() -> ToolSpec {
             "properties": {"location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"}},
             "required": ["location"],
         }),
+        label: "Weather: get_weather".into(),
     }
 }
 

@@ -31,6 +31,7 @@ fn weather_tool() -> ToolSpec {
             "required": ["location"],
             "additionalProperties": false,
         }),
+        label: "Weather: get_weather".into(),
     }
 }
 

@@ -283,7 +283,11 @@ pub fn ApprovalCard(
                     risk.get()
                         .lines
                         .into_iter()
-                        .map(|line| view! { <li>{line}</li> })
+                        .map(|line| view! {
+                            <li class:concern=line.concern data-concern=line.concern.to_string()>
+                                {line.text}
+                            </li>
+                        })
                         .collect_view()
                 }}
             </ul>

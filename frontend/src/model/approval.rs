@@ -138,10 +138,20 @@ pub struct RiskView {
     /// Anything but declared read-only and closed-world.
     pub risky: bool,
     /// The lines, most important first.
-    pub lines: Vec<&'static str>,
+    pub lines: Vec<RiskLine>,
     /// What makes it risky, as phrases to follow "It" ("can delete or
     /// change data").
     pub concerns: Vec<&'static str>,
+}
+
+/// One line of a [`RiskView`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RiskLine {
+    pub text: &'static str,
+    /// A reason for caution ("Can reach outside its server"), shown in the
+    /// danger colour on a risky card; `false` for a reassuring claim
+    /// ("Stays within its server, as it declares"), which is never red.
+    pub concern: bool,
 }
 
 /// The question "Always allow" on a risky tool asks before it sends.
@@ -163,9 +173,10 @@ pub fn risk_view(risk: Option<&ToolRisk>) -> RiskView {
     let Some(risk) = risk else {
         return RiskView {
             risky: true,
-            lines: vec![
-                "No risk information came with this request: treat it as able to change data and reach outside",
-            ],
+            lines: vec![RiskLine {
+                text: "No risk information came with this request: treat it as able to change data and reach outside",
+                concern: true,
+            }],
             concerns: vec!["came with no risk information"],
         };
     };
@@ -180,18 +191,26 @@ pub fn risk_view(risk: Option<&ToolRisk>) -> RiskView {
             RiskFlag::ReadOnly | RiskFlag::StaysInside | RiskFlag::Unknown => None,
         })
         .collect();
+    let concern = |text| RiskLine {
+        text,
+        concern: true,
+    };
+    let reassuring = |text| RiskLine {
+        text,
+        concern: false,
+    };
     let lines = risk
         .flags
         .iter()
         .filter_map(|flag| match flag {
-            RiskFlag::DeclaresNothing => Some(
+            RiskFlag::DeclaresNothing => Some(concern(
                 "Declares nothing about what it does: treat it as able to delete or change data and reach outside",
-            ),
-            RiskFlag::DeletesData => Some("Can delete or change data"),
-            RiskFlag::ChangesData => Some("Can change data (it declares it deletes nothing)"),
-            RiskFlag::ReadOnly => Some("Only reads data, as its server declares"),
-            RiskFlag::ReachesOutside => Some("Can reach outside its server"),
-            RiskFlag::StaysInside => Some("Stays within its server, as it declares"),
+            )),
+            RiskFlag::DeletesData => Some(concern("Can delete or change data")),
+            RiskFlag::ChangesData => Some(concern("Can change data (it declares it deletes nothing)")),
+            RiskFlag::ReadOnly => Some(reassuring("Only reads data, as its server declares")),
+            RiskFlag::ReachesOutside => Some(concern("Can reach outside its server")),
+            RiskFlag::StaysInside => Some(reassuring("Stays within its server, as it declares")),
             RiskFlag::Unknown => None,
         })
         .collect();
@@ -715,8 +734,14 @@ mod tests {
             RiskView {
                 risky: false,
                 lines: vec![
-                    "Only reads data, as its server declares",
-                    "Stays within its server, as it declares"
+                    RiskLine {
+                        text: "Only reads data, as its server declares",
+                        concern: false
+                    },
+                    RiskLine {
+                        text: "Stays within its server, as it declares",
+                        concern: false
+                    },
                 ],
                 concerns: vec![],
             }
@@ -741,19 +766,35 @@ mod tests {
         );
         let nothing = view(true, vec![DeclaresNothing, ReachesOutside]);
         assert!(nothing.risky);
-        assert!(nothing.lines[0].starts_with("Declares nothing"));
-        assert_eq!(nothing.lines[1], "Can reach outside its server");
+        assert!(nothing.lines[0].text.starts_with("Declares nothing"));
         assert_eq!(
-            view(true, vec![DeletesData, StaysInside]).lines[0],
-            "Can delete or change data"
+            nothing.lines[1],
+            RiskLine {
+                text: "Can reach outside its server",
+                concern: true
+            }
         );
         assert_eq!(
-            view(true, vec![ChangesData, StaysInside]).lines[0],
+            view(true, vec![DeletesData, StaysInside]).lines,
+            vec![
+                RiskLine {
+                    text: "Can delete or change data",
+                    concern: true
+                },
+                // A risky card still says what is reassuring, not in red.
+                RiskLine {
+                    text: "Stays within its server, as it declares",
+                    concern: false
+                },
+            ]
+        );
+        assert_eq!(
+            view(true, vec![ChangesData, StaysInside]).lines[0].text,
             "Can change data (it declares it deletes nothing)"
         );
         // A word this build does not know adds no line, and changes no
         // verdict: the server's `risky` stands.
-        assert_eq!(view(true, vec![Unknown]).lines, Vec::<&str>::new());
+        assert_eq!(view(true, vec![Unknown]).lines, Vec::<RiskLine>::new());
         // An older server: risky, and says why.
         let none = risk_view(None);
         assert!(none.risky);
