@@ -101,8 +101,9 @@ pub struct Config {
     #[arg(long, env = "COUNTERSIGN_BIND", default_value = "127.0.0.1:3000")]
     pub bind: SocketAddr,
 
-    /// Folder of the built web app (`index.html`, `app.js`, `pkg/`).
-    #[arg(long, env = "COUNTERSIGN_STATIC_DIR", default_value = "frontend/dist")]
+    /// Folder of the built web app (`index.html`, `assets/` with hashed
+    /// names and `.br`/`.gz` twins), as `cargo xtask web` writes it.
+    #[arg(long, env = "COUNTERSIGN_STATIC_DIR", default_value = "frontend/build")]
     pub static_dir: PathBuf,
 
     /// The URL people use to reach this server, e.g. `https://cs.example.org`.

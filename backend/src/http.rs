@@ -18,6 +18,7 @@ pub mod oauth;
 pub mod security;
 pub mod session;
 pub mod stream;
+pub mod web_app;
 
 use crate::AppState;
 use axum::{
@@ -25,10 +26,7 @@ use axum::{
     routing::{delete, get, post, put},
 };
 use std::{future::Future, net::SocketAddr};
-use tower_http::{
-    services::{ServeDir, ServeFile},
-    trace::TraceLayer,
-};
+use tower_http::{compression::CompressionLayer, trace::TraceLayer};
 
 /// The whole app: `/api`, health checks, and the web app with an
 /// `index.html` fallback for client-side routes.
@@ -104,10 +102,10 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(
             state.clone(),
             security::origin_and_csrf,
-        ));
-
-    let index = state.config.static_dir.join("index.html");
-    let web_app = ServeDir::new(&state.config.static_dir).fallback(ServeFile::new(index));
+        ))
+        // JSON answers compressed when the client asks (DESIGN §9a); never
+        // an event stream, never the CSRF token (`security::compressible`).
+        .layer(CompressionLayer::new().compress_when(security::compressible()));
 
     Router::new()
         .nest("/api", api)
@@ -115,7 +113,7 @@ pub fn router(state: AppState) -> Router {
         .route("/oauth/client-metadata.json", get(oauth::client_metadata))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .fallback_service(web_app)
+        .merge(web_app::router(&state.config.static_dir))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             security::host_check,

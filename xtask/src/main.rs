@@ -29,6 +29,7 @@ mod pg;
 mod proc;
 mod run;
 mod schema;
+mod site;
 mod sqlx;
 mod test;
 mod tools;
@@ -48,7 +49,7 @@ commands:
   sqlx         regenerate backend/.sqlx (the compile-checked queries' offline data)
   bench        print the server's figures (time to first token, memory per stream)
   cycles       check that no module imports itself through others (also a test)
-  web          build the web app into frontend/dist/pkg";
+  web          build the web app into frontend/build (hashed, precompressed)";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -61,7 +62,7 @@ fn main() {
         Some("sqlx") => sqlx::write(),
         Some("bench") => bench::bench(),
         Some("cycles") => cycles::print(),
-        Some("web") => tools::ensure_wasm_bindgen().and_then(|()| web::build()),
+        Some("web") => web::build().map(drop),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

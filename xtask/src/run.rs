@@ -122,7 +122,6 @@ pub fn run() -> anyhow::Result<()> {
             .context("installing the Ctrl-C handler")?;
     }
 
-    tools::ensure_wasm_bindgen()?;
     web::build()?;
     build_server()?;
     run_cmd(cmd("cargo").args(["build", "-p", "countersign-demo-mcp"]))?;
@@ -134,10 +133,7 @@ pub fn run() -> anyhow::Result<()> {
     let mut server = cmd(server_bin());
     server.arg("serve");
     if std::env::var_os("COUNTERSIGN_STATIC_DIR").is_none() {
-        server.env(
-            "COUNTERSIGN_STATIC_DIR",
-            crate::root().join("frontend/dist"),
-        );
+        server.env("COUNTERSIGN_STATIC_DIR", web::site_dir());
     }
     for key in ["COUNTERSIGN_SECRET_KEY", "COUNTERSIGN_APPROVAL_KEY"] {
         if std::env::var_os(key).is_none() {

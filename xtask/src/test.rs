@@ -147,9 +147,7 @@ pub fn e2e_only(playwright_args: &[String]) -> anyhow::Result<()> {
 /// fresh database, and runs the Playwright specs in `e2e/` against it
 /// (only those `playwright_args` pick, when it names any).
 fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> anyhow::Result<()> {
-    tools::ensure_wasm_bindgen()?;
     tools::ensure_chromium()?;
-    tools::ensure_e2e_packages()?;
     web::build()?;
     build_server()?;
     run(cargo().args(["build", "-p", "countersign-demo-mcp"]))?;
@@ -189,10 +187,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
                 cluster.url("countersign_owner", None, "e2e"),
             )
             .env("COUNTERSIGN_BIND", format!("127.0.0.1:{port}"))
-            .env(
-                "COUNTERSIGN_STATIC_DIR",
-                crate::root().join("frontend/dist"),
-            )
+            .env("COUNTERSIGN_STATIC_DIR", web::site_dir())
             .env("RUST_LOG", "warn")
             .env(
                 "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",

@@ -3,7 +3,7 @@
 use super::{
     error::ApiError,
     extract::{Client, CurrentUser, Json},
-    security::is_https,
+    security::{CarriesSecret, is_https},
     session::{clear_session_cookie, session_cookie},
 };
 use crate::{
@@ -11,6 +11,7 @@ use crate::{
     auth::{self, Email, NewSession, UserProfile, throttle::Limits},
 };
 use axum::{
+    Extension,
     extract::State,
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
@@ -42,7 +43,13 @@ fn session_response(
         csrf_token: session.csrf_token,
         mfa_enabled,
     };
-    (status, [(header::SET_COOKIE, cookie)], axum::Json(body)).into_response()
+    (
+        status,
+        [(header::SET_COOKIE, cookie)],
+        Extension(CarriesSecret),
+        axum::Json(body),
+    )
+        .into_response()
 }
 
 /// `POST /api/auth/signup` → 201 with the user, the CSRF token and the
@@ -133,13 +140,16 @@ pub async fn logout(
 pub async fn me(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
-) -> Result<axum::Json<MeResponse>, ApiError> {
+) -> Result<(Extension<CarriesSecret>, axum::Json<MeResponse>), ApiError> {
     let profile = auth::profile(&state.db, &user).await?;
-    Ok(axum::Json(MeResponse {
-        user: profile.into(),
-        csrf_token: user.csrf_token,
-        mfa_enabled: auth::mfa::enabled(&state.db, user.user_id).await?,
-    }))
+    Ok((
+        Extension(CarriesSecret),
+        axum::Json(MeResponse {
+            user: profile.into(),
+            csrf_token: user.csrf_token,
+            mfa_enabled: auth::mfa::enabled(&state.db, user.user_id).await?,
+        }),
+    ))
 }
 
 /// `POST /api/auth/password` `{current_password, new_password}` → 204: the

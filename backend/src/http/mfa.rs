@@ -6,6 +6,7 @@ use super::{
     auth::HASHER,
     error::ApiError,
     extract::{Client, CurrentUser, Json},
+    security::CarriesSecret,
 };
 use crate::{
     AppState,
@@ -16,7 +17,7 @@ use crate::{
     },
     db,
 };
-use axum::{extract::State, http::StatusCode};
+use axum::{Extension, extract::State, http::StatusCode};
 use countersign_api::{MfaCodeRequest, MfaConfirmed, MfaEnrolRequest, MfaEnrolment, SessionInfo};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use uuid::Uuid;
@@ -65,7 +66,7 @@ pub async fn enroll(
     CurrentUser(user): CurrentUser,
     Client(client): Client,
     Json(req): Json<MfaEnrolRequest>,
-) -> Result<axum::Json<MfaEnrolment>, ApiError> {
+) -> Result<(Extension<CarriesSecret>, axum::Json<MfaEnrolment>), ApiError> {
     auth::verify_current_password(
         &state.db,
         &HASHER,
@@ -82,11 +83,14 @@ pub async fn enroll(
         .render::<qrcode::render::svg::Color<'_>>()
         .min_dimensions(200, 200)
         .build();
-    Ok(axum::Json(MfaEnrolment {
-        secret: enrolment.secret,
-        otpauth_uri: enrolment.uri,
-        qr_svg,
-    }))
+    Ok((
+        Extension(CarriesSecret),
+        axum::Json(MfaEnrolment {
+            secret: enrolment.secret,
+            otpauth_uri: enrolment.uri,
+            qr_svg,
+        }),
+    ))
 }
 
 /// `POST /api/auth/mfa/confirm` `{code}`: turns MFA on; the recovery codes,
@@ -95,7 +99,7 @@ pub async fn confirm(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     Json(req): Json<MfaCodeRequest>,
-) -> Result<axum::Json<MfaConfirmed>, ApiError> {
+) -> Result<(Extension<CarriesSecret>, axum::Json<MfaConfirmed>), ApiError> {
     let recovery_codes = mfa::confirm(
         &state.db,
         state.secrets.as_ref(),
@@ -106,7 +110,10 @@ pub async fn confirm(
     )
     .await?;
     mfa::mark_step_up(&state.db, user.session_id).await?;
-    Ok(axum::Json(MfaConfirmed { recovery_codes }))
+    Ok((
+        Extension(CarriesSecret),
+        axum::Json(MfaConfirmed { recovery_codes }),
+    ))
 }
 
 /// `POST /api/auth/mfa/step-up` `{code}` → 204: this session may do the

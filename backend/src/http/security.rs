@@ -297,3 +297,26 @@ mod tests {
         }
     }
 }
+
+/// Marks an answer that carries a secret of the session (the CSRF token):
+/// it is never compressed. A compressed secret beside text an attacker can
+/// get into the same answer leaks through the answer's length (BREACH);
+/// the session cookie's `SameSite=Lax` already keeps cross-site requests
+/// out, this keeps the secret out of reach even so.
+#[derive(Debug, Clone, Copy)]
+pub struct CarriesSecret;
+
+/// Whether `/api`'s compression may compress an answer: JSON above 256
+/// bytes (DESIGN §9a), never an event stream (each event must reach the
+/// browser as it happens) and never one marked [`CarriesSecret`].
+pub fn compressible() -> impl tower_http::compression::Predicate {
+    use tower_http::compression::predicate::{NotForContentType, Predicate as _, SizeAbove};
+    SizeAbove::new(256).and(NotForContentType::SSE).and(
+        |_: axum::http::StatusCode,
+         _: axum::http::Version,
+         _: &axum::http::HeaderMap,
+         extensions: &axum::http::Extensions| {
+            extensions.get::<CarriesSecret>().is_none()
+        },
+    )
+}

@@ -10,6 +10,7 @@ mod approvals;
 mod auth;
 mod chats;
 mod connectors;
+mod delivery;
 mod grants;
 mod hardening;
 mod health;
