@@ -30,10 +30,12 @@ impl ConnectorStore {
 
     /// Replaces the connector with the same id, or appends it.
     pub(super) fn upsert(self, connector: Connector) {
-        self.change(|items| match items.iter_mut().find(|c| c.id == connector.id) {
-            Some(slot) => *slot = connector,
-            None => items.push(connector),
-        });
+        self.change(
+            |items| match items.iter_mut().find(|c| c.id == connector.id) {
+                Some(slot) => *slot = connector,
+                None => items.push(connector),
+            },
+        );
     }
 
     pub(super) fn remove(self, id: &str) {
