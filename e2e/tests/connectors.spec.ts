@@ -58,6 +58,10 @@ test('a user adds the demo connector, keeps two tools, and after a refresh sees 
   await section.getByTestId('available-add').first().click();
   const row = demoRow(page);
   await expect(row).toBeVisible();
+  // A list of cards, not of bullets (a stray selector once put the list's
+  // rule on another element: bullets, and an indent at 390 px).
+  expect(await row.evaluate((el) => getComputedStyle(el).listStyleType)).toBe('none');
+  expect(await row.evaluate((el) => getComputedStyle(el.parentElement!).paddingLeft)).toBe('0px');
   await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
   await expect(row.getByTestId('connector-status')).toHaveText('OK');
   await expect(row.getByTestId('connector-tool-counts')).toHaveText(`${DEMO_TOOLS.length} tools: ${DEMO_TOOLS.length} new`);
