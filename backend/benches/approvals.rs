@@ -9,14 +9,19 @@
 //!    minus that time is one sample. Once with NOTIFY (the default), once
 //!    poll-only at the default 1.5 s interval, in the same run.
 //! 2. 1,000 calls waiting at once (1,000 chats, one card each): database
-//!    transactions per minute, reads of the ledger per minute, and the
-//!    server's resident memory before and with them.
+//!    transactions per minute, reads of the ledger per minute, the
+//!    server's resident memory before and with them, and decision →
+//!    execution start again (another user's rounds) while they wait.
 //!
 //! Needs `COUNTERSIGN_TEST_SUPERUSER_URL` and `COUNTERSIGN_BENCH_SERVER`;
 //! the xtask sets both.
 
+#[path = "support/report.rs"]
+mod report;
 #[path = "../tests/support/db.rs"]
 mod test_db;
+
+use report::{Figure, report};
 
 use countersign_demo_mcp::DemoServer;
 use serde_json::{Value, json};
@@ -110,9 +115,11 @@ impl User {
             .expect("client");
         let body: Value = client
             .post(format!("{}/api/auth/signup", server.base))
-            .json(
-                &json!({"email": "bench@example.org", "password": "tidal quartz lantern orchard"}),
-            )
+            // A new user each time: the 1,000-waiting server gets two.
+            .json(&json!({
+                "email": format!("bench-{}@example.org", uuid::Uuid::new_v4().simple()),
+                "password": "tidal quartz lantern orchard",
+            }))
             .send()
             .await
             .expect("signup")
@@ -312,6 +319,13 @@ async fn main() {
     println!("  NOTIFY (default)            p50 {n50:8.2}   p99 {n99:8.2}");
     println!("  poll only, every 1.5 s      p50 {p50:8.2}   p99 {p99:8.2}");
     println!("  poll / NOTIFY at p50        {:.0}x", p50 / n50.max(0.001));
+    report(&Figure {
+        name: "decision → execution start, 1 call waiting, p99",
+        unit: "ms",
+        value: n99,
+        anchor: Some(("poll-only design (1.5 s), p99", p99)),
+        budget: Some(10.0),
+    });
 
     // 2. 1,000 calls waiting at once.
     let server = start_server(
@@ -385,8 +399,30 @@ async fn main() {
         "    ledger index lookups      {lookups:8.0} per minute = {:.0} reads of all {WAITING} waiting calls",
         lookups / WAITING as f64
     );
+    let per_approval = rss_with.saturating_sub(rss_before) as f64 / WAITING as f64;
     println!(
-        "  server RSS                  {rss_before} KiB before, {rss_with} KiB with {WAITING} waiting: {:.1} KiB per pending approval",
-        rss_with.saturating_sub(rss_before) as f64 / WAITING as f64
+        "  server RSS                  {rss_before} KiB before, {rss_with} KiB with {WAITING} waiting: {per_approval:.1} KiB per pending approval"
     );
+    report(&Figure {
+        name: "server RSS per pending approval, 1,000 waiting",
+        unit: "KiB",
+        value: per_approval,
+        anchor: None,
+        budget: Some(16.0),
+    });
+
+    // 3. Decision → execution start while the 1,000 wait.
+    let mut loaded = decision_to_execution(&server, &demo).await;
+    let (l50, l99) = (percentile(&mut loaded, 0.5), percentile(&mut loaded, 0.99));
+    println!(
+        "\napproval decision → execution start with {WAITING} other calls waiting, {ROUNDS} rounds (ms):"
+    );
+    println!("  NOTIFY                      p50 {l50:8.2}   p99 {l99:8.2}");
+    report(&Figure {
+        name: "decision → execution start, 1,000 calls waiting, p99",
+        unit: "ms",
+        value: l99,
+        anchor: Some(("the same with 1 call waiting, p99", n99)),
+        budget: Some(50.0),
+    });
 }

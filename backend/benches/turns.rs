@@ -8,14 +8,24 @@
 //!    stream. The difference is what Countersign adds: the turn task, the
 //!    provider request, the event append + NOTIFY, and the stream read.
 //! 2. Resident memory per idle stream: the server's RSS before and after
-//!    1,000 open SSE streams, divided by 1,000.
+//!    10,000 open SSE streams, divided by 10,000; the anchor is a minimal
+//!    Express 4 SSE server (one `text/event-stream` response per client, a
+//!    keep-alive comment every 15 s) given the same 10,000 clients in the
+//!    same run (`COUNTERSIGN_BENCH_EXPRESS`: its script, which the xtask
+//!    writes beside an `npm install express@4`); and the floor under it, a
+//!    bare axum SSE endpoint on the same stack (this binary, restarted as a
+//!    server), which says how much of the figure is ours.
 //!
 //! Needs `COUNTERSIGN_TEST_SUPERUSER_URL` (a scratch cluster) and
 //! `COUNTERSIGN_BENCH_SERVER` (the release server binary); the xtask sets
 //! both.
 
+#[path = "support/report.rs"]
+mod report;
 #[path = "../tests/support/db.rs"]
 mod test_db;
+
+use report::{Figure, report};
 
 use axum::{
     Router,
@@ -31,7 +41,7 @@ use std::{
 use test_db::TestDb;
 
 const ROUNDS: usize = 40;
-const STREAMS: usize = 1000;
+const STREAMS: usize = 10_000;
 
 fn chunk(content: &str) -> String {
     let data = json!({
@@ -118,8 +128,60 @@ impl Drop for Server {
     }
 }
 
+/// The floor under Countersign's streams: a bare axum SSE endpoint (same
+/// axum, hyper and tokio, `Sse` with a keep-alive, nothing else), run as a
+/// separate process — this very binary, started with
+/// `COUNTERSIGN_BENCH_BARE_SSE=PORT` — so its RSS is its own.
+async fn bare_sse_server(port: u16) {
+    let app = Router::new().route("/ready", get(|| async { "ok" })).route(
+        "/stream",
+        get(|| async {
+            axum::response::sse::Sse::new(futures_util::stream::pending::<
+                Result<axum::response::sse::Event, std::convert::Infallible>,
+            >())
+            .keep_alive(
+                axum::response::sse::KeepAlive::new()
+                    .interval(Duration::from_secs(15))
+                    .text("keep-alive"),
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .expect("bind");
+    axum::serve(listener, app).await.expect("serve");
+}
+
+/// Starts this binary as [`bare_sse_server`]; returns it and its base URL.
+async fn start_bare_sse() -> (Server, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let child = Command::new(std::env::current_exe().expect("this binary"))
+        .env("COUNTERSIGN_BENCH_BARE_SSE", port.to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the bare SSE server");
+    let base = format!("http://127.0.0.1:{port}");
+    let start = Instant::now();
+    while reqwest::get(format!("{base}/ready")).await.is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "bare SSE server not ready"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (Server(child), base)
+}
+
 #[tokio::main]
 async fn main() {
+    if let Ok(port) = std::env::var("COUNTERSIGN_BENCH_BARE_SSE") {
+        bare_sse_server(port.parse().expect("port")).await;
+        return;
+    }
     let server_bin = std::env::var("COUNTERSIGN_BENCH_SERVER").expect("COUNTERSIGN_BENCH_SERVER");
     let fake = start_fake().await;
 
@@ -247,33 +309,139 @@ async fn main() {
     println!("\ntime to first token, {ROUNDS} rounds (ms):");
     println!("  fake provider directly      median {d_med:7.2}   p90 {d_p90:7.2}");
     println!("  through Countersign         median {t_med:7.2}   p90 {t_p90:7.2}");
-    println!(
-        "  server-added                median {:7.2}   ratio {:.1}x",
-        t_med - d_med,
-        t_med / d_med.max(0.001)
-    );
+    report(&Figure {
+        name: "time to first token, through Countersign, p50",
+        unit: "ms",
+        value: t_med,
+        anchor: Some(("the fake provider asked directly, p50", d_med)),
+        budget: None,
+    });
+    report(&Figure {
+        name: "server-added time to first token, p50",
+        unit: "ms",
+        value: t_med - d_med,
+        anchor: None,
+        budget: Some(2.0),
+    });
 
-    // Idle streams.
-    let pid = server.0.id();
-    let before = rss_kib(pid);
-    let mut open = Vec::with_capacity(STREAMS);
-    for _ in 0..STREAMS {
-        let res = client
+    // Idle streams: Countersign, then Express 4 with the same client.
+    let ours = idle_stream_kib(server.0.id(), || {
+        client
             .get(format!("{base}/api/chats/{chat_id}/stream?after=1000000"))
             .send()
-            .await
-            .expect("stream");
-        assert!(res.status().is_success());
-        open.push(res);
-    }
+    })
+    .await;
+    drop(server);
+    println!("  Countersign                 {ours:.1} KiB per idle stream");
+    let express = match std::env::var_os("COUNTERSIGN_BENCH_EXPRESS") {
+        Some(script) => {
+            let express = Express::start(&script).await;
+            let plain = reqwest::Client::new();
+            let url = format!("{}/stream", express.base);
+            let kib = idle_stream_kib(express.child.id(), || plain.get(&url).send()).await;
+            println!("  Express 4 (anchor)          {kib:.1} KiB per idle stream");
+            Some(kib)
+        }
+        None => {
+            println!("  (no COUNTERSIGN_BENCH_EXPRESS: no Express anchor)");
+            None
+        }
+    };
+    // What axum, hyper and tokio cost per stream by themselves.
+    let floor = {
+        let (bare, base) = start_bare_sse().await;
+        let plain = reqwest::Client::new();
+        let url = format!("{base}/stream");
+        let kib = idle_stream_kib(bare.0.id(), || plain.get(&url).send()).await;
+        println!("  bare axum SSE (the floor)   {kib:.1} KiB per idle stream");
+        kib
+    };
+    report(&Figure {
+        name: "server RSS per idle SSE stream, bare axum + hyper (the floor)",
+        unit: "KiB",
+        value: floor,
+        anchor: express.map(|kib| ("Express 4, same client, same run", kib)),
+        budget: None,
+    });
+    report(&Figure {
+        name: "server RSS per idle SSE stream, 10,000 open",
+        unit: "KiB",
+        value: ours,
+        anchor: express.map(|kib| ("Express 4, same client, same run", kib)),
+        budget: Some(express.map_or(8.0, |kib| (kib / 2.0).min(8.0))),
+    });
+}
+
+/// RSS growth of process `pid` per stream while `STREAMS` streams that
+/// `open` starts are held open and idle, in KiB.
+async fn idle_stream_kib<F, Fut>(pid: u32, open: F) -> f64
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = reqwest::Result<reqwest::Response>>,
+{
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = rss_kib(pid);
+    let mut streams = Vec::with_capacity(STREAMS);
+    // 100 at a time: a browser-like trickle, not a connection storm.
+    while streams.len() < STREAMS {
+        let batch = futures_util::future::join_all((0..100).map(|_| open())).await;
+        for res in batch {
+            let res = res.expect("stream");
+            assert!(res.status().is_success(), "stream status {}", res.status());
+            streams.push(res);
+        }
+    }
+    // Let the opening work (session checks, first reads) settle.
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let after = rss_kib(pid);
     println!(
-        "\nidle SSE streams: server RSS {before} KiB with none, {after} KiB with {STREAMS} open"
+        "\nidle SSE streams: RSS {before} KiB with none, {after} KiB with {STREAMS} open (pid {pid})"
     );
-    println!(
-        "  per idle stream             {:.1} KiB",
-        (after.saturating_sub(before)) as f64 / STREAMS as f64
-    );
-    drop(open);
+    drop(streams);
+    after.saturating_sub(before) as f64 / STREAMS as f64
+}
+
+/// The Express 4 anchor: `node SCRIPT` on a free loopback port.
+struct Express {
+    child: Child,
+    base: String,
+}
+
+impl Express {
+    async fn start(script: &std::ffi::OsStr) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("port")
+            .local_addr()
+            .expect("addr")
+            .port();
+        let child = Command::new("node")
+            .arg(script)
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start node");
+        let express = Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let start = Instant::now();
+        while reqwest::get(format!("{}/ready", express.base))
+            .await
+            .is_err()
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "Express not ready"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        express
+    }
+}
+
+impl Drop for Express {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
