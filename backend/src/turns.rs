@@ -488,18 +488,25 @@ struct Setup {
     tools: Vec<llm::ToolSpec>,
 }
 
-/// Resolves the model, loads the chat's history and the user's tools. On
-/// failure the chat has been told why, and the turn fails.
+/// Resolves the model, loads the chat's history and the user's tools — the
+/// three at once: they are independent reads, and each is a database round
+/// trip on the way to the first token. On failure the chat has been told
+/// why (the model's problem first, as before), and the turn fails.
 async fn setup(state: &AppState, emitter: &Emitter<'_>, model: &str) -> Option<Setup> {
     let ctx = emitter.ctx;
-    let (provider, model_name) = match models::resolve(state, ctx.user_id.into(), model).await {
+    let (resolved, messages, tools) = tokio::join!(
+        models::resolve(state, ctx.user_id.into(), model),
+        history(state, ctx),
+        state.tools.tools_for(state, ctx.user_id.into()),
+    );
+    let (provider, model_name) = match resolved {
         Ok(p) => p,
         Err(err) => {
             emitter.error(err.to_string()).await;
             return None;
         }
     };
-    let messages = match history(state, ctx).await {
+    let messages = match messages {
         Ok(m) => m,
         Err(err) => {
             tracing::error!(error = %err, turn.id = %ctx.turn_id, "cannot load history");
@@ -509,7 +516,6 @@ async fn setup(state: &AppState, emitter: &Emitter<'_>, model: &str) -> Option<S
             return None;
         }
     };
-    let tools = state.tools.tools_for(state, ctx.user_id.into()).await;
     Some(Setup {
         provider,
         model_name,
