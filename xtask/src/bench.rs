@@ -108,6 +108,18 @@ pub fn bench() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A ratio with three significant digits or so: `2.39`, `32.5`, `0.0047`
+/// (the NOTIFY design against the poll-only one is not "0.00").
+fn ratio_text(ratio: f64) -> String {
+    if ratio >= 10.0 {
+        format!("{ratio:.1}")
+    } else if ratio >= 0.1 {
+        format!("{ratio:.2}")
+    } else {
+        format!("{ratio:.4}")
+    }
+}
+
 /// The figures as a Markdown table.
 fn table(figures: &[Value]) -> String {
     let number = |v: &Value, unit: &str| {
@@ -126,7 +138,7 @@ fn table(figures: &[Value]) -> String {
         };
         let ratio = f["ratio"]
             .as_f64()
-            .map_or_else(|| "–".to_owned(), |r| format!("{r:.2}"));
+            .map_or_else(|| "–".to_owned(), ratio_text);
         let budget = match (f["budget"].as_f64(), f["value"].as_f64()) {
             (Some(budget), Some(value)) => format!(
                 "≤ {budget:.1} {unit} ({})",
@@ -162,5 +174,7 @@ mod tests {
             )
         );
         assert!(table.contains("| per approval | 20.00 KiB | – | – | ≤ 16.0 KiB (not met) |"));
+        assert_eq!(ratio_text(7.12 / 1511.09), "0.0047");
+        assert_eq!(ratio_text(28.01), "28.0");
     }
 }
