@@ -131,9 +131,9 @@ impl Drop for Server {
 /// The floor under Countersign's streams: a bare axum SSE endpoint (same
 /// axum, hyper and tokio, `Sse` with a keep-alive, nothing else), run as a
 /// separate process — this very binary, started with
-/// `COUNTERSIGN_BENCH_BARE_SSE=PORT` — so its RSS is its own.
-async fn bare_sse_server(port: u16) {
-    let app = Router::new().route("/ready", get(|| async { "ok" })).route(
+/// `COUNTERSIGN_BENCH_BARE_SSE=1` — so its RSS is its own.
+async fn bare_sse_server() {
+    let app = Router::new().route(
         "/stream",
         get(|| async {
             axum::response::sse::Sse::new(futures_util::stream::pending::<
@@ -146,40 +146,46 @@ async fn bare_sse_server(port: u16) {
             )
         }),
     );
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    // The line `spawn_listening` waits for.
+    println!("listening {port}");
     axum::serve(listener, app).await.expect("serve");
 }
 
-/// Starts this binary as [`bare_sse_server`]; returns it and its base URL.
-async fn start_bare_sse() -> (Server, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("port")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let child = Command::new(std::env::current_exe().expect("this binary"))
-        .env("COUNTERSIGN_BENCH_BARE_SSE", port.to_string())
-        .stdout(Stdio::null())
+/// Starts `command` — a server that binds a free loopback port itself and
+/// prints `listening PORT` once it accepts connections — and waits for that
+/// line. Returns the process and its base URL.
+async fn spawn_listening(mut command: Command, what: &'static str) -> (Server, String) {
+    use std::io::BufRead as _;
+    let mut child = command
+        .stdout(Stdio::piped())
         .spawn()
-        .expect("start the bare SSE server");
-    let base = format!("http://127.0.0.1:{port}");
-    let start = Instant::now();
-    while reqwest::get(format!("{base}/ready")).await.is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "bare SSE server not ready"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    (Server(child), base)
+        .unwrap_or_else(|err| panic!("start {what}: {err}"));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .map(|_| line)
+    })
+    .await
+    .expect("reader")
+    .unwrap_or_else(|err| panic!("read {what}'s first line: {err}"));
+    let port: u16 = line
+        .trim()
+        .strip_prefix("listening ")
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("{what} said {line:?}, not `listening PORT`"));
+    (Server(child), format!("http://127.0.0.1:{port}"))
 }
 
 #[tokio::main]
 async fn main() {
-    if let Ok(port) = std::env::var("COUNTERSIGN_BENCH_BARE_SSE") {
-        bare_sse_server(port.parse().expect("port")).await;
+    if std::env::var_os("COUNTERSIGN_BENCH_BARE_SSE").is_some() {
+        bare_sse_server().await;
         return;
     }
     let server_bin = std::env::var("COUNTERSIGN_BENCH_SERVER").expect("COUNTERSIGN_BENCH_SERVER");
@@ -335,10 +341,12 @@ async fn main() {
     println!("  Countersign                 {ours:.1} KiB per idle stream");
     let express = match std::env::var_os("COUNTERSIGN_BENCH_EXPRESS") {
         Some(script) => {
-            let express = Express::start(&script).await;
+            let mut node = Command::new("node");
+            node.arg(script);
+            let (express, base) = spawn_listening(node, "Express").await;
             let plain = reqwest::Client::new();
-            let url = format!("{}/stream", express.base);
-            let kib = idle_stream_kib(express.child.id(), || plain.get(&url).send()).await;
+            let url = format!("{base}/stream");
+            let kib = idle_stream_kib(express.0.id(), || plain.get(&url).send()).await;
             println!("  Express 4 (anchor)          {kib:.1} KiB per idle stream");
             Some(kib)
         }
@@ -349,7 +357,9 @@ async fn main() {
     };
     // What axum, hyper and tokio cost per stream by themselves.
     let floor = {
-        let (bare, base) = start_bare_sse().await;
+        let mut this = Command::new(std::env::current_exe().expect("this binary"));
+        this.env("COUNTERSIGN_BENCH_BARE_SSE", "1");
+        let (bare, base) = spawn_listening(this, "the bare SSE server").await;
         let plain = reqwest::Client::new();
         let url = format!("{base}/stream");
         let kib = idle_stream_kib(bare.0.id(), || plain.get(&url).send()).await;
@@ -379,6 +389,8 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = reqwest::Result<reqwest::Response>>,
 {
+    // RSS has no event to wait for: give the previous phase's frees a
+    // moment, then read it.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = rss_kib(pid);
     let mut streams = Vec::with_capacity(STREAMS);
@@ -391,7 +403,8 @@ where
             streams.push(res);
         }
     }
-    // Let the opening work (session checks, first reads) settle.
+    // Let the opening work (session checks, first reads) settle: the
+    // server says nothing when a stream goes idle, so this is a pause.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = rss_kib(pid);
     println!(
@@ -399,49 +412,4 @@ where
     );
     drop(streams);
     after.saturating_sub(before) as f64 / STREAMS as f64
-}
-
-/// The Express 4 anchor: `node SCRIPT` on a free loopback port.
-struct Express {
-    child: Child,
-    base: String,
-}
-
-impl Express {
-    async fn start(script: &std::ffi::OsStr) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .expect("port")
-            .local_addr()
-            .expect("addr")
-            .port();
-        let child = Command::new("node")
-            .arg(script)
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start node");
-        let express = Self {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        };
-        let start = Instant::now();
-        while reqwest::get(format!("{}/ready", express.base))
-            .await
-            .is_err()
-        {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "Express not ready"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        express
-    }
-}
-
-impl Drop for Express {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

@@ -306,11 +306,21 @@ test("a connector's credentials can be replaced, and are never shown back", asyn
   await expect(row.getByTestId('connector-auth')).toHaveText('No authentication');
 });
 
-/** A second browser (its own cookies), watched like the first. */
-async function otherBrowser(browser: Browser, testInfo: TestInfo) {
+/** A second browser (its own cookies), watched like the first, signed in as `email` with the password. */
+async function otherBrowser(browser: Browser, testInfo: TestInfo, email: string) {
   const context = await browser.newContext({ baseURL: testInfo.project.use.baseURL });
   const page = await context.newPage();
   watch(page);
+  try {
+    await page.goto('/signin');
+    await page.getByTestId('signin-email').fill(email);
+    await page.getByTestId('signin-password').fill(PASSPHRASE);
+    await page.getByTestId('signin-submit').click();
+    await expect(page.getByTestId('shell')).toBeVisible();
+  } catch (error) {
+    await context.close();
+    throw error;
+  }
   return { context, page };
 }
 
@@ -319,14 +329,8 @@ test('sessions: both browsers are listed, this one marked, and "Sign out other s
   browser,
 }, testInfo) => {
   const email = await signUp(page, 'sessions', 'Sam Secure');
-  const other = await otherBrowser(browser, testInfo);
+  const other = await otherBrowser(browser, testInfo, email);
   try {
-    await other.page.goto('/signin');
-    await other.page.getByTestId('signin-email').fill(email);
-    await other.page.getByTestId('signin-password').fill(PASSPHRASE);
-    await other.page.getByTestId('signin-submit').click();
-    await expect(other.page.getByTestId('shell')).toBeVisible();
-
     const security = await openSecurity(page);
     const sessions = security.getByTestId('session-row');
     await expect(sessions).toHaveCount(2);
@@ -360,15 +364,9 @@ test('changing the password signs the other browser out, keeps this one, and onl
   browser,
 }, testInfo) => {
   const email = await signUp(page, 'password', 'Sam Secure');
-  const other = await otherBrowser(browser, testInfo);
+  const other = await otherBrowser(browser, testInfo, email);
   const NEW_PASSPHRASE = 'amber Falcon meadow 12 cipher Lagoon';
   try {
-    await other.page.goto('/signin');
-    await other.page.getByTestId('signin-email').fill(email);
-    await other.page.getByTestId('signin-password').fill(PASSPHRASE);
-    await other.page.getByTestId('signin-submit').click();
-    await expect(other.page.getByTestId('shell')).toBeVisible();
-
     const security = await openSecurity(page);
     const form = security.getByTestId('password');
     // A mismatched confirmation never reaches the server.
@@ -421,14 +419,8 @@ test('step-up: a session from before two-factor sign-in was set up is asked for 
   browser,
 }, testInfo) => {
   const email = await signUp(page, 'step-up', 'Sam Secure');
-  const other = await otherBrowser(browser, testInfo);
+  const other = await otherBrowser(browser, testInfo, email);
   try {
-    await other.page.goto('/signin');
-    await other.page.getByTestId('signin-email').fill(email);
-    await other.page.getByTestId('signin-password').fill(PASSPHRASE);
-    await other.page.getByTestId('signin-submit').click();
-    await expect(other.page.getByTestId('shell')).toBeVisible();
-
     // Two-factor sign-in set up in this browser (which counts as its step-up).
     const mfa = (await openSecurity(page)).getByTestId('mfa');
     await mfa.getByTestId('mfa-enroll-password').fill(PASSPHRASE);

@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 const EXPRESS_SSE: &str = r"// Written by `cargo xtask bench`: the idle-stream anchor.
 const express = require('express');
 const app = express();
-app.get('/ready', (req, res) => res.send('ok'));
 app.get('/stream', (req, res) => {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream',
@@ -33,10 +32,12 @@ app.get('/stream', (req, res) => {
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15000);
   req.on('close', () => clearInterval(keepAlive));
 });
-app.listen(Number(process.env.PORT), '127.0.0.1');
+// The line the bench waits for.
+const server = app.listen(0, '127.0.0.1', () => console.log(`listening ${server.address().port}`));
 ";
 
-/// `npm install express@4` into `dir` (once) and the script beside it.
+/// `npm install express@4` into `dir` (once) and the script beside it,
+/// which listens on a free loopback port and prints `listening PORT`.
 fn express_anchor(dir: &Path) -> anyhow::Result<PathBuf> {
     tools::ensure_node()?;
     std::fs::create_dir_all(dir)?;

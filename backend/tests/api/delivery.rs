@@ -188,8 +188,8 @@ async fn json_is_compressed_when_asked_and_an_event_stream_never_is() {
     assert!(String::from_utf8_lossy(&me).contains("csrf_token"));
 
     // A client that does not ask gets plain JSON.
-    let me = app.get("/api/chats").await;
-    assert_eq!(header_of(&me, header::CONTENT_ENCODING), "");
+    let unasked = app.get("/api/chats").await;
+    assert_eq!(header_of(&unasked, header::CONTENT_ENCODING), "");
 
     // The chat's event stream, asked for with every encoding: sent as is,
     // event by event.
