@@ -77,6 +77,28 @@ ALTER TABLE ONLY public.activity FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.activity OWNER TO countersign_owner;
 
 --
+-- Name: admin_policy; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.admin_policy (
+    id boolean DEFAULT true NOT NULL,
+    forbid_always_allow boolean DEFAULT false NOT NULL,
+    forbid_trust_annotations boolean DEFAULT false NOT NULL,
+    always_ask_tools text[] DEFAULT '{}'::text[] NOT NULL,
+    connector_hosts text[] DEFAULT '{}'::text[] NOT NULL,
+    require_mfa boolean DEFAULT false NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_by uuid,
+    CONSTRAINT admin_policy_bounds CHECK (((cardinality(always_ask_tools) <= 200) AND (cardinality(connector_hosts) <= 200))),
+    CONSTRAINT admin_policy_one_row CHECK (id)
+);
+
+ALTER TABLE ONLY public.admin_policy FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.admin_policy OWNER TO countersign_owner;
+
+--
 -- Name: chat_events; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -560,6 +582,8 @@ CREATE TABLE public.users (
     password_hash text NOT NULL,
     is_admin boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    disabled_at timestamp with time zone,
+    must_change_password boolean DEFAULT false NOT NULL,
     CONSTRAINT users_email_length CHECK (((char_length(email) >= 3) AND (char_length(email) <= 254))),
     CONSTRAINT users_email_lower CHECK ((email = lower(email)))
 );
@@ -583,6 +607,14 @@ ALTER TABLE ONLY public._sqlx_migrations
 
 ALTER TABLE ONLY public.activity
     ADD CONSTRAINT activity_pkey PRIMARY KEY (seq);
+
+
+--
+-- Name: admin_policy admin_policy_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.admin_policy
+    ADD CONSTRAINT admin_policy_pkey PRIMARY KEY (id);
 
 
 --
@@ -928,6 +960,14 @@ CREATE UNIQUE INDEX users_email_key ON public.users USING btree (email);
 
 
 --
+-- Name: admin_policy admin_policy_updated_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.admin_policy
+    ADD CONSTRAINT admin_policy_updated_by_fkey FOREIGN KEY (updated_by) REFERENCES public.users(id) ON DELETE SET NULL;
+
+
+--
 -- Name: chat_events chat_events_chat_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -1206,6 +1246,19 @@ CREATE POLICY activity_service_append ON public.activity FOR INSERT TO service_r
 --
 
 CREATE POLICY activity_service_read ON public.activity FOR SELECT TO service_role USING (true);
+
+
+--
+-- Name: admin_policy; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.admin_policy ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: admin_policy admin_policy_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY admin_policy_service ON public.admin_policy TO service_role USING (true) WITH CHECK (true);
 
 
 --
@@ -1572,6 +1625,13 @@ GRANT SELECT,INSERT ON TABLE public.activity TO service_role;
 
 
 --
+-- Name: TABLE admin_policy; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,UPDATE ON TABLE public.admin_policy TO service_role;
+
+
+--
 -- Name: TABLE chat_events; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -1737,6 +1797,10 @@ REVOKE ALL ON TABLE _sqlx_migrations FROM service_role;
 REVOKE ALL ON TABLE activity FROM anon;
 -- authenticated may: SELECT
 -- service_role may: SELECT, INSERT
+-- admin_policy: row level security enabled and forced
+REVOKE ALL ON TABLE admin_policy FROM anon;
+REVOKE ALL ON TABLE admin_policy FROM authenticated;
+-- service_role may: SELECT, UPDATE
 -- chat_events: row level security enabled and forced
 REVOKE ALL ON TABLE chat_events FROM anon;
 -- authenticated may: SELECT, INSERT, UPDATE, DELETE

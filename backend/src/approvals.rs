@@ -398,9 +398,11 @@ pub struct Proposal<'a> {
     pub destination_url: &'a str,
     /// Why it asks.
     pub reason: &'a str,
-    /// Whether "for this turn" and "always" may be offered (not for a tool
-    /// that changed since it was reviewed).
-    pub grants_allowed: bool,
+    /// The grants the card offers (`gate::offered_grants`: only "Allow
+    /// once" for a tool that changed since it was reviewed or that the
+    /// policy says always asks; no "Always allow" under a policy that
+    /// forbids it). "Allow once" is always among them.
+    pub offered_grants: &'a [GrantKind],
 }
 
 /// Writes a `pending` row, expiring `COUNTERSIGN_APPROVAL_TTL_SECS` from
@@ -436,14 +438,15 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
         arguments_digest: &arguments_digest,
         expires_at_micros: expires_at.unix_timestamp_nanos() / 1000,
     });
-    let offered_grants: Vec<&str> = if p.grants_allowed {
-        GrantKind::ALL
-    } else {
-        &[GrantKind::Once][..]
-    }
-    .iter()
-    .map(|g| g.as_str())
-    .collect();
+    let offered_grants: Vec<&str> = std::iter::once(GrantKind::Once)
+        .chain(p.offered_grants.iter().copied())
+        .filter(|g| *g != GrantKind::Unknown)
+        .fold(Vec::new(), |mut seen, g| {
+            if !seen.contains(&g.as_str()) {
+                seen.push(g.as_str());
+            }
+            seen
+        });
     let row = sqlx::query_as!(
         Row,
         r#"insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
@@ -876,6 +879,24 @@ pub async fn deny_for_connector(
         returning id as "id: PendingCallId""#,
         user_id as UserId,
         connector_id as ConnectorId,
+    )
+    .fetch_all(&mut **tx)
+    .await?;
+    for id in &ids {
+        events::notify_decided(tx, *id).await?;
+    }
+    Ok(ids.len() as u64)
+}
+
+/// Ends every pending call of `user_id` as denied (an administrator
+/// disabled the account: nobody may approve them now), and wakes the
+/// turns that wait for them. Returns how many.
+pub async fn deny_for_user(tx: &mut db::Tx, user_id: UserId) -> Result<u64, sqlx::Error> {
+    let ids = sqlx::query_scalar!(
+        r#"update mcp_pending_calls set status = 'denied', decided_at = now()
+            where user_id = $1 and status = 'pending'
+        returning id as "id: PendingCallId""#,
+        user_id as UserId,
     )
     .fetch_all(&mut **tx)
     .await?;

@@ -15,7 +15,7 @@ use crate::{
     db, digest,
     ids::{ChatId, ConnectorId, TurnId, UserId},
 };
-use countersign_api::{ActivityDecision, ActivityKind, ActivityOutcome, GrantKind};
+use countersign_api::{ActivityDecision, ActivityKind, ActivityOutcome, GrantKind, SettingChange};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::PgPool;
@@ -98,6 +98,15 @@ pub struct Stored {
     pub error: Option<String>,
     /// For outcome entries.
     pub duration_ms: Option<u64>,
+    /// `policy_changed` / `user_changed`: what an administrator changed.
+    /// Absent from call entries, whose JSON stays what it always was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<SettingChange>,
+    /// `user_changed`: the account changed, and its email then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject_user_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }
 
 impl Default for Stored {
@@ -120,6 +129,9 @@ impl Default for Stored {
             outcome: ActivityOutcome::Unknown,
             error: None,
             duration_ms: None,
+            changes: Vec::new(),
+            subject_user_id: None,
+            subject: None,
         }
     }
 }
@@ -147,6 +159,7 @@ impl Entry<'_> {
             outcome: self.outcome,
             error: self.error.map(str::to_owned),
             duration_ms: self.duration_ms,
+            ..Stored::default()
         }
     }
 
@@ -176,6 +189,8 @@ impl Stored {
             outcome: self.outcome,
             error: self.error,
             duration_ms: self.duration_ms,
+            changes: self.changes,
+            subject: self.subject,
         }
     }
 }
@@ -189,31 +204,76 @@ pub fn chain_hash(prev_hash: &str, entry: &Value) -> String {
 /// Appends `entry` to the chain; returns its sequence number.
 pub async fn append(pool: &PgPool, entry: &Entry<'_>) -> Result<i64, sqlx::Error> {
     let mut tx = db::service_tx(pool).await?;
+    let seq = chain(&mut tx, entry.user_id, |seq, at| entry.to_json(seq, at)).await?;
+    tx.commit().await?;
+    Ok(seq)
+}
+
+/// What an administrator changed (DESIGN §8: policy changes enter the
+/// activity chain; so do changes to accounts).
+#[derive(Debug, Clone)]
+pub struct AdminEntry {
+    /// The administrator: the entry is in their log.
+    pub admin: UserId,
+    /// `policy_changed` or `user_changed`.
+    pub kind: ActivityKind,
+    /// For `user_changed`: the account and its email.
+    pub subject: Option<(UserId, String)>,
+    /// Each setting, before and after.
+    pub changes: Vec<SettingChange>,
+}
+
+/// Appends an administrator's change inside `tx`, the transaction that
+/// makes it: the change and its entry commit together or not at all.
+pub async fn append_admin(tx: &mut db::Tx, entry: &AdminEntry) -> Result<i64, sqlx::Error> {
+    chain(tx, entry.admin, |seq, at| {
+        let stored = Stored {
+            seq,
+            at: at.to_owned(),
+            user_id: entry.admin.0,
+            kind: entry.kind,
+            changes: entry.changes.clone(),
+            subject_user_id: entry.subject.as_ref().map(|(id, _)| id.0),
+            subject: entry.subject.as_ref().map(|(_, email)| email.clone()),
+            ..Stored::default()
+        };
+        #[expect(clippy::expect_used, reason = "a struct of strings, ids and enums")]
+        serde_json::to_value(stored).expect("an activity entry is JSON")
+    })
+    .await
+}
+
+/// Chains the entry `make` writes for its sequence number and time, under
+/// the lock that orders appends, in `tx`.
+async fn chain(
+    tx: &mut db::Tx,
+    user_id: UserId,
+    make: impl FnOnce(i64, &str) -> Value,
+) -> Result<i64, sqlx::Error> {
     sqlx::query!("select pg_advisory_xact_lock($1)", CHAIN_LOCK,)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     let last = sqlx::query!("select seq, hash from activity order by seq desc limit 1")
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut **tx)
         .await?;
     let (seq, prev_hash) = last.map_or((1, GENESIS.to_owned()), |r| (r.seq + 1, r.hash));
     let at = sqlx::query_scalar!(
         r#"select to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "at!""#
     )
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut **tx)
     .await?;
-    let value = entry.to_json(seq, &at);
+    let value = make(seq, &at);
     let hash = chain_hash(&prev_hash, &value);
     sqlx::query!(
         "insert into activity (seq, user_id, entry, prev_hash, hash) values ($1, $2, $3, $4, $5)",
         seq,
-        entry.user_id as UserId,
+        user_id as UserId,
         &value,
         &prev_hash,
         &hash,
     )
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
-    tx.commit().await?;
     Ok(seq)
 }
 

@@ -50,6 +50,10 @@ pub enum AuthError {
     /// An account action was asked for without the current password.
     #[error("Enter your current password.")]
     PasswordRequired,
+    /// An administrator disabled the account (told only to someone who
+    /// knew its password).
+    #[error("account_disabled")]
+    Disabled,
     /// Too many sign-ups from this address within the window.
     #[error("Too many sign-ups from your network. Try again in {retry_after_secs} seconds.")]
     SignupThrottled {
@@ -114,6 +118,8 @@ pub struct UserProfile {
     pub display_name: String,
     /// Admin flag.
     pub is_admin: bool,
+    /// An administrator reset the password: the user must choose one.
+    pub must_change_password: bool,
 }
 
 impl From<UserProfile> for countersign_api::User {
@@ -123,6 +129,7 @@ impl From<UserProfile> for countersign_api::User {
             email: u.email,
             display_name: u.display_name,
             is_admin: u.is_admin,
+            must_change_password: u.must_change_password,
         }
     }
 }
@@ -225,6 +232,7 @@ pub async fn sign_up(
             email: email.as_str().to_owned(),
             display_name: display_name.to_owned(),
             is_admin: is_first,
+            must_change_password: false,
         },
         session,
     ))
@@ -276,10 +284,18 @@ pub async fn sign_in(
     // Counted as a failure before it is verified (see `throttle`).
     let reservation = throttle::reserve(&mut tx, limits, &email_key, client.ip).await?;
     let row = sqlx::query!(
-        "select id, password_hash, is_admin from users where email = $1",
+        "select id, password_hash, is_admin, disabled_at is not null as \"disabled!\",
+                must_change_password
+           from users where email = $1",
         &email_key,
     )
-    .map(|r| (r.id, r.password_hash, r.is_admin))
+    .map(|r| {
+        (
+            r.id,
+            r.password_hash,
+            (r.is_admin, r.disabled, r.must_change_password),
+        )
+    })
     .fetch_optional(&mut *tx)
     .await?;
     // Hold no connection while hashing (~0.1 s of CPU).
@@ -293,7 +309,8 @@ pub async fn sign_in(
         }
     };
     let mut tx = db::service_tx(pool).await?;
-    let Some((user_id, _, is_admin)) = row.filter(|_| verified) else {
+    let Some((user_id, _, (is_admin, disabled, must_change_password))) = row.filter(|_| verified)
+    else {
         // The reservation stays: it is this failure.
         throttle::forget_old(&mut tx).await?;
         tx.commit().await?;
@@ -301,6 +318,9 @@ pub async fn sign_in(
     };
     throttle::release(&mut tx, reservation).await?;
     tx.commit().await?;
+    if disabled {
+        return Err(AuthError::Disabled);
+    }
     if mfa::enabled(pool, user_id).await? {
         let code = mfa_code
             .filter(|c| !c.trim().is_empty())
@@ -338,6 +358,7 @@ pub async fn sign_in(
             email: email_key,
             display_name,
             is_admin,
+            must_change_password,
         },
         session,
     ))
@@ -394,7 +415,7 @@ pub async fn change_password(
     let hash = hasher.hash(new).await?;
     let mut tx = db::service_tx(pool).await?;
     sqlx::query!(
-        "update users set password_hash = $2 where id = $1",
+        "update users set password_hash = $2, must_change_password = false where id = $1",
         user.user_id,
         &hash,
     )
@@ -429,6 +450,7 @@ pub async fn profile(pool: &PgPool, session: &SessionUser) -> Result<UserProfile
         email: session.email.clone(),
         display_name: display_name.unwrap_or_else(|| session.email.clone()),
         is_admin: session.is_admin,
+        must_change_password: session.must_change_password,
     })
 }
 

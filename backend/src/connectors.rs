@@ -50,6 +50,12 @@ pub enum ConnectorError {
     /// The SSRF guard refused the URL; the message says why.
     #[error("{0}")]
     Refused(String),
+    /// The admin policy's `connector_hosts` does not list this host.
+    #[error(
+        "Your organisation only allows connectors at the hosts your administrator listed, and \
+         {0} is not one of them."
+    )]
+    ForbiddenByPolicy(String),
     /// Connecting or listing failed; the message says why.
     #[error("{0}")]
     Unreachable(String),

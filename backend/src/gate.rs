@@ -18,13 +18,20 @@
 //!    and `destructiveHint` is absent or JSON `false` — and no stored
 //!    `requires_confirmation = true` says otherwise.
 //!
+//! Admin policy (DESIGN §5) is stricter than any of these and wins over
+//! every grant: a tool its `always_ask_tools` names asks whatever grant or
+//! trust exists; `forbid_always_allow` makes always-rules stop applying
+//! (they are not deleted, and apply again if the policy is lifted);
+//! `forbid_trust_annotations` does the same for rule 3. A turn grant still
+//! applies under those two: it is one card's decision, made this turn.
+//!
 //! Everything else asks. Only JSON booleans count: `"true"` is not `true`.
 //! On `destructiveHint` this is stricter than DESIGN's `!== true`: any value
 //! but an absent one or `false` (a string, a number, `null`) asks, because a
 //! server's metadata must never lower the risk of its own tools and an odd
 //! value is no declaration of safety.
 
-use countersign_api::CallOrigin;
+use countersign_api::{CallOrigin, GrantKind};
 use serde_json::Value;
 
 /// The always-allow grant for this user, connector and tool, if any.
@@ -54,6 +61,20 @@ pub struct Facts<'a> {
     pub turn_grant: bool,
     /// The durable rule, if any.
     pub always_grant: AlwaysGrant,
+    /// What the instance's policy says about this call.
+    pub policy: PolicyFacts,
+}
+
+/// The admin policy as it bears on one call (`crate::policy::Policy`, read
+/// at call time like every other fact).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PolicyFacts {
+    /// One of `always_ask_tools` matches `connector-host/tool`.
+    pub always_ask: bool,
+    /// `forbid_always_allow`.
+    pub forbid_always_allow: bool,
+    /// `forbid_trust_annotations`.
+    pub forbid_trust_annotations: bool,
 }
 
 /// Why a call may run without a card.
@@ -91,6 +112,12 @@ pub enum AskBecause {
     NotDeclaredSafe,
     /// A stored `requires_confirmation = true`.
     RequiresConfirmation,
+    /// The admin policy names this tool among those that always ask.
+    PolicyAlwaysAsks,
+    /// The user has an always-rule, but the policy forbids them.
+    AlwaysAllowForbidden,
+    /// The user trusts the annotations, but the policy forbids it.
+    TrustForbidden,
 }
 
 impl AskBecause {
@@ -104,6 +131,14 @@ impl AskBecause {
                 "the server does not declare this tool read-only and closed-world"
             }
             Self::RequiresConfirmation => "this tool is marked as needing confirmation",
+            Self::PolicyAlwaysAsks => "your administrator requires a confirmation for this tool",
+            Self::AlwaysAllowForbidden => {
+                "your administrator has turned off \u{201c}Always allow\u{201d}, so your rule \
+                 for this tool does not apply"
+            }
+            Self::TrustForbidden => {
+                "your administrator has turned off trusting servers' safety annotations"
+            }
         }
     }
 }
@@ -128,24 +163,56 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
     if facts.changed_since_review {
         return Decision::Ask(AskBecause::ChangedSinceReviewed);
     }
+    if facts.policy.always_ask {
+        return Decision::Ask(AskBecause::PolicyAlwaysAsks);
+    }
     if facts.turn_grant {
         return Decision::Run(RunBecause::TurnGrant);
     }
+    let suspended_rule = facts.policy.forbid_always_allow;
     match facts.always_grant {
-        AlwaysGrant::Current => return Decision::Run(RunBecause::AlwaysGrant),
+        AlwaysGrant::Current if !suspended_rule => return Decision::Run(RunBecause::AlwaysGrant),
+        // A stale rule asks with or without the policy: the policy never
+        // turns an ask into a run.
         AlwaysGrant::Stale => return Decision::Ask(AskBecause::ChangedSinceAllowed),
-        AlwaysGrant::None => {}
+        AlwaysGrant::Current | AlwaysGrant::None => {}
     }
+    // The reason a card gives, when no other rule lets the call run: the
+    // user's own rule, if the policy is what stopped it.
+    let not_run = |otherwise: AskBecause| {
+        if suspended_rule && facts.always_grant != AlwaysGrant::None {
+            Decision::Ask(AskBecause::AlwaysAllowForbidden)
+        } else {
+            Decision::Ask(otherwise)
+        }
+    };
     if !facts.trust_annotations {
-        return Decision::Ask(AskBecause::NotTrusted);
+        return not_run(AskBecause::NotTrusted);
+    }
+    if facts.policy.forbid_trust_annotations {
+        return not_run(AskBecause::TrustForbidden);
     }
     if facts.requires_confirmation == Some(true) {
-        return Decision::Ask(AskBecause::RequiresConfirmation);
+        return not_run(AskBecause::RequiresConfirmation);
     }
     if declared_safe(facts.annotations) {
         Decision::Run(RunBecause::TrustedAnnotations)
     } else {
-        Decision::Ask(AskBecause::NotDeclaredSafe)
+        not_run(AskBecause::NotDeclaredSafe)
+    }
+}
+
+/// The grants a card for this call may offer: only those the gate would
+/// honour on the next call. A tool that changed since review, or one the
+/// policy says always asks, gets "Allow once" only; under
+/// `forbid_always_allow`, no "Always allow".
+pub fn offered_grants(facts: &Facts<'_>) -> &'static [GrantKind] {
+    if facts.changed_since_review || facts.policy.always_ask {
+        &[GrantKind::Once]
+    } else if facts.policy.forbid_always_allow {
+        &[GrantKind::Once, GrantKind::Turn]
+    } else {
+        GrantKind::ALL
     }
 }
 
@@ -176,6 +243,7 @@ mod tests {
             requires_confirmation: cached,
             turn_grant: false,
             always_grant: AlwaysGrant::None,
+            policy: PolicyFacts::default(),
         }
     }
 
@@ -337,5 +405,169 @@ mod tests {
             AskBecause::ChangedSinceReviewed.text(),
             "This tool changed since you reviewed it"
         );
+    }
+
+    /// Every combination of the policy's three facts with every other
+    /// fact: the policy only ever turns a run into an ask, and the rule
+    /// holds as stated in DESIGN §5.
+    #[test]
+    fn the_policy_wins_over_every_grant_and_trust_in_every_combination() {
+        let safe = json!({"readOnlyHint": true, "openWorldHint": false});
+        let risky = json!({"destructiveHint": true});
+        let bools = [false, true];
+        let always = [AlwaysGrant::None, AlwaysGrant::Current, AlwaysGrant::Stale];
+        let mut cases = 0;
+        for changed in bools {
+            for always_ask in bools {
+                for forbid_always in bools {
+                    for forbid_trust in bools {
+                        for turn_grant in bools {
+                            for always_grant in always {
+                                for trust in bools {
+                                    for cached in [None, Some(false), Some(true)] {
+                                        for annotations in [&safe, &risky] {
+                                            cases += 1;
+                                            let policy = PolicyFacts {
+                                                always_ask,
+                                                forbid_always_allow: forbid_always,
+                                                forbid_trust_annotations: forbid_trust,
+                                            };
+                                            let f = Facts {
+                                                changed_since_review: changed,
+                                                annotations: Some(annotations),
+                                                trust_annotations: trust,
+                                                requires_confirmation: cached,
+                                                turn_grant,
+                                                always_grant,
+                                                policy,
+                                            };
+                                            let verdict = decide(&f);
+                                            let rule_applies = !forbid_always
+                                                && always_grant == AlwaysGrant::Current;
+                                            let stale_blocks = always_grant == AlwaysGrant::Stale;
+                                            let trusted = trust
+                                                && !forbid_trust
+                                                && cached != Some(true)
+                                                && annotations == &safe;
+                                            let runs = !changed
+                                                && !always_ask
+                                                && (turn_grant
+                                                    || rule_applies
+                                                    || (!stale_blocks && trusted));
+                                            assert_eq!(
+                                                matches!(verdict, Decision::Run(_)),
+                                                runs,
+                                                "{f:?} → {verdict:?}"
+                                            );
+                                            // The policy only ever turns a
+                                            // run into an ask: without it,
+                                            // the same facts run too.
+                                            let without = decide(&Facts {
+                                                policy: PolicyFacts::default(),
+                                                ..f
+                                            });
+                                            if runs {
+                                                assert!(
+                                                    matches!(without, Decision::Run(_)),
+                                                    "{f:?}"
+                                                );
+                                            }
+                                            if always_ask && !changed {
+                                                assert_eq!(
+                                                    verdict,
+                                                    Decision::Ask(AskBecause::PolicyAlwaysAsks)
+                                                );
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 2 * 2 * 2 * 2 * 2 * 3 * 2 * 3 * 2);
+    }
+
+    #[test]
+    fn a_rule_the_policy_suspends_is_named_on_the_card() {
+        let risky = json!({"destructiveHint": true});
+        let mut f = facts(Some(&risky), false, None);
+        f.always_grant = AlwaysGrant::Current;
+        f.policy.forbid_always_allow = true;
+        assert_eq!(decide(&f), Decision::Ask(AskBecause::AlwaysAllowForbidden));
+        f.always_grant = AlwaysGrant::None;
+        assert_eq!(decide(&f), Decision::Ask(AskBecause::NotTrusted));
+        let safe = json!({"readOnlyHint": true, "openWorldHint": false});
+        let mut trusted = facts(Some(&safe), true, None);
+        trusted.policy.forbid_trust_annotations = true;
+        assert_eq!(decide(&trusted), Decision::Ask(AskBecause::TrustForbidden));
+        trusted.turn_grant = true;
+        assert_eq!(
+            decide(&trusted),
+            Decision::Run(RunBecause::TurnGrant),
+            "a turn grant is this turn's card, not a standing permission"
+        );
+    }
+
+    /// A card never offers a grant the gate would not honour on the next
+    /// call: every offered "turn" or "always" makes the same tool run.
+    #[test]
+    fn a_card_offers_only_grants_the_gate_honours() {
+        let risky = json!({"destructiveHint": true});
+        let bools = [false, true];
+        for changed in bools {
+            for always_ask in bools {
+                for forbid_always in bools {
+                    for forbid_trust in bools {
+                        let f = Facts {
+                            changed_since_review: changed,
+                            policy: PolicyFacts {
+                                always_ask,
+                                forbid_always_allow: forbid_always,
+                                forbid_trust_annotations: forbid_trust,
+                            },
+                            ..facts(Some(&risky), false, None)
+                        };
+                        let offered = offered_grants(&f);
+                        assert!(offered.contains(&GrantKind::Once));
+                        for grant in offered {
+                            let next = match grant {
+                                GrantKind::Turn => Facts {
+                                    turn_grant: true,
+                                    ..f
+                                },
+                                GrantKind::Always => Facts {
+                                    always_grant: AlwaysGrant::Current,
+                                    ..f
+                                },
+                                _ => continue,
+                            };
+                            assert!(
+                                matches!(decide(&next), Decision::Run(_)),
+                                "{grant:?} offered for {f:?} but not honoured"
+                            );
+                        }
+                        // And everything the gate would honour is offered.
+                        let honoured = |next: Facts<'_>| matches!(decide(&next), Decision::Run(_));
+                        assert_eq!(
+                            offered.contains(&GrantKind::Turn),
+                            honoured(Facts {
+                                turn_grant: true,
+                                ..f
+                            })
+                        );
+                        assert_eq!(
+                            offered.contains(&GrantKind::Always),
+                            honoured(Facts {
+                                always_grant: AlwaysGrant::Current,
+                                ..f
+                            })
+                        );
+                    }
+                }
+            }
+        }
     }
 }

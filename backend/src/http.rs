@@ -4,6 +4,7 @@
 //! status codes. Domain modules return their own error enums and
 //! [`error::ApiError`] maps them.
 
+pub mod admin;
 pub mod approvals;
 pub mod auth;
 pub mod chats;
@@ -23,7 +24,7 @@ pub mod web_app;
 use crate::AppState;
 use axum::{
     Router, middleware,
-    routing::{delete, get, post, put},
+    routing::{delete, get, patch, post, put},
 };
 use std::{future::Future, net::SocketAddr};
 use tower_http::{compression::CompressionLayer, trace::TraceLayer};
@@ -92,6 +93,13 @@ pub fn router(state: AppState) -> Router {
         .route("/grants", get(approvals::list_grants))
         .route("/activity", get(approvals::list_activity))
         .route("/grants/{id}", delete(approvals::delete_grant))
+        .route(
+            "/admin/policy",
+            get(admin::get_policy).put(admin::put_policy),
+        )
+        .route("/admin/users", get(admin::list_users))
+        .route("/admin/users/{id}", patch(admin::update_user))
+        .route("/admin/overview", get(admin::overview))
         .route("/models", get(models::list_models))
         .route("/settings/provider-keys", get(models::list_provider_keys))
         .route(

@@ -29,6 +29,7 @@
 //!   checks) and one module per resource. The only place that knows status
 //!   codes.
 
+pub mod admin;
 pub mod approvals;
 pub mod audit;
 pub mod auth;
@@ -44,6 +45,7 @@ pub mod inputs;
 pub mod llm;
 pub mod mcp;
 pub mod models;
+pub mod policy;
 pub mod probe;
 pub mod secrets;
 pub mod ssrf;

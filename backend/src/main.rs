@@ -2,7 +2,7 @@
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use countersign::{AppState, Config, config, db, telemetry};
+use countersign::{AppState, Config, admin, config, db, telemetry};
 
 /// Countersign: a chat whose tool calls wait for your approval.
 #[derive(Debug, Parser)]
@@ -31,6 +31,38 @@ enum Command {
     /// The activity log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Accounts, for the operator (the same rules as the Admin page: the
+    /// last active admin stays, every change enters the activity log).
+    User {
+        /// Postgres URL of the server's login role.
+        #[arg(long, env = "DATABASE_URL", global = true)]
+        database_url: Option<config::Secret>,
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum UserCommand {
+    /// Every account: email, admin, disabled, two-factor, last seen.
+    List,
+    /// Create an account and print its one-time password (the user chooses
+    /// their own at the first sign-in).
+    Create {
+        email: String,
+        /// Make it an administrator.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Disable an account: signed out everywhere, its waiting calls denied,
+    /// its running turns stopped.
+    Disable { email: String },
+    /// Enable a disabled account.
+    Enable { email: String },
+    /// Set a one-time password (printed) and sign the user out everywhere.
+    ResetPassword { email: String },
+    /// Make an account an administrator.
+    MakeAdmin { email: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -182,6 +214,24 @@ async fn main() -> anyhow::Result<()> {
                 }
             }
         }
+        Command::User {
+            database_url,
+            command,
+        } => {
+            let url = database_url
+                .context("set DATABASE_URL (or --database-url) to the server's database")?;
+            let pool = db::connect(url.expose()).await?;
+            match user_command(&pool, command).await {
+                Ok(out) => {
+                    print!("{out}");
+                    Ok(())
+                }
+                Err(err) => {
+                    eprintln!("countersign user: {}", admin::describe(&err));
+                    std::process::exit(1);
+                }
+            }
+        }
         Command::Connector(ConnectorCommand::Probe {
             url,
             headers,
@@ -236,6 +286,47 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// Runs one `countersign user …` command; returns what to print.
+async fn user_command(
+    pool: &sqlx::PgPool,
+    command: UserCommand,
+) -> Result<String, admin::AdminError> {
+    use admin::{Actor::Operator, Change};
+    let hasher = countersign::auth::PasswordHasher::default();
+    let change = |disabled, is_admin| Change { disabled, is_admin };
+    let (email, change) = match command {
+        UserCommand::List => return Ok(admin::list_text(&admin::users(pool).await?)),
+        UserCommand::Create { email, admin } => {
+            let (_, password) = admin::create_user(pool, &hasher, Operator, &email, admin).await?;
+            return Ok(format!(
+                "created {email}\none-time password: {password}\n(the user chooses their own at \
+                 the first sign-in)\n"
+            ));
+        }
+        UserCommand::ResetPassword { email } => {
+            let id = admin::find_by_email(pool, &email).await?;
+            let password = admin::reset_password(pool, &hasher, Operator, id).await?;
+            return Ok(format!(
+                "{email} is signed out everywhere\none-time password: {password}\n"
+            ));
+        }
+        UserCommand::Disable { email } => (email, change(Some(true), None)),
+        UserCommand::Enable { email } => (email, change(Some(false), None)),
+        UserCommand::MakeAdmin { email } => (email, change(None, Some(true))),
+    };
+    let id = admin::find_by_email(pool, &email).await?;
+    let done = admin::update_user(pool, Operator, id, change).await?;
+    Ok(match change.disabled {
+        Some(true) => format!(
+            "disabled {email}: {} sessions signed out, {} waiting calls denied, {} turns stopped\n",
+            done.sessions_revoked,
+            done.calls_denied,
+            done.turns_stopped.len()
+        ),
+        _ => format!("updated {email}\n"),
+    })
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {

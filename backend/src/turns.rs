@@ -264,6 +264,25 @@ pub async fn cancel(
     Ok(())
 }
 
+/// Asks every running turn of `user_id` to stop, on whichever instance
+/// runs it (an administrator disabled the account). Inside `tx`, so the
+/// stop commits with the change that caused it; the caller passes the
+/// returned ids to [`crate::events::EventHub::cancel_local`] after the
+/// commit.
+pub async fn stop_all_for_user(tx: &mut db::Tx, user_id: Uuid) -> Result<Vec<Uuid>, sqlx::Error> {
+    let ids = sqlx::query_scalar!(
+        "update turns set cancel_requested = true
+          where user_id = $1 and status = 'running' returning id",
+        user_id,
+    )
+    .fetch_all(&mut **tx)
+    .await?;
+    for id in &ids {
+        events::request_cancel(tx, *id).await?;
+    }
+    Ok(ids)
+}
+
 /// How a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ending {

@@ -89,7 +89,12 @@ pub struct Grant {
     /// The descriptor digest the user allowed.
     pub descriptor_digest: String,
     /// The tool changed since: the rule is suspended until allowed again.
+    /// Also `true` while the instance's policy forbids "Always allow".
     pub suspended: bool,
+    /// The instance's policy forbids "Always allow": the rule does not
+    /// apply until an administrator allows it again.
+    #[serde(default)]
+    pub suspended_by_policy: bool,
     /// RFC 3339.
     pub created_at: String,
 }
@@ -129,4 +134,11 @@ pub struct ActivityEntry {
     pub error: Option<String>,
     /// How long it ran.
     pub duration_ms: Option<u64>,
+    /// `policy_changed` and `user_changed`: what an administrator changed
+    /// (the entry's other call fields are empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<crate::admin::SettingChange>,
+    /// `user_changed`: the account's email.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }

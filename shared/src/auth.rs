@@ -81,6 +81,11 @@ pub struct User {
     pub display_name: String,
     /// The first user of a deployment is its admin.
     pub is_admin: bool,
+    /// An administrator reset the password: until the user chooses a new
+    /// one (`POST /api/auth/password`), every other request is refused
+    /// with 403 `password_change_required`.
+    #[serde(default)]
+    pub must_change_password: bool,
 }
 
 /// Answer of sign-up (201) and sign-in (200): the user and the session's

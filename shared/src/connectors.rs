@@ -112,6 +112,10 @@ pub struct Connector {
     pub header_names: Vec<String>,
     /// "Trust this server's safety annotations" (off by default).
     pub trust_annotations: bool,
+    /// The instance's policy forbids trusting annotations: the switch
+    /// cannot be turned on, and where it is on it does not apply.
+    #[serde(default)]
+    pub trust_forbidden_by_policy: bool,
     /// `untested`, `ok` or `error`.
     pub status: ConnectorStatus,
     /// Why the last Test/Refresh failed.

@@ -8,6 +8,7 @@
 //! review states, activity words, turn endings) is an enum of [`vocab`],
 //! never a bare `String`.
 
+pub mod admin;
 pub mod approvals;
 pub mod auth;
 pub mod chat;
@@ -18,6 +19,7 @@ pub mod inputs;
 pub mod risk;
 pub mod vocab;
 
+pub use admin::{AdminOverview, AdminUser, AdminUserUpdate, Policy, PolicyUpdate, SettingChange};
 pub use approvals::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
 pub use auth::{
     ChangePasswordRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest,

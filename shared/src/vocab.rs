@@ -268,6 +268,11 @@ vocabulary! {
         Decided = "decided",
         /// How it ended.
         Outcome = "outcome",
+        /// An administrator changed the instance's policy.
+        PolicyChanged = "policy_changed",
+        /// An administrator changed an account (disabled, enabled, made
+        /// or unmade an admin, reset its password).
+        UserChanged = "user_changed",
     }
 }
 
@@ -655,6 +660,8 @@ mod tests {
             &[
                 (ActivityKind::Decided, "decided"),
                 (ActivityKind::Outcome, "outcome"),
+                (ActivityKind::PolicyChanged, "policy_changed"),
+                (ActivityKind::UserChanged, "user_changed"),
             ],
         );
         use ActivityDecision::*;

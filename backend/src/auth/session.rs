@@ -42,6 +42,9 @@ pub struct SessionUser {
     pub email: String,
     /// Admin flag.
     pub is_admin: bool,
+    /// An administrator reset the password: until the user chooses a new
+    /// one, only `me`, sign-out and the password change are allowed.
+    pub must_change_password: bool,
     /// The session's CSRF token.
     pub csrf_token: String,
 }
@@ -99,11 +102,12 @@ pub async fn lookup(
 ) -> Result<Option<SessionUser>, AuthError> {
     let mut tx = db::service_tx(pool).await?;
     let row = sqlx::query!(
-        r#"select s.id, s.user_id, u.email, u.is_admin, s.csrf_token,
+        r#"select s.id, s.user_id, u.email, u.is_admin, u.must_change_password, s.csrf_token,
                   s.last_seen_at < now() - interval '60 seconds' as "stale!"
              from sessions s join users u on u.id = s.user_id
             where s.token_hash = $1
               and s.revoked_at is null
+              and u.disabled_at is null
               and s.expires_at > now()
               and s.last_seen_at > now() - make_interval(secs => $2)"#,
         token_hash(token),
@@ -111,8 +115,17 @@ pub async fn lookup(
     )
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((session_id, user_id, email, is_admin, csrf_token, stale)) =
-        row.map(|r| (r.id, r.user_id, r.email, r.is_admin, r.csrf_token, r.stale))
+    let Some((session_id, user_id, email, (is_admin, must_change_password), csrf_token, stale)) =
+        row.map(|r| {
+            (
+                r.id,
+                r.user_id,
+                r.email,
+                (r.is_admin, r.must_change_password),
+                r.csrf_token,
+                r.stale,
+            )
+        })
     else {
         tx.commit().await?;
         return Ok(None);
@@ -131,6 +144,7 @@ pub async fn lookup(
         user_id,
         email,
         is_admin,
+        must_change_password,
         csrf_token,
     }))
 }

@@ -21,8 +21,14 @@ use crate::{
 use std::time::Duration;
 use uuid::Uuid;
 
-/// Checks `url` against the SSRF guard, for the add and edit forms.
+/// Checks `url` against the admin policy's allowed hosts and the SSRF
+/// guard: on add, on a URL change, and before every connection.
 pub async fn check_url(state: &AppState, url: &str) -> Result<ssrf::GuardedTarget, ConnectorError> {
+    if !crate::policy::current(&state.db).await?.allows_host(url) {
+        return Err(ConnectorError::ForbiddenByPolicy(
+            crate::policy::host_of(url).unwrap_or_default(),
+        ));
+    }
     ssrf::check(
         url,
         state.resolver.as_ref(),

@@ -4,10 +4,11 @@
 //! [`crate::approvals::decide`]; this module only maps its answers:
 //! 200, 404 (unknown, another user's, already decided), 410 (expired),
 //! 409 (digest mismatch, nothing decided), 403 `grant_not_offered` (a
-//! grant the card does not offer), 422 (malformed).
+//! grant the card does not offer), 403 `forbidden_by_policy` ("Always
+//! allow" while the admin policy forbids it), 422 (malformed).
 
 use super::{
-    error::ApiError,
+    error::{ApiError, FORBIDDEN_BY_POLICY},
     extract::{CurrentUser, Json, Path},
 };
 use crate::{
@@ -73,6 +74,10 @@ pub async fn decide(
         ));
     }
     if verdict == Verdict::Approve && grant == GrantKind::Always {
+        // The policy as it is now, not as it was when the card was shown.
+        if crate::policy::current(&state.db).await?.forbid_always_allow {
+            return Err(ApiError::Forbidden(FORBIDDEN_BY_POLICY.into()));
+        }
         // An always-rule needs a recent step-up.
         super::mfa::require_step_up(&state, &user).await?;
     }
@@ -95,11 +100,13 @@ pub async fn decide(
 }
 
 /// `GET /api/grants`: the caller's always-allow rules, each marked
-/// suspended when its tool changed since (or is gone).
+/// suspended when its tool changed since (or is gone), or while the
+/// policy forbids "Always allow".
 pub async fn list_grants(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
 ) -> Result<axum::Json<Vec<Grant>>, ApiError> {
+    let by_policy = crate::policy::current(&state.db).await?.forbid_always_allow;
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
     let rows = sqlx::query!(
         r#"select g.id, g.connector_id, c.name as connector_name, g.tool_name,
@@ -124,7 +131,8 @@ pub async fn list_grants(
                 connector_name: r.connector_name,
                 tool_name: r.tool_name,
                 descriptor_digest: r.descriptor_digest,
-                suspended: r.suspended,
+                suspended: r.suspended || by_policy,
+                suspended_by_policy: by_policy,
                 created_at: r.created_at.format(&Rfc3339).unwrap_or_default(),
             })
             .collect(),

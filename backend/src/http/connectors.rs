@@ -3,7 +3,7 @@
 //! answers header names and "is set" flags.
 
 use super::{
-    error::ApiError,
+    error::{ApiError, FORBIDDEN_BY_POLICY},
     extract::{CurrentUser, Json, Path},
 };
 use crate::{
@@ -78,6 +78,7 @@ fn connector(row: ConnectorRow, oauth: Option<&OAuthView>) -> Connector {
             _ => OAuthStatus::NotApplicable,
         },
         oauth_issuer: oauth.and_then(|(_, issuer)| issuer.clone()),
+        trust_forbidden_by_policy: false,
     }
 }
 
@@ -128,11 +129,17 @@ async fn connectors_of(
         .into_iter()
         .map(|r| (r.connector_id, (r.status, r.issuer)))
         .collect();
+    let trust_forbidden = crate::policy::current(&state.db)
+        .await?
+        .forbid_trust_annotations;
     Ok(rows
         .into_iter()
         .map(|row| {
             let view = oauth.get(&row.id);
-            connector(row, view)
+            Connector {
+                trust_forbidden_by_policy: trust_forbidden,
+                ..connector(row, view)
+            }
         })
         .collect())
 }
@@ -216,6 +223,13 @@ pub async fn update_connector(
         .transpose()?;
     let current = load(&state, user.user_id, id).await?;
     let new_url = url.filter(|u| u.as_str() != current.url);
+    if req.trust_annotations == Some(true)
+        && crate::policy::current(&state.db)
+            .await?
+            .forbid_trust_annotations
+    {
+        return Err(ApiError::Forbidden(FORBIDDEN_BY_POLICY.into()));
+    }
     // Turning trust on, changing credentials and re-pointing the connector
     // need a recent step-up.
     if req.trust_annotations == Some(true) || auth.is_some() || new_url.is_some() {

@@ -69,7 +69,7 @@ impl From<AuthError> for ApiError {
             | AuthError::InvalidDisplayName
             | AuthError::WeakPassword(_) => Self::Unprocessable(message),
             AuthError::EmailTaken => Self::Conflict(message),
-            AuthError::SignupClosed => Self::Forbidden(message),
+            AuthError::SignupClosed | AuthError::Disabled => Self::Forbidden(message),
             AuthError::WrongCredentials
             | AuthError::MfaRequired
             | AuthError::WrongCode
@@ -113,6 +113,20 @@ impl From<crate::models::KeyError> for ApiError {
     }
 }
 
+/// The `detail` of every 403 the admin policy causes (DESIGN §5): a grant
+/// or switch it forbids, a host it does not list.
+pub const FORBIDDEN_BY_POLICY: &str = "forbidden_by_policy";
+
+impl From<crate::policy::PolicyError> for ApiError {
+    fn from(err: crate::policy::PolicyError) -> Self {
+        use crate::policy::PolicyError as E;
+        match err {
+            E::Invalid(message) => Self::Unprocessable(message),
+            E::Database(e) => Self::Internal(e.into()),
+        }
+    }
+}
+
 impl From<crate::connectors::ConnectorError> for ApiError {
     fn from(err: crate::connectors::ConnectorError) -> Self {
         use crate::connectors::ConnectorError as E;
@@ -123,6 +137,9 @@ impl From<crate::connectors::ConnectorError> for ApiError {
             E::NameTaken(_) | E::StaleReview(_) => Self::Conflict(message),
             E::NotFound => Self::NotFound(message),
             E::NoSecretKey => Self::Unavailable(message),
+            // The word, like every policy refusal; the sentence is what a
+            // failed Refresh stores as the connector's `last_error`.
+            E::ForbiddenByPolicy(_) => Self::Forbidden(FORBIDDEN_BY_POLICY.into()),
             E::OAuth(e) => e.into(),
             E::Database(e) => Self::Internal(e.into()),
         }

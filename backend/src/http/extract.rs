@@ -23,16 +23,32 @@ impl FromRequestParts<AppState> for CurrentUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        if let Some(user) = parts.extensions.get::<SessionUser>() {
-            return Ok(Self(user.clone()));
+        let user = match parts.extensions.get::<SessionUser>() {
+            Some(user) => user.clone(),
+            None => {
+                let user = session_from_headers(&parts.headers, state)
+                    .await?
+                    .ok_or_else(ApiError::sign_in_required)?;
+                parts.extensions.insert(user.clone());
+                user
+            }
+        };
+        // After an administrator's reset, the one-time password opens only
+        // the door to choosing a new one.
+        if user.must_change_password && !ALLOWED_BEFORE_NEW_PASSWORD.contains(&parts.uri.path()) {
+            return Err(ApiError::Forbidden(PASSWORD_CHANGE_REQUIRED.into()));
         }
-        let user = session_from_headers(&parts.headers, state)
-            .await?
-            .ok_or_else(ApiError::sign_in_required)?;
-        parts.extensions.insert(user.clone());
         Ok(Self(user))
     }
 }
+
+/// The `detail` of a request refused until the user replaces a password an
+/// administrator reset.
+pub const PASSWORD_CHANGE_REQUIRED: &str = "password_change_required";
+
+/// What a user whose password was reset may still do (paths inside
+/// `/api`, as the nested router sees them).
+const ALLOWED_BEFORE_NEW_PASSWORD: &[&str] = &["/auth/me", "/auth/password", "/auth/logout"];
 
 /// The client's address and user agent, for sessions, throttling and logs.
 /// The address is the TCP peer's, unless that peer is a trusted proxy

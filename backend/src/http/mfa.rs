@@ -52,7 +52,13 @@ pub const MFA_ENROLMENT_REQUIRED: &str = "mfa_enrolment_required";
 pub async fn require_step_up(state: &AppState, user: &SessionUser) -> Result<(), ApiError> {
     match mfa::step_up_status(&state.db, user.user_id, user.session_id).await? {
         mfa::StepUp::Fresh => Ok(()),
-        mfa::StepUp::NotEnrolled if !state.config.require_mfa => Ok(()),
+        // `COUNTERSIGN_REQUIRE_MFA` or the admin policy's `require_mfa`.
+        mfa::StepUp::NotEnrolled
+            if !state.config.require_mfa
+                && !crate::policy::current(&state.db).await?.require_mfa =>
+        {
+            Ok(())
+        }
         mfa::StepUp::NotEnrolled => Err(ApiError::Forbidden(MFA_ENROLMENT_REQUIRED.into())),
         mfa::StepUp::Needed => Err(ApiError::Forbidden(MFA_REQUIRED.into())),
     }

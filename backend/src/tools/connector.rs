@@ -26,6 +26,7 @@ use crate::{
     inputs::{Asking, CardAsker},
     llm::{ToolCall, ToolSpec},
     mcp::Elicitation,
+    policy::{self, Policy},
     tools::ToolContext,
 };
 use countersign_api::{
@@ -77,15 +78,21 @@ impl Kept {
         self.reviewed_descriptor.as_ref().unwrap_or(&NONE)
     }
 
-    fn decision(&self, turn_grant: bool, always_grant: AlwaysGrant) -> Decision {
-        gate::decide(&Facts {
+    /// The gate's facts for a call of this tool.
+    fn facts(&self, policy: &Policy, turn_grant: bool, always_grant: AlwaysGrant) -> Facts<'_> {
+        Facts {
             changed_since_review: self.changed_since_review(),
             annotations: self.reviewed().get("annotations"),
             trust_annotations: self.trust_annotations,
             requires_confirmation: self.requires_confirmation,
             turn_grant,
             always_grant,
-        })
+            policy: policy.facts(&self.url, &self.tool_name),
+        }
+    }
+
+    fn decision(&self, policy: &Policy, turn_grant: bool, always_grant: AlwaysGrant) -> Decision {
+        gate::decide(&self.facts(policy, turn_grant, always_grant))
     }
 
     /// What the card says about the tool: the reviewed title and
@@ -109,14 +116,17 @@ impl Kept {
         }
     }
 
-    fn spec(&self) -> ToolSpec {
+    fn spec(&self, policy: &Policy) -> ToolSpec {
         let reviewed = self.reviewed();
         let text = |key: &str| reviewed.get(key).and_then(Value::as_str);
         let mut description = text("description")
             .or_else(|| text("title"))
             .unwrap_or(&self.tool_name)
             .to_owned();
-        if matches!(self.decision(false, AlwaysGrant::None), Decision::Ask(_)) {
+        if matches!(
+            self.decision(policy, false, AlwaysGrant::None),
+            Decision::Ask(_)
+        ) {
             description = format!("{}\n\n{APPROVAL_NOTE}", description.trim_end());
         }
         let input_schema = match reviewed.get("inputSchema") {
@@ -511,8 +521,12 @@ impl ToolBox for ConnectorTools {
         Box::pin(async move {
             let user_id = UserId::from(user_id);
             refresh_stale(state, user_id).await;
-            match kept_tools(state, user_id).await {
-                Ok(tools) => tools.iter().map(Kept::spec).collect(),
+            let read = async {
+                let policy = policy::current(&state.db).await?;
+                Ok::<_, sqlx::Error>((kept_tools(state, user_id).await?, policy))
+            };
+            match read.await {
+                Ok((tools, policy)) => tools.iter().map(|t| t.spec(&policy)).collect(),
                 Err(err) => {
                     tracing::error!(error = %err, "cannot list a user's connector tools");
                     Vec::new()
@@ -583,9 +597,14 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     )
     .await?;
     let always = always_grant(state, user_id, &tool).await?;
-    match tool.decision(turn_grant, always) {
+    let policy = policy::current(&state.db).await?;
+    let facts = tool.facts(&policy, turn_grant, always);
+    match gate::decide(&facts) {
         Decision::Run(because) => Ok(run_unasked(run, call, &tool, arguments, because).await),
-        Decision::Ask(because) => ask_and_wait(run, call, &tool, because.text()).await,
+        Decision::Ask(because) => {
+            let offered = gate::offered_grants(&facts);
+            ask_and_wait(run, call, &tool, because.text(), offered).await
+        }
     }
 }
 
@@ -650,6 +669,7 @@ async fn ask_and_wait(
     call: &ToolCall,
     tool: &Kept,
     reason: &str,
+    offered_grants: &[GrantKind],
 ) -> Result<ToolOutcome, sqlx::Error> {
     let state = run.state;
     let row = approvals::propose(
@@ -665,7 +685,7 @@ async fn ask_and_wait(
             descriptor_digest: &tool.descriptor_digest,
             destination_url: &tool.url,
             reason,
-            grants_allowed: !tool.changed_since_review(),
+            offered_grants,
         },
     )
     .await?;
@@ -854,15 +874,28 @@ mod tests {
     #[test]
     fn tools_that_ask_carry_the_approval_note() {
         let safe = json!({"readOnlyHint": true, "openWorldHint": false});
-        let asks = kept(safe.clone(), false).spec();
+        let open = Policy::default();
+        let asks = kept(safe.clone(), false).spec(&open);
         assert!(
             asks.description.ends_with(APPROVAL_NOTE),
             "{}",
             asks.description
         );
         assert_eq!(asks.input_schema, json!({"type": "object"}));
-        let trusted = kept(safe.clone(), true).spec();
+        let trusted = kept(safe.clone(), true).spec(&open);
         assert_eq!(trusted.description, "Search.");
+        // A tool the policy says always asks says so to the model, trusted
+        // or not.
+        let strict = Policy {
+            always_ask_tools: vec!["docs.example/*".into()],
+            ..Policy::default()
+        };
+        assert!(
+            kept(safe, true)
+                .spec(&strict)
+                .description
+                .ends_with(APPROVAL_NOTE)
+        );
     }
 
     #[test]
@@ -870,7 +903,7 @@ mod tests {
         let mut tool = kept(json!({"destructiveHint": true}), true);
         // The server now lists something else (say, claiming safety).
         tool.descriptor_digest = "1".repeat(64);
-        let spec = tool.spec();
+        let spec = tool.spec(&Policy::default());
         assert!(
             spec.description.starts_with("Search."),
             "{}",
@@ -879,7 +912,7 @@ mod tests {
         assert!(spec.description.ends_with(APPROVAL_NOTE));
         assert_eq!(spec.input_schema, json!({"type": "object"}));
         assert_eq!(
-            tool.decision(true, AlwaysGrant::Current),
+            tool.decision(&Policy::default(), true, AlwaysGrant::Current),
             Decision::Ask(gate::AskBecause::ChangedSinceReviewed)
         );
         // No reviewed copy at all: asks, never runs.

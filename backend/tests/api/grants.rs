@@ -3,31 +3,16 @@
 //! descriptor digest; and every way a rule must not apply.
 
 use crate::helpers::{
-    Setup, add_demo_connector, decide_with, keep_as_seen, propose, refreshed, setup,
+    Setup, add_demo_connector, approve_with, decide_with, keep_as_seen, propose, refreshed, setup,
+    turn,
 };
 use countersign_demo_mcp::DriftField;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 async fn approve(s: &Setup, card: &Value, grant: &str) {
-    let res = decide_with(
-        &s.app,
-        card,
-        json!({"decision": "approve", "grant": grant, "arguments_digest": card["arguments_digest"]}),
-    )
-    .await;
+    let res = approve_with(&s.app, card, grant).await;
     assert_eq!(res.status(), StatusCode::OK, "approve {grant}");
-}
-
-/// Sends `message` and collects the turn's events.
-async fn turn(s: &Setup, stream: &mut crate::helpers::SseReader, message: &str) -> Vec<Value> {
-    s.app.send(&s.chat, message).await;
-    stream
-        .until("turn_finished")
-        .await
-        .into_iter()
-        .map(|(_, e)| e)
-        .collect()
 }
 
 fn ran_with(events: &[Value], origin: &str) -> bool {

@@ -606,6 +606,28 @@ pub(crate) fn event_of(events: &[(i64, Value)], kind: &str) -> Value {
         .clone()
 }
 
+/// Sends `message` in the fixture's chat and collects the turn's events
+/// until it finishes.
+pub(crate) async fn turn(s: &Setup, stream: &mut SseReader, message: &str) -> Vec<Value> {
+    s.app.send(&s.chat, message).await;
+    stream
+        .until("turn_finished")
+        .await
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect()
+}
+
+/// Approves `card` with `grant`, the arguments digest it showed.
+pub(crate) async fn approve_with(app: &TestApp, card: &Value, grant: &str) -> reqwest::Response {
+    decide_with(
+        app,
+        card,
+        json!({"decision": "approve", "grant": grant, "arguments_digest": card["arguments_digest"]}),
+    )
+    .await
+}
+
 /// Switches "Trust this server's safety annotations" on.
 pub(crate) async fn trust(s: &Setup) {
     let res = s

@@ -6,6 +6,7 @@
 //! probes and the static app, `rls` for the database's own guarantees.
 
 mod activity;
+mod admin;
 mod approvals;
 mod auth;
 mod chats;

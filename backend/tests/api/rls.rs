@@ -155,6 +155,7 @@ async fn anon_has_no_privilege_on_any_table_and_service_tables_none_for_authenti
         "mcp_pending_calls",
         "connector_oauth",
         "oauth_states",
+        "admin_policy",
         "_sqlx_migrations",
     ];
     let leaked: Vec<_> = grants

@@ -145,6 +145,8 @@ mod tests {
             outcome: ActivityOutcome::Running,
             error: None,
             duration_ms: None,
+            changes: Vec::new(),
+            subject: None,
         }
     }
 
