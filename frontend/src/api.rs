@@ -13,13 +13,13 @@ use std::future::Future;
 use std::pin::Pin;
 
 use countersign_api::{
-    ActivityEntry, CSRF_HEADER, ChangePasswordRequest, ChatDetail, ChatSummary, Connector,
-    ConnectorAuth, ConnectorTool, CreateChatRequest, CreateConnectorRequest, DecideRequest,
-    DecideResponse, ErrorBody, Grant, InputAnswer, InputAnswered, InputRequest, LoginRequest,
-    MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest, MfaEnrolment, ModelsResponse,
-    OAuthStart, PendingCall, ProviderKeyStatus, ReviewToolsRequest, SendMessageRequest,
-    SessionInfo, SessionResponse, SetProviderKeyRequest, SignupRequest, TurnAccepted,
-    UpdateChatRequest, UpdateConnectorRequest,
+    ActivityEntry, AdminOverview, AdminUser, AdminUserUpdate, CSRF_HEADER, ChangePasswordRequest,
+    ChatDetail, ChatSummary, Connector, ConnectorAuth, ConnectorTool, CreateChatRequest,
+    CreateConnectorRequest, DecideRequest, DecideResponse, ErrorBody, Grant, InputAnswer,
+    InputAnswered, InputRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed,
+    MfaEnrolRequest, MfaEnrolment, ModelsResponse, OAuthStart, PendingCall, Policy, PolicyUpdate,
+    ProviderKeyStatus, ReviewToolsRequest, SendMessageRequest, SessionInfo, SessionResponse,
+    SetProviderKeyRequest, SignupRequest, TurnAccepted, UpdateChatRequest, UpdateConnectorRequest,
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::Deserialize;
@@ -81,13 +81,25 @@ pub const MFA_ENROLMENT_REQUIRED: &str = "mfa_enrolment_required";
 pub const MFA_ENROLMENT_REQUIRED_TEXT: &str = "This server requires two-factor sign-in before you can do this. Set it up under Settings → Security, then try again.";
 
 /// The server's detail as the person should read it: machine codes that
-/// reach a form as they are become sentences; everything else is verbatim.
+/// reach a form as they are become sentences; everything else is verbatim
+/// (`mfa_required` stays a code: the step-up dialog answers it).
 pub fn readable_detail(detail: String) -> String {
-    if detail == MFA_ENROLMENT_REQUIRED {
-        MFA_ENROLMENT_REQUIRED_TEXT.to_owned()
-    } else {
-        detail
-    }
+    let text = match detail.as_str() {
+        MFA_ENROLMENT_REQUIRED => MFA_ENROLMENT_REQUIRED_TEXT,
+        "forbidden_by_policy" => {
+            "Your organisation's policy does not allow this. Ask your administrator if you need it."
+        }
+        "account_disabled" => "This account is disabled. Ask your administrator.",
+        "password_change_required" => {
+            "Choose a new password first: your administrator reset yours."
+        }
+        "last_admin" => {
+            "This is the last active administrator. Make another account an administrator first."
+        }
+        "grant_not_offered" => "This card does not offer that choice.",
+        _ => return detail,
+    };
+    text.to_owned()
 }
 
 impl fmt::Display for ApiError {
@@ -472,6 +484,38 @@ pub async fn revoke_grant(csrf_token: &str, grant_id: &str) -> Result<(), ApiErr
     fetch_empty(with_csrf(Request::delete(&url), csrf_token).build()).await
 }
 
+/// `GET /api/admin/policy` (administrators only).
+pub async fn admin_policy() -> Result<Policy, ApiError> {
+    fetch_json(Request::get("/api/admin/policy").build()).await
+}
+
+/// `PUT /api/admin/policy`: the fields sent change, the others keep their
+/// value. 422 names a malformed list entry.
+pub async fn put_admin_policy(csrf_token: &str, update: &PolicyUpdate) -> Result<Policy, ApiError> {
+    fetch_json(with_csrf(Request::put("/api/admin/policy"), csrf_token).json(update)).await
+}
+
+/// `GET /api/admin/users`.
+pub async fn admin_users() -> Result<Vec<AdminUser>, ApiError> {
+    fetch_json(Request::get("/api/admin/users").build()).await
+}
+
+/// `PATCH /api/admin/users/{id}`: disable, enable, make or unmake an
+/// administrator (409 `last_admin` for the last active one).
+pub async fn update_admin_user(
+    csrf_token: &str,
+    user_id: &str,
+    update: &AdminUserUpdate,
+) -> Result<AdminUser, ApiError> {
+    let url = format!("/api/admin/users/{}", segment(user_id));
+    fetch_json(with_csrf(Request::patch(&url), csrf_token).json(update)).await
+}
+
+/// `GET /api/admin/overview`.
+pub async fn admin_overview() -> Result<AdminOverview, ApiError> {
+    fetch_json(Request::get("/api/admin/overview").build()).await
+}
+
 /// `GET /api/connectors/available`: the deployment's one-click offers.
 pub async fn available_connectors() -> Result<Vec<AvailableConnector>, ApiError> {
     let body: AvailableConnectors =
@@ -593,5 +637,14 @@ mod tests {
             "the step-up still sees its code"
         );
         assert_eq!(readable_detail("Wrong password.".into()), "Wrong password.");
+        for code in [
+            "forbidden_by_policy",
+            "account_disabled",
+            "password_change_required",
+            "last_admin",
+        ] {
+            let text = readable_detail(code.into());
+            assert!(text.ends_with('.') && !text.contains('_'), "{code}: {text}");
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! Small pieces shared by several pages, named for what the user sees.
 
+mod admin_section;
 mod approval_card;
 mod auth_form;
 mod chat_header;
@@ -20,6 +21,7 @@ mod tool_call_block;
 mod tool_review_list;
 mod turn_view;
 
+pub use admin_section::AdminSection;
 pub use approval_card::ApprovalCard;
 pub use auth_form::{AuthForm, AuthPage, EmailField};
 pub use chat_header::ChatHeader;
@@ -33,7 +35,7 @@ pub use new_chat_button::NewChatButton;
 pub use origin_chip::OriginChip;
 pub use provider_keys::ProviderKeys;
 pub use require_session::RequireSession;
-pub use security_section::SecuritySection;
+pub use security_section::{ChangePassword, SecuritySection};
 pub use session_pending::SessionPending;
 pub use step_up_dialog::{StepUp, StepUpDialog};
 pub use tool_call_block::{SignInAgainButton, ToolCallBlock, ToolResultFold};

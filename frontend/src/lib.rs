@@ -64,6 +64,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("settings/models") view=|| view! { <SettingsPage section=SettingsSection::Models /> } />
                     <Route path=path!("settings/security") view=|| view! { <SettingsPage section=SettingsSection::Security /> } />
                     <Route path=path!("settings/rules") view=|| view! { <SettingsPage section=SettingsSection::Rules /> } />
+                    <Route path=path!("settings/admin") view=|| view! { <SettingsPage section=SettingsSection::Admin /> } />
                     <Route path=path!("activity") view=ActivityPage />
                 </ParentRoute>
             </Routes>

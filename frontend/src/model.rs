@@ -17,6 +17,7 @@
 //! Nothing here decides what the server decides.
 
 pub mod activity;
+pub mod admin;
 pub mod approval;
 pub mod input_request;
 pub mod markdown;

@@ -3,7 +3,7 @@
 use crate::{
     conformance, interop,
     pg::{Cluster, StopOnDrop, throwaway_cluster},
-    proc::{Counts, cmd, free_port, run, run_counting, spawn, terminate, wait_for_http},
+    proc::{Counts, cmd, free_port, output, run, run_counting, spawn, terminate, wait_for_http},
     run::{bootstrap_db, build_server, server_bin},
     schema, sqlx, tools, web,
 };
@@ -146,6 +146,9 @@ pub fn e2e_only(playwright_args: &[String]) -> anyhow::Result<()> {
 /// Builds the web app and the server, serves them on a free port against a
 /// fresh database, and runs the Playwright specs in `e2e/` against it
 /// (only those `playwright_args` pick, when it names any).
+/// The e2e instance's administrator (`countersign user create … --admin`).
+const E2E_ADMIN: &str = "e2e-admin@example.org";
+
 fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> anyhow::Result<()> {
     tools::ensure_chromium()?;
     web::build()?;
@@ -226,11 +229,28 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
     let base_url = format!("http://127.0.0.1:{port}");
     let result =
         wait_for_http(port, "/readyz", &mut server, Duration::from_secs(60)).and_then(|()| {
+            // The instance's administrator, made by the operator's command
+            // before anyone signs up (so every spec's account is not one):
+            // admin.spec signs in with the one-time password and must
+            // choose a new one first.
+            let created = output(
+                cmd(server_bin())
+                    .args(["user", "create", E2E_ADMIN, "--admin"])
+                    .env("DATABASE_URL", cluster.url("countersign_app", None, "e2e"))
+                    .env("RUST_LOG", "warn"),
+            )?;
+            let one_time = created
+                .lines()
+                .find_map(|line| line.strip_prefix("one-time password: "))
+                .ok_or_else(|| anyhow::anyhow!("`countersign user create` printed no password"))?
+                .to_owned();
             run_counting(
                 cmd("npx")
                     .args(["playwright", "test"])
                     .args(playwright_args)
                     .current_dir(crate::root().join("e2e"))
+                    .env("COUNTERSIGN_E2E_ADMIN_EMAIL", E2E_ADMIN)
+                    .env("COUNTERSIGN_E2E_ADMIN_PASSWORD", one_time)
                     .env("COUNTERSIGN_E2E_BASE_URL", &base_url)
                     .env("COUNTERSIGN_E2E_APPROVAL_WAIT_SECS", E2E_APPROVAL_WAIT_SECS)
                     .env("COUNTERSIGN_E2E_DEMO_ADMIN", format!("http://{demo_addr}"))

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use leptos_router::NavigateOptions;
 use leptos_router::hooks::{use_location, use_navigate, use_query_map};
 
-use crate::components::SessionPending;
+use crate::components::{ChangePassword, SessionPending, set_page_title};
 use crate::model::return_to::{encode, return_to};
 use crate::session::SessionState;
 
@@ -72,8 +72,33 @@ pub fn RequireSession(
         }
     });
 
-    move || match allowed.get() {
-        Some(true) => children().into_any(),
-        Some(false) | None => view! { <SessionPending /> }.into_any(),
+    // After an administrator's reset, nothing but choosing a new password
+    // (the server refuses the rest with `password_change_required`).
+    let must_change = Memo::new(move |_| {
+        signed_in && session.user().is_some_and(|user| user.must_change_password)
+    });
+    move || match (allowed.get(), must_change.get()) {
+        (Some(true), true) => view! { <NewPasswordRequired /> }.into_any(),
+        (Some(true), false) => children().into_any(),
+        (Some(false) | None, _) => view! { <SessionPending /> }.into_any(),
+    }
+}
+
+/// What a user whose password an administrator reset sees instead of any
+/// signed-in page: why, and the form to choose their own.
+#[component]
+fn NewPasswordRequired() -> impl IntoView {
+    set_page_title("Choose a new password");
+    view! {
+        <main class="auth-page" data-testid="new-password-required">
+            <div class="card">
+                <p class="brand-mark">"Countersign"</p>
+                <h1>"Choose a new password"</h1>
+                <p>
+                    "Your administrator reset your password. Enter the one-time password you were given as the current one, then choose your own."
+                </p>
+                <ChangePassword />
+            </div>
+        </main>
     }
 }

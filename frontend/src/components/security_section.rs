@@ -37,8 +37,11 @@ pub fn SecuritySection() -> impl IntoView {
 
 /// "Change password": current, new and confirmation. On success the server
 /// has signed out every other session; this one stays.
+/// "Password": the current one, the new one twice. After an
+/// administrator's reset the "current" one is the one-time password, and
+/// success reads the session again (the server lifts the restriction).
 #[component]
-fn ChangePassword() -> impl IntoView {
+pub fn ChangePassword() -> impl IntoView {
     let session = SessionState::expect();
     let current = RwSignal::new(String::new());
     let new = RwSignal::new(String::new());
@@ -66,6 +69,9 @@ fn ChangePassword() -> impl IntoView {
             current.set(String::new());
             new.set(String::new());
             confirm.set(String::new());
+            if session.user().is_some_and(|user| user.must_change_password) {
+                session.check();
+            }
         }
     });
 

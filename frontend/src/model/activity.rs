@@ -41,11 +41,15 @@ pub struct CallRow {
     first_seq: i64,
 }
 
-/// Folds the log (any order) into one row per `call_ref`, the most
-/// recently started call first. A call's decision comes from its `decided`
+/// Folds the log's call entries (any order) into one row per `call_ref`,
+/// the most recently started call first. A call's decision comes from its `decided`
 /// entry; its outcome, error and duration from its latest entry.
 pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
-    let mut newest_first: Vec<&ActivityEntry> = entries.iter().collect();
+    // An administrator's changes are not calls (`model::admin`).
+    let mut newest_first: Vec<&ActivityEntry> = entries
+        .iter()
+        .filter(|entry| !crate::model::admin::is_admin_entry(entry))
+        .collect();
     newest_first.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
     let mut rows: Vec<CallRow> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();

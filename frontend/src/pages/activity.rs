@@ -10,6 +10,7 @@ use crate::api;
 use crate::clock::minutes_east_at;
 use crate::components::set_page_title;
 use crate::model::activity::{CallRow, decision_text, group_calls, outcome_text, short_digest};
+use crate::model::admin::{change_text, entry_subject, is_admin_entry};
 use crate::model::approval::duration_text;
 use crate::model::when::date_time_text;
 use crate::pages::chat_path;
@@ -28,13 +29,36 @@ pub fn ActivityPage() -> impl IntoView {
         .into_any(),
         Some(Ok(entries)) => {
             let rows = group_calls(&entries);
+            let changes: Vec<_> = entries
+                .iter()
+                .filter(|e| is_admin_entry(e))
+                .cloned()
+                .collect();
+            let admin_changes = (!changes.is_empty()).then(|| view! {
+                <section class="panel admin-changes" aria-labelledby="admin-changes-heading" data-testid="activity-admin-changes">
+                    <h2 id="admin-changes-heading">"Your changes as an administrator"</h2>
+                    <ul class="admin-change-list">
+                        {changes.into_iter().map(|entry| {
+                            let at = date_time_text(&entry.at, minutes_east_at);
+                            let lines = entry.changes.iter().map(change_text).collect::<Vec<_>>().join("; ");
+                            view! {
+                                <li data-testid="activity-admin-change">
+                                    <span class="muted">{at}</span>" · "<strong>{entry_subject(&entry)}</strong>": "{lines}
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                </section>
+            });
             if rows.is_empty() {
                 view! {
+                    {admin_changes}
                     <p class="muted" data-testid="activity-empty">"No tool calls yet."</p>
                 }
                 .into_any()
             } else {
                 view! {
+                    {admin_changes}
                     <div class="table-scroll">
                         <table class="activity-table" role="table" data-testid="activity-table">
                             <caption class="visually-hidden">"Tool calls, most recent first"</caption>

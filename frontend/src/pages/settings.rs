@@ -2,9 +2,10 @@
 //! (DESIGN §9) — Connectors (`/settings`), Models & keys
 //! (`/settings/models`), Security (`/settings/security`: two-factor
 //! sign-in, sessions, the password) and Always allowed
-//! (`/settings/rules`: every standing "always allow" rule, with Revoke) —
-//! under a section list that also leads to the activity log. An Admin
-//! section comes with the admin API (issue 14).
+//! (`/settings/rules`: every standing "always allow" rule, with Revoke) and,
+//! for administrators only, Admin (`/settings/admin`: the instance, its
+//! policy and its accounts) — under a section list that also leads to the
+//! activity log.
 //!
 //! A connector's OAuth sign-in comes back to `/settings` (`?oauth=connected&connector=
 //! <id>` or `?oauth_error=…`, written by the server's callback): the page
@@ -22,7 +23,8 @@ use countersign_api::Grant;
 use crate::api;
 use crate::clock::minutes_east_at;
 use crate::components::{
-    ConnectorsSection, FormError, ProviderKeys, SecuritySection, last_error, set_page_title,
+    AdminSection, ConnectorsSection, FormError, ProviderKeys, SecuritySection, last_error,
+    set_page_title,
 };
 use crate::model::oauth::SignInReturn;
 use crate::model::when::date_time_text;
@@ -39,10 +41,18 @@ pub enum SettingsSection {
     Security,
     /// `/settings/rules`.
     Rules,
+    /// `/settings/admin`, for administrators.
+    Admin,
 }
 
 impl SettingsSection {
-    const ALL: [Self; 4] = [Self::Connectors, Self::Models, Self::Security, Self::Rules];
+    const ALL: [Self; 5] = [
+        Self::Connectors,
+        Self::Models,
+        Self::Security,
+        Self::Rules,
+        Self::Admin,
+    ];
 
     /// Its address.
     pub fn path(self) -> &'static str {
@@ -51,6 +61,7 @@ impl SettingsSection {
             Self::Models => "/settings/models",
             Self::Security => "/settings/security",
             Self::Rules => "/settings/rules",
+            Self::Admin => "/settings/admin",
         }
     }
 
@@ -61,6 +72,7 @@ impl SettingsSection {
             Self::Models => "Models & keys",
             Self::Security => "Security",
             Self::Rules => "Always allowed",
+            Self::Admin => "Admin",
         }
     }
 
@@ -70,6 +82,7 @@ impl SettingsSection {
             Self::Models => "settings-tab-models",
             Self::Security => "settings-tab-security",
             Self::Rules => "settings-tab-rules",
+            Self::Admin => "settings-tab-admin",
         }
     }
 }
@@ -101,8 +114,11 @@ pub fn SettingsPage(section: SettingsSection) -> impl IntoView {
         });
     }
 
+    let session = SessionState::expect();
+    let is_admin = session.user().is_some_and(|user| user.is_admin);
     let tabs = SettingsSection::ALL
         .into_iter()
+        .filter(|tab| *tab != SettingsSection::Admin || is_admin)
         .map(|tab| {
             view! {
                 <li>
@@ -120,6 +136,14 @@ pub fn SettingsPage(section: SettingsSection) -> impl IntoView {
         SettingsSection::Models => view! { <ProviderKeys /> }.into_any(),
         SettingsSection::Security => view! { <SecuritySection /> }.into_any(),
         SettingsSection::Rules => view! { <StandingRules /> }.into_any(),
+        SettingsSection::Admin if is_admin => view! { <AdminSection /> }.into_any(),
+        SettingsSection::Admin => view! {
+            <section class="panel" data-testid="admin-only">
+                <h2>"Admin"</h2>
+                <p>"Only an administrator of this instance can see this section."</p>
+            </section>
+        }
+        .into_any(),
     };
 
     view! {
@@ -195,6 +219,11 @@ fn StandingRules() -> impl IntoView {
                                 let since = date_time_text(&rule.created_at, minutes_east_at);
                                 let label = format!("Revoke the always-allow rule for {} on {}", rule.tool_name, rule.connector_name);
                                 let suspended = rule.suspended;
+                                let why = if rule.suspended_by_policy {
+                                    " · suspended: your administrator turned off \u{201c}Always allow\u{201d}"
+                                } else {
+                                    " · suspended: the tool changed since"
+                                };
                                 let for_button = rule.clone();
                                 view! {
                                     <li class="rule" data-testid="rule-row" data-tool-name=rule.tool_name.clone()
@@ -206,7 +235,7 @@ fn StandingRules() -> impl IntoView {
                                         </span>
                                         <span class="muted rule-since">
                                             {format!("since {since}")}
-                                            {suspended.then_some(" · suspended: the tool changed since")}
+                                            {suspended.then_some(why)}
                                         </span>
                                         <button type="button" class="button secondary small" data-testid="rule-revoke"
                                             aria-label=label disabled=move || busy.get()

@@ -23,6 +23,11 @@ pub(super) fn TrustToggle(
     let step_up = StepUp::expect();
     let trusted =
         Memo::new(move |_| connector.with(|c| c.as_ref().is_some_and(|c| c.trust_annotations)));
+    // The admin policy forbids it: it cannot be turned on, and where it is
+    // on it does not apply (turning it off is still allowed).
+    let forbidden = Memo::new(move |_| {
+        connector.with(|c| c.as_ref().is_some_and(|c| c.trust_forbidden_by_policy))
+    });
     let asking = RwSignal::new(false);
     let id_for_action = id.clone();
     let keep_asking = NodeRef::<leptos::html::Button>::new();
@@ -96,7 +101,7 @@ pub(super) fn TrustToggle(
                     aria-checked=move || trusted.get().to_string()
                     aria-labelledby=label_id.clone()
                     aria-describedby=note_id.clone()
-                    disabled=move || busy.get() || asking.get()
+                    disabled=move || busy.get() || asking.get() || (forbidden.get() && !trusted.get())
                     on:click=on_switch
                 >
                     <span class="switch-knob" aria-hidden="true"></span>
@@ -106,10 +111,11 @@ pub(super) fn TrustToggle(
                 </span>
             </div>
             <p id=note_id class="muted trust-note" data-testid="connector-trust-note">
-                {move || if trusted.get() {
-                    "On: tools this server declares read-only and closed-world run without asking you. Every other call still asks."
-                } else {
-                    "Off (recommended): every tool call asks for your approval."
+                {move || match (forbidden.get(), trusted.get()) {
+                    (true, true) => "Suspended: your administrator does not allow trusting servers' annotations, so every tool call asks for your approval.",
+                    (true, false) => "Off: your administrator does not allow trusting servers' annotations. Every tool call asks for your approval.",
+                    (false, true) => "On: tools this server declares read-only and closed-world run without asking you. Every other call still asks.",
+                    (false, false) => "Off (recommended): every tool call asks for your approval.",
                 }}
             </p>
             <Show when=move || asking.get()>

@@ -1,0 +1,173 @@
+// The Admin section (issue 14, DESIGN §5 "Admin policy", §9): the instance's
+// administrator — made by the operator's `countersign user create --admin`
+// before any spec signs up (cargo xtask passes its one-time password) —
+// signs in, must choose a new password first, then finds Settings → Admin:
+// the instance's figures, the policy with what each setting does, and the
+// accounts. The journey: a user's card offers "Always allow"; the admin
+// forbids it; the user's next card no longer does, and their standing rule
+// says it is suspended by the policy. The admin disables the user, who is
+// signed out at once.
+//
+// The policy is the whole instance's: whatever happens, the last step puts
+// it back as it was, so later specs see the defaults.
+import { expect, test, type Browser, type Page, type TestInfo } from '@playwright/test';
+import {
+  PASSPHRASE,
+  REPLY_TIMEOUT,
+  addDemoConnector,
+  ask,
+  everyWay,
+  guardPages,
+  navTo,
+  newChat,
+  signUp,
+  snap,
+  turnOver,
+} from './support';
+
+const ADMIN_EMAIL = process.env.COUNTERSIGN_E2E_ADMIN_EMAIL ?? '';
+const ONE_TIME = process.env.COUNTERSIGN_E2E_ADMIN_PASSWORD ?? '';
+
+test.setTimeout(180_000);
+
+const watch = guardPages();
+
+/**
+ * Signs the administrator in, in a browser of their own. The first time in
+ * a run, with the one-time password: the app asks for a new one
+ * (PASSPHRASE) before anything else.
+ */
+async function adminBrowser(browser: Browser, testInfo: TestInfo) {
+  expect(ADMIN_EMAIL, 'COUNTERSIGN_E2E_ADMIN_EMAIL (cargo xtask sets it)').not.toBe('');
+  const context = await browser.newContext({ baseURL: testInfo.project.use.baseURL });
+  const page = await context.newPage();
+  watch(page);
+  const signIn = async (password: string) => {
+    await page.goto('/signin');
+    await page.getByTestId('signin-email').fill(ADMIN_EMAIL);
+    await page.getByTestId('signin-password').fill(password);
+    await page.getByTestId('signin-submit').click();
+  };
+  await signIn(ONE_TIME);
+  const outcome = await Promise.race([
+    page.getByTestId('new-password-required').waitFor().then(() => 'reset' as const),
+    page.getByTestId('signin-error').waitFor().then(() => 'refused' as const),
+  ]);
+  if (outcome === 'reset') {
+    await expect(page.getByRole('heading', { name: 'Choose a new password' })).toBeVisible();
+    await snap(page, 'admin-new-password');
+    await page.getByTestId('password-current').fill(ONE_TIME);
+    await page.getByTestId('password-new').fill(PASSPHRASE);
+    await page.getByTestId('password-confirm').fill(PASSPHRASE);
+    await page.getByTestId('password-submit').click();
+  } else {
+    // An earlier test of this run chose it already.
+    await signIn(PASSPHRASE);
+  }
+  await expect(page.getByTestId('shell')).toBeVisible();
+  return { context, page };
+}
+
+async function openAdmin(page: Page) {
+  await navTo(page, 'nav-settings');
+  await page.getByTestId('settings-tab-admin').click();
+  await expect(page).toHaveURL(/\/settings\/admin$/);
+  await expect(page.getByTestId('admin-policy-form')).toBeVisible();
+}
+
+async function setForbidAlways(page: Page, on: boolean) {
+  await openAdmin(page);
+  const box = page.getByTestId('policy-forbid-always');
+  if (on) await box.check();
+  else await box.uncheck();
+  await page.getByTestId('policy-save').click();
+  await expect(page.getByTestId('policy-notice')).toHaveText("Saved. It applies from everyone's next tool call.");
+}
+
+test('an admin forbids "Always allow": the user\'s card no longer offers it, their rule is suspended; the admin page lists and disables users', async ({
+  page,
+  browser,
+}, testInfo) => {
+  const userEmail = await signUp(page, 'policy-user', 'Pat Policy');
+  // Not an admin: no Admin tab, and its address says so.
+  await navTo(page, 'nav-settings');
+  await expect(page.getByTestId('settings-tab-admin')).toHaveCount(0);
+  await page.goto('/settings/admin');
+  await expect(page.getByTestId('admin-only')).toBeVisible();
+
+  await addDemoConnector(page, ['add_note']);
+  await newChat(page);
+  const note = { title: 'Policy', body: 'Always?' };
+  await ask(page, 'add_note', note);
+  const first = page.getByTestId('approval-card').first();
+  await expect(first).toHaveAttribute('data-state', 'pending', { timeout: REPLY_TIMEOUT });
+  const always = first.getByTestId('approval-allow-always');
+  await expect(always).toBeVisible();
+  await always.click();
+  await first.getByTestId('approval-always-confirm-yes').click();
+  await turnOver(page);
+
+  const admin = await adminBrowser(browser, testInfo);
+  try {
+    await openAdmin(admin.page);
+    // The accounts, the admin's own marked.
+    const rows = admin.page.getByTestId('admin-user-row');
+    await expect(admin.page.locator(`[data-testid="admin-user-row"][data-email="${ADMIN_EMAIL}"]`)).toContainText('You');
+    const userRow = admin.page.locator(`[data-testid="admin-user-row"][data-email="${userEmail}"]`);
+    await expect(userRow).toBeVisible();
+    await expect(userRow).toHaveAttribute('data-admin', 'false');
+    await expect(userRow).toContainText('1 connector ·');
+    expect(await rows.count()).toBeGreaterThanOrEqual(2);
+    await expect(admin.page.getByTestId('policy-forbid-always')).not.toBeChecked();
+    await everyWay(admin.page, 'settings-admin');
+
+    await setForbidAlways(admin.page, true);
+
+    // The user's next call: a card without "Always allow", saying why.
+    await ask(page, 'add_note', note);
+    const second = page.getByTestId('approval-card').nth(1);
+    await expect(second).toHaveAttribute('data-state', 'pending', { timeout: REPLY_TIMEOUT });
+    await expect(second.getByTestId('approval-allow-always')).toHaveCount(0);
+    await expect(second.getByTestId('approval-allow-once')).toBeVisible();
+    await expect(second.getByTestId('approval-allow-turn')).toBeVisible();
+    await expect(second.getByTestId('approval-reason')).toContainText('your administrator has turned off');
+    await snap(page, 'admin-policy-card-without-always');
+    await second.getByTestId('approval-decline').click();
+    await turnOver(page);
+    // Their rule is kept, and says why it does not apply.
+    await navTo(page, 'nav-settings');
+    await page.getByTestId('settings-tab-rules').click();
+    const rule = page.getByTestId('rule-row');
+    await expect(rule).toHaveAttribute('data-suspended', 'true');
+    await expect(rule).toContainText('suspended: your administrator turned off');
+
+    // The activity log holds the change, in the admin's own words.
+    await navTo(admin.page, 'nav-activity');
+    await expect(admin.page.getByTestId('activity-admin-change').first()).toContainText(
+      'The policy: Forbid \u201cAlways allow\u201d: off \u2192 on',
+    );
+
+    // Disable the user: asked first, then they are signed out at once.
+    await openAdmin(admin.page);
+    await userRow.getByTestId('admin-user-disable').click();
+    const dialog = userRow.getByTestId('admin-user-disable-dialog');
+    await expect(dialog).toContainText(`Disable ${userEmail}?`);
+    await snap(admin.page, 'admin-disable-confirm');
+    await dialog.getByTestId('admin-user-disable-confirm').click();
+    await expect(userRow).toHaveAttribute('data-disabled', 'true');
+    await expect(userRow).toContainText('Disabled');
+    await page.reload();
+    await expect(page).toHaveURL(/\/signin/);
+    await page.getByTestId('signin-email').fill(userEmail);
+    await page.getByTestId('signin-password').fill(PASSPHRASE);
+    await page.getByTestId('signin-submit').click();
+    await expect(page.getByTestId('signin-error')).toHaveText('This account is disabled. Ask your administrator.');
+    await userRow.getByTestId('admin-user-enable').click();
+    await expect(userRow).toHaveAttribute('data-disabled', 'false');
+  } finally {
+    // The policy is the instance's: put it back for the specs after this.
+    await setForbidAlways(admin.page, false);
+    await admin.context.close();
+  }
+  await expect(page.getByTestId('signin-submit')).toBeVisible();
+});
