@@ -8,6 +8,8 @@ use countersign::{AppState, Config, config, db, telemetry};
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
+    #[command(flatten)]
+    logging: config::Logging,
     #[command(subcommand)]
     command: Command,
 }
@@ -145,8 +147,9 @@ enum DbCommand {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    telemetry::init();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    telemetry::init(cli.logging.log_format);
+    match cli.command {
         Command::Serve(config) => serve(*config).await,
         Command::Migrate { database_url } => {
             db::migrate(database_url.expose()).await?;
