@@ -10,6 +10,23 @@
 //!
 //! A call is written down *before* it runs: if that append fails, the call
 //! does not run.
+//!
+//! For auditors: [`export`] writes the chain as JSON lines ending with its
+//! head, which `countersign audit verify --file` (or any SHA-256 and RFC
+//! 8785 implementation) re-computes without the database. [`head()`] is the
+//! latest row as `SEQ:DIGEST`: recorded somewhere the database's owners
+//! cannot write, it anchors the chain — whoever can rewrite the table can
+//! re-hash every row after the one they changed, and `verify` alone would
+//! pass, but the recorded head is then no longer in the chain
+//! ([`verify_with_head`]).
+//!
+//! What it deliberately does not do: sign heads or ship them anywhere (a
+//! cron line does, see `docs/operations.md`), or prune the chain.
+
+pub mod export;
+pub mod head;
+
+pub use head::{Head, RecordedHead, head};
 
 use crate::{
     db, digest,
@@ -19,6 +36,7 @@ use countersign_api::{ActivityDecision, ActivityKind, ActivityOutcome, GrantKind
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::PgPool;
+use std::fmt;
 use uuid::Uuid;
 
 /// The `prev_hash` of the first row.
@@ -280,7 +298,8 @@ async fn chain(
 /// What [`verify`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verified {
-    /// Every row matches; this many.
+    /// Every row matches (and the recorded head, if one was given, is
+    /// among them); this many.
     Intact(u64),
     /// The first row that does not match, and why.
     Broken {
@@ -289,48 +308,167 @@ pub enum Verified {
         /// What does not match.
         reason: String,
     },
+    /// Every row matches its predecessor, but the head recorded elsewhere
+    /// is not in the chain: it was rewritten (or cut short) after that head
+    /// was recorded.
+    HeadMissing {
+        /// What is missing, naming the row.
+        reason: String,
+    },
 }
+
+impl Verified {
+    /// Whether nothing was found wrong.
+    pub fn is_intact(&self) -> bool {
+        matches!(self, Self::Intact(_))
+    }
+}
+
+/// A verdict as the CLI prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report<'a> {
+    /// What was verified: `activity log` or `export`.
+    pub what: &'a str,
+    /// The verdict.
+    pub verified: Verified,
+    /// The head it was checked against, if any.
+    pub recorded: Option<&'a RecordedHead>,
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = self.what;
+        match (&self.verified, self.recorded) {
+            (Verified::Intact(rows), None) => write!(f, "{what} intact: {rows} rows"),
+            (Verified::Intact(rows), Some(head)) => write!(
+                f,
+                "{what} intact: {rows} rows, the recorded head {head} among them"
+            ),
+            (Verified::Broken { seq, reason }, _) => {
+                write!(f, "{what} broken at row {seq}: {reason}")
+            }
+            (Verified::HeadMissing { reason }, Some(head)) => write!(
+                f,
+                "{what} does not contain the recorded head {head}: {reason}"
+            ),
+            (Verified::HeadMissing { reason }, None) => {
+                write!(f, "{what} does not contain the recorded head: {reason}")
+            }
+        }
+    }
+}
+
+/// Re-computing the chain one row at a time, in order: the one rule that
+/// [`verify`] (rows from the database) and [`export::verify_file`] (rows
+/// from an export) share.
+#[derive(Debug, Clone)]
+pub struct Walk {
+    prev: String,
+    next_seq: i64,
+    checked: u64,
+}
+
+impl Walk {
+    /// A walk from the first row, whose `prev_hash` is [`GENESIS`].
+    pub fn from_genesis() -> Self {
+        Self::after(0, GENESIS)
+    }
+
+    /// A walk that starts after row `seq`, whose hash is taken to be
+    /// `hash` (an export `--since` a later row: its first `prev_hash`).
+    pub fn after(seq: i64, hash: &str) -> Self {
+        Self {
+            prev: hash.to_owned(),
+            next_seq: seq + 1,
+            checked: 0,
+        }
+    }
+
+    /// Checks the next row; on a mismatch, says which row and why.
+    pub fn step(
+        &mut self,
+        seq: i64,
+        entry: &Value,
+        prev_hash: &str,
+        hash: &str,
+    ) -> Result<(), Verified> {
+        let broken = |reason: &str| {
+            Err(Verified::Broken {
+                seq,
+                reason: reason.to_owned(),
+            })
+        };
+        if seq != self.next_seq {
+            return broken(&format!("row {} is missing", self.next_seq));
+        }
+        if entry.get("seq").and_then(Value::as_i64) != Some(seq) {
+            return broken("its entry names another sequence number");
+        }
+        if prev_hash != self.prev {
+            return broken("it does not follow the previous row's hash");
+        }
+        if chain_hash(prev_hash, entry) != hash {
+            return broken("its content does not match its hash");
+        }
+        hash.clone_into(&mut self.prev);
+        self.next_seq += 1;
+        self.checked += 1;
+        Ok(())
+    }
+
+    /// The last row checked (or the starting point).
+    pub fn head(&self) -> Head {
+        Head {
+            seq: self.next_seq - 1,
+            hash: self.prev.clone(),
+        }
+    }
+
+    /// How many rows were checked.
+    pub fn checked(&self) -> u64 {
+        self.checked
+    }
+}
+
+/// Rows [`verify`] reads per query: the chain is never in memory whole.
+const PAGE: i64 = 1000;
 
 /// Re-computes the whole chain, in order, reading it in pages.
 pub async fn verify(pool: &PgPool) -> Result<Verified, sqlx::Error> {
-    let mut prev = GENESIS.to_owned();
-    let mut expected_seq = 1_i64;
-    let mut checked = 0_u64;
+    verify_with_head(pool, None).await
+}
+
+/// [`verify`], and with `recorded`, also that the chain contains that head
+/// (the row with its hash, at its sequence number if it names one).
+pub async fn verify_with_head(
+    pool: &PgPool,
+    recorded: Option<&RecordedHead>,
+) -> Result<Verified, sqlx::Error> {
+    let mut walk = Walk::from_genesis();
+    let mut anchor = recorded.map(head::HeadCheck::new);
     loop {
         let mut tx = db::service_tx(pool).await?;
         let rows = sqlx::query!(
-            "select seq, entry, prev_hash, hash from activity where seq >= $1 order by seq limit 1000",
-            expected_seq,
+            "select seq, entry, prev_hash, hash from activity where seq >= $1 order by seq limit $2",
+            walk.head().seq + 1,
+            PAGE,
         )
         .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
         if rows.is_empty() {
-            return Ok(Verified::Intact(checked));
+            return Ok(match anchor {
+                Some(anchor) => anchor.finish(&walk.head(), walk.checked()),
+                None => Verified::Intact(walk.checked()),
+            });
         }
         for row in rows {
-            let (seq, entry, prev_hash, hash) = (row.seq, row.entry, row.prev_hash, row.hash);
-            let broken = |reason: &str| {
-                Ok(Verified::Broken {
-                    seq,
-                    reason: reason.to_owned(),
-                })
-            };
-            if seq != expected_seq {
-                return broken(&format!("row {expected_seq} is missing"));
+            if let Err(broken) = walk.step(row.seq, &row.entry, &row.prev_hash, &row.hash) {
+                return Ok(broken);
             }
-            if entry.get("seq").and_then(Value::as_i64) != Some(seq) {
-                return broken("its entry names another sequence number");
+            if let Some(anchor) = &mut anchor {
+                anchor.see(row.seq, &row.hash);
             }
-            if prev_hash != prev {
-                return broken("it does not follow the previous row's hash");
-            }
-            if chain_hash(&prev_hash, &entry) != hash {
-                return broken("its content does not match its hash");
-            }
-            prev = hash;
-            expected_seq += 1;
-            checked += 1;
         }
     }
 }

@@ -83,6 +83,46 @@ impl FromStr for TrustedProxies {
     }
 }
 
+/// `COUNTERSIGN_LOG_FORMAT`: how log lines are written to stderr.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One human-readable line per event (the default).
+    #[default]
+    Text,
+    /// One JSON object per line, for a log collector: the event's fields,
+    /// and the fields of every span it happened in (a request's
+    /// `request_id` and `user_id`).
+    Json,
+}
+
+impl FromStr for LogFormat {
+    type Err = String;
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            other => Err(format!(
+                "COUNTERSIGN_LOG_FORMAT (--log-format) is `text` or `json`, not {other:?}"
+            )),
+        }
+    }
+}
+
+/// Settings every command shares (they take effect before any command
+/// runs, so they cannot live in [`Config`], which only `serve` reads).
+#[derive(Debug, Clone, Args)]
+pub struct Logging {
+    /// Log format: `text` (one line per event, for people) or `json` (one
+    /// object per line, for a collector); anything else is refused.
+    #[arg(
+        long,
+        env = "COUNTERSIGN_LOG_FORMAT",
+        default_value = "text",
+        global = true
+    )]
+    pub log_format: LogFormat,
+}
+
 /// Server settings.
 #[derive(Debug, Clone, Args)]
 pub struct Config {

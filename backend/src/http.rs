@@ -16,6 +16,7 @@ pub mod inputs;
 pub mod mfa;
 pub mod models;
 pub mod oauth;
+pub mod request_id;
 pub mod security;
 pub mod session;
 pub mod stream;
@@ -27,7 +28,12 @@ use axum::{
     routing::{delete, get, patch, post, put},
 };
 use std::{future::Future, net::SocketAddr};
-use tower_http::{compression::CompressionLayer, trace::TraceLayer};
+use tower::util::MapRequestLayer;
+use tower_http::{
+    compression::CompressionLayer,
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer},
+    trace::{DefaultOnResponse, TraceLayer},
+};
 
 /// The whole app: `/api`, health checks, and the web app with an
 /// `index.html` fallback for client-side routes.
@@ -130,25 +136,48 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             security::security_headers,
         ))
-        .layer(TraceLayer::new_for_http().make_span_with({
-            // The span names the client as throttling sees it (the trusted
-            // proxy's X-Forwarded-For, else the peer).
-            let trusted = state.config.trusted_proxies.clone();
-            move |request: &axum::extract::Request| {
-                let client = extract::client_ip(
-                    extract::peer_ip(request.extensions()),
-                    request.headers(),
-                    &trusted,
-                );
-                tracing::debug_span!(
-                    "request",
-                    method = %request.method(),
-                    uri = %request.uri(),
-                    version = ?request.version(),
-                    client.ip = client.map(tracing::field::display),
-                )
-            }
-        }))
+        // Layers run bottom-up: the id is made sane, set, read by the span,
+        // and copied onto every response (404s and refusals included).
+        .layer(PropagateRequestIdLayer::new(request_id::X_REQUEST_ID))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with({
+                    // The span names the client as throttling sees it (the
+                    // trusted proxy's X-Forwarded-For, else the peer).
+                    let trusted = state.config.trusted_proxies.clone();
+                    move |request: &axum::extract::Request| {
+                        let client = extract::client_ip(
+                            extract::peer_ip(request.extensions()),
+                            request.headers(),
+                            &trusted,
+                        );
+                        let request_id = request
+                            .extensions()
+                            .get::<RequestId>()
+                            .and_then(|id| id.header_value().to_str().ok());
+                        // The path, never the query: the OAuth callback's
+                        // carries a code and a state.
+                        tracing::info_span!(
+                            "request",
+                            method = %request.method(),
+                            path = request.uri().path(),
+                            version = ?request.version(),
+                            client.ip = client.map(tracing::field::display),
+                            request_id,
+                            // Recorded once the session is resolved
+                            // (`session::session_from_headers`).
+                            user_id = tracing::field::Empty,
+                        )
+                    }
+                })
+                // One line per request, with its status and latency.
+                .on_response(DefaultOnResponse::new().level(tracing::Level::INFO)),
+        )
+        .layer(SetRequestIdLayer::new(
+            request_id::X_REQUEST_ID,
+            MakeRequestUuid,
+        ))
+        .layer(MapRequestLayer::new(request_id::drop_unless_sane))
         .with_state(state)
 }
 

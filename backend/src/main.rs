@@ -8,6 +8,8 @@ use countersign::{AppState, Config, admin, config, db, telemetry};
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
+    #[command(flatten)]
+    logging: config::Logging,
     #[command(subcommand)]
     command: Command,
 }
@@ -68,10 +70,41 @@ enum UserCommand {
 #[derive(Debug, Subcommand)]
 enum AuditCommand {
     /// Re-compute the activity log's hash chain; name the first broken row
-    /// (exit 1) or say how many rows are intact.
+    /// (exit 1) or say how many rows are intact. With --head, also check
+    /// that the chain still contains a head recorded earlier (exit 1 when
+    /// it does not: the log was rewritten or cut short since).
     Verify {
         /// Postgres URL of the server's login role (or any role that may
-        /// read the log).
+        /// read the log). Not needed with --file.
+        #[arg(long, env = "DATABASE_URL", required_unless_present = "file")]
+        database_url: Option<config::Secret>,
+        /// A head recorded earlier by `countersign audit head`: SEQ:DIGEST,
+        /// or the DIGEST alone.
+        #[arg(long, value_name = "SEQ:DIGEST")]
+        head: Option<countersign::audit::RecordedHead>,
+        /// Verify this export (`countersign audit export`) instead of the
+        /// database.
+        #[arg(long, value_name = "FILE")]
+        file: Option<std::path::PathBuf>,
+    },
+    /// Write the chain as JSON lines (seq, at, prev_hash, hash, entry), then
+    /// a last line with its head: {"head": {"seq", "hash"}}.
+    Export {
+        /// Postgres URL of the server's login role.
+        #[arg(long, env = "DATABASE_URL")]
+        database_url: config::Secret,
+        /// Start at this row, or at the first row written at or after this
+        /// RFC 3339 time.
+        #[arg(long, value_name = "SEQ|TIME")]
+        since: Option<countersign::audit::export::Since>,
+        /// Write to this file instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Print the chain's head, SEQ:DIGEST (0:000… when empty), to record
+    /// somewhere the database's owners cannot write.
+    Head {
+        /// Postgres URL of the server's login role.
         #[arg(long, env = "DATABASE_URL")]
         database_url: config::Secret,
     },
@@ -177,8 +210,9 @@ enum DbCommand {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    telemetry::init();
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    telemetry::init(cli.logging.log_format);
+    match cli.command {
         Command::Serve(config) => serve(*config).await,
         Command::Migrate { database_url } => {
             db::migrate(database_url.expose()).await?;
@@ -201,18 +235,58 @@ async fn main() -> anyhow::Result<()> {
             tracing::info!(db.name = %database, "database and roles ready");
             Ok(())
         }
-        Command::Audit(AuditCommand::Verify { database_url }) => {
-            let pool = db::connect(database_url.expose()).await?;
-            match countersign::audit::verify(&pool).await? {
-                countersign::audit::Verified::Intact(rows) => {
-                    println!("activity log intact: {rows} rows");
-                    Ok(())
+        Command::Audit(command) => {
+            use countersign::audit;
+            match command {
+                AuditCommand::Verify {
+                    database_url,
+                    head,
+                    file,
+                } => {
+                    let (what, verified) = match (file, database_url) {
+                        (Some(file), _) => {
+                            ("export", audit::export::verify_file(&file, head.as_ref())?)
+                        }
+                        (None, Some(url)) => {
+                            let pool = db::connect(url.expose()).await?;
+                            (
+                                "activity log",
+                                audit::verify_with_head(&pool, head.as_ref()).await?,
+                            )
+                        }
+                        (None, None) => {
+                            anyhow::bail!("give --database-url (DATABASE_URL) or --file")
+                        }
+                    };
+                    let intact = verified.is_intact();
+                    println!(
+                        "{}",
+                        audit::Report {
+                            what,
+                            verified,
+                            recorded: head.as_ref()
+                        }
+                    );
+                    if !intact {
+                        std::process::exit(1);
+                    }
                 }
-                countersign::audit::Verified::Broken { seq, reason } => {
-                    println!("activity log broken at row {seq}: {reason}");
-                    std::process::exit(1);
+                AuditCommand::Export {
+                    database_url,
+                    since,
+                    output,
+                } => {
+                    let pool = db::connect(database_url.expose()).await?;
+                    let (head, rows) =
+                        audit::export::export_to(&pool, since.as_ref(), output.as_deref()).await?;
+                    eprintln!("exported {rows} rows; head {head}");
+                }
+                AuditCommand::Head { database_url } => {
+                    let pool = db::connect(database_url.expose()).await?;
+                    println!("{}", audit::head(&pool).await?);
                 }
             }
+            Ok(())
         }
         Command::User {
             database_url,

@@ -16,7 +16,10 @@ use axum::http::{HeaderMap, HeaderValue, header};
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "countersign_session";
 
-/// Resolves the session cookie, if any, to a live session.
+/// Resolves the session cookie, if any, to a live session, and names its
+/// user in the request's log span (`user_id`, see `http::router`). Both
+/// the extractor and the CSRF middleware resolve sessions here, so every
+/// signed-in request's log lines carry the user.
 pub async fn session_from_headers(
     headers: &HeaderMap,
     state: &AppState,
@@ -24,7 +27,11 @@ pub async fn session_from_headers(
     let Some(token) = cookie(headers, SESSION_COOKIE) else {
         return Ok(None);
     };
-    Ok(session::lookup(&state.db, &token, state.config.session_idle()).await?)
+    let user = session::lookup(&state.db, &token, state.config.session_idle()).await?;
+    if let Some(user) = &user {
+        tracing::Span::current().record("user_id", tracing::field::display(user.user_id));
+    }
+    Ok(user)
 }
 
 /// The value of cookie `name`, if sent.

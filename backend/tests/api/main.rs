@@ -18,6 +18,7 @@ mod health;
 mod helpers;
 mod host;
 mod inputs;
+mod logs;
 mod mfa;
 mod oauth_flow;
 mod oauth_store;

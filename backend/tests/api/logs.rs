@@ -1,0 +1,309 @@
+//! What an operator reads: `X-Request-Id` on every response, and
+//! `COUNTERSIGN_LOG_FORMAT=json` from the real binary — one JSON object
+//! per line, each request's lines naming its request and its user, no
+//! secret anywhere.
+
+use crate::helpers::{GOOD_PASSWORD, TestApp, email, spawn_app};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::{
+    io::{BufRead as _, BufReader},
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::Duration,
+};
+use uuid::Uuid;
+
+const X_REQUEST_ID: &str = "x-request-id";
+
+async fn request_id_for(app: &TestApp, sent: Option<&str>) -> String {
+    let mut request = app.client.get(app.url("/api/auth/me"));
+    if let Some(id) = sent {
+        request = request.header(X_REQUEST_ID, id);
+    }
+    let res = request.send().await.expect("request");
+    res.headers()
+        .get(X_REQUEST_ID)
+        .expect("every response carries X-Request-Id")
+        .to_str()
+        .expect("ASCII")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn every_response_carries_a_request_id_and_a_sane_one_from_the_client_is_echoed() {
+    let app = spawn_app().await;
+    for path in ["/healthz", "/", "/api/no/such/thing", "/api/auth/me"] {
+        let res = app.get(path).await;
+        let id = res.headers().get(X_REQUEST_ID);
+        assert!(
+            id.and_then(|id| id.to_str().ok())
+                .is_some_and(|id| id.parse::<Uuid>().is_ok()),
+            "{path}: a generated id is a UUID: {id:?}"
+        );
+    }
+    let first = request_id_for(&app, None).await;
+    assert_ne!(
+        request_id_for(&app, None).await,
+        first,
+        "a new id per request"
+    );
+
+    let sane = format!("proxy-{}.7_a", "x".repeat(118));
+    assert_eq!(sane.len(), 128);
+    assert_eq!(request_id_for(&app, Some(&sane)).await, sane, "echoed");
+    // A refused request carries it too.
+    let res = app
+        .client
+        .post(app.url("/api/chats"))
+        .header(X_REQUEST_ID, "refused-1")
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(res.status(), StatusCode::FORBIDDEN, "no CSRF token");
+    assert_eq!(res.headers()[X_REQUEST_ID], "refused-1");
+}
+
+#[tokio::test]
+async fn an_insane_request_id_is_replaced_by_a_fresh_one() {
+    let app = spawn_app().await;
+    let too_long = "x".repeat(129);
+    for (sent, why) in [
+        (too_long.as_str(), "129 characters"),
+        ("with space", "a space"),
+        ("quote\"d", "a quote"),
+        (
+            "tab\tbed",
+            "a tab (a newline cannot be sent: it ends the header)",
+        ),
+        ("", "empty"),
+    ] {
+        let echoed = request_id_for(&app, Some(sent)).await;
+        assert_ne!(echoed, sent, "{why}");
+        assert!(echoed.parse::<Uuid>().is_ok(), "{why}: {echoed}");
+    }
+    // Sent twice: which one would a log believe? Neither.
+    let res = app
+        .client
+        .get(app.url("/healthz"))
+        .header(X_REQUEST_ID, "one")
+        .header(X_REQUEST_ID, "two")
+        .send()
+        .await
+        .expect("request");
+    let ids: Vec<_> = res.headers().get_all(X_REQUEST_ID).iter().collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert!(
+        ids[0].to_str().is_ok_and(|id| id.parse::<Uuid>().is_ok()),
+        "{ids:?}"
+    );
+}
+
+/// A real `countersign serve` with JSON logs, its stderr read line by line.
+struct JsonLogServer {
+    child: Child,
+    base: String,
+    lines: mpsc::Receiver<String>,
+}
+
+/// Keys handed to the server only so the test can look for them in its logs.
+const SECRET_KEY: &str = "9f8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39281706f5e4d3c2b1a0";
+const APPROVAL_KEY: &str = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
+
+impl JsonLogServer {
+    async fn start(app: &TestApp) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("port")
+            .local_addr()
+            .expect("addr")
+            .port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_countersign"))
+            .arg("serve")
+            .env("DATABASE_URL", app.config.database_url.expose())
+            .env("COUNTERSIGN_MIGRATION_DATABASE_URL", &app.owner_db_url)
+            .env("COUNTERSIGN_BIND", format!("127.0.0.1:{port}"))
+            .env("COUNTERSIGN_LOG_FORMAT", "json")
+            .env("COUNTERSIGN_SECRET_KEY", SECRET_KEY)
+            .env("COUNTERSIGN_APPROVAL_KEY", APPROVAL_KEY)
+            // The filter an operator gets by default.
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start countersign serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // The server prints its URL once it listens.
+        let stdout = child.stdout.take().expect("stdout");
+        let up = tokio::task::spawn_blocking(move || {
+            BufReader::new(stdout)
+                .lines()
+                .next()
+                .expect("a line")
+                .expect("stdout")
+        })
+        .await
+        .expect("reader");
+        assert!(up.contains(&format!("127.0.0.1:{port}")), "{up}");
+        Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            lines,
+        }
+    }
+
+    /// Lines until one contains `needle` (that one included).
+    fn until(&self, needle: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("no log line with {needle} in {seen:#?}"));
+            let done = line.contains(needle);
+            seen.push(line);
+            if done {
+                return seen;
+            }
+        }
+    }
+
+    /// Stops the server (SIGTERM) and returns what it wrote after that.
+    fn stop(mut self) -> Vec<String> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+        self.lines.iter().collect()
+    }
+}
+
+/// The `request` span of a JSON log line, if it has one.
+fn request_span(line: &Value) -> Option<&Value> {
+    line["spans"]
+        .as_array()?
+        .iter()
+        .find(|span| span["name"] == "request")
+}
+
+#[tokio::test]
+async fn json_logs_are_one_object_per_line_naming_the_request_and_user_and_no_secret() {
+    let app = spawn_app().await;
+    let server = JsonLogServer::start(&app).await;
+    let on = app.at(&server.base);
+    let address = email();
+    let (status, cookie, body) = on.signup(&address, GOOD_PASSWORD).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let user_id = body["user"]["id"].as_str().expect("user id").to_owned();
+    let session = cookie
+        .as_deref()
+        .and_then(|c| c.split(';').next())
+        .and_then(|c| c.split_once('='))
+        .map(|(_, token)| token.to_owned())
+        .expect("a session cookie");
+    let csrf = on.csrf_token();
+
+    // A GET (the extractor resolves the session) and a POST (the CSRF
+    // middleware does), each naming itself.
+    let res = on
+        .client
+        .get(on.url("/api/auth/me"))
+        .header(X_REQUEST_ID, "log-me-1")
+        .send()
+        .await
+        .expect("me");
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = on
+        .client
+        .post(on.url("/api/chats"))
+        .header(X_REQUEST_ID, "log-chat-1")
+        .header("x-csrf-token", &csrf)
+        .json(&json!({"model": "offline/demo"}))
+        .send()
+        .await
+        .expect("chat");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    // A query string that carries secrets (an OAuth callback's).
+    let res = on
+        .client
+        .get(on.url("/oauth/callback?code=LEAKED-CODE&state=LEAKED-STATE"))
+        .header(X_REQUEST_ID, "log-callback-1")
+        .send()
+        .await
+        .expect("callback");
+    drop(res);
+
+    let mut lines = server.until("log-callback-1");
+    lines.extend(server.stop());
+
+    let parsed: Vec<Value> = lines
+        .iter()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("not one JSON object: {err}: {line}"));
+            assert!(value.is_object(), "{line}");
+            assert!(value["level"].is_string() && value["timestamp"].is_string());
+            value
+        })
+        .collect();
+    for (id, path) in [("log-me-1", "/api/auth/me"), ("log-chat-1", "/api/chats")] {
+        let of_request: Vec<&Value> = parsed
+            .iter()
+            .filter(|line| request_span(line).is_some_and(|span| span["request_id"] == id))
+            .collect();
+        let finished = of_request
+            .iter()
+            .find(|line| line["message"] == "finished processing request")
+            .unwrap_or_else(|| panic!("{id}: a finished line in {lines:#?}"));
+        let span = request_span(finished).expect("span");
+        assert_eq!(span["user_id"], user_id.as_str(), "{id}: {finished}");
+        assert_eq!(span["path"], path, "{id}");
+        assert!(finished["status"].is_number(), "{finished}");
+    }
+    let callback = parsed
+        .iter()
+        .filter_map(request_span)
+        .find(|span| span["request_id"] == "log-callback-1")
+        .expect("the callback's span");
+    assert_eq!(callback["path"], "/oauth/callback");
+
+    let all = lines.join("\n");
+    for (secret, what) in [
+        (app.config.database_url.expose(), "the database URL"),
+        ("test-app", "the database password"),
+        (SECRET_KEY, "COUNTERSIGN_SECRET_KEY"),
+        (APPROVAL_KEY, "COUNTERSIGN_APPROVAL_KEY"),
+        (session.as_str(), "the session token"),
+        (csrf.as_str(), "the CSRF token"),
+        (GOOD_PASSWORD, "the password"),
+        ("LEAKED-CODE", "an OAuth code"),
+        ("LEAKED-STATE", "an OAuth state"),
+    ] {
+        assert!(!all.contains(secret), "{what} is in the logs:\n{all}");
+    }
+}
+
+#[test]
+fn an_unknown_log_format_is_refused_naming_the_setting() {
+    let out = Command::new(env!("CARGO_BIN_EXE_countersign"))
+        .args(["migrate", "--database-url", "postgres://127.0.0.1:1/none"])
+        .env("COUNTERSIGN_LOG_FORMAT", "xml")
+        .output()
+        .expect("run countersign");
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("COUNTERSIGN_LOG_FORMAT")
+            && stderr.contains("`text` or `json`, not \"xml\""),
+        "{stderr}"
+    );
+}
