@@ -16,6 +16,7 @@ pub mod inputs;
 pub mod mfa;
 pub mod models;
 pub mod oauth;
+pub mod openapi;
 pub mod request_id;
 pub mod security;
 pub mod session;
@@ -23,10 +24,7 @@ pub mod stream;
 pub mod web_app;
 
 use crate::AppState;
-use axum::{
-    Router, middleware,
-    routing::{delete, get, patch, post, put},
-};
+use axum::{Router, middleware};
 use std::{future::Future, net::SocketAddr};
 use tower::util::MapRequestLayer;
 use tower_http::{
@@ -34,84 +32,84 @@ use tower_http::{
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, RequestId, SetRequestIdLayer},
     trace::{DefaultOnResponse, TraceLayer},
 };
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+/// `/api`'s routes. Each is registered through `utoipa_axum::routes!`,
+/// which takes the path and method from the handler's `#[utoipa::path]`:
+/// the served routes and the OpenAPI document ([`openapi::document`]) are
+/// one list and cannot drift apart.
+pub(crate) fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(auth::signup))
+        .routes(routes!(auth::login))
+        .routes(routes!(auth::logout))
+        .routes(routes!(auth::me))
+        .routes(routes!(auth::change_password))
+        .routes(routes!(mfa::enroll))
+        .routes(routes!(mfa::confirm))
+        .routes(routes!(mfa::step_up))
+        .routes(routes!(mfa::disable))
+        .routes(routes!(mfa::list_sessions))
+        .routes(routes!(mfa::revoke_other_sessions))
+        .routes(routes!(chats::list_chats, chats::create_chat))
+        .routes(routes!(
+            chats::get_chat,
+            chats::update_chat,
+            chats::delete_chat
+        ))
+        .routes(routes!(chats::send_message))
+        .routes(routes!(stream::chat_stream))
+        .routes(routes!(chats::cancel_turn))
+        .routes(routes!(
+            connectors::list_connectors,
+            connectors::create_connector
+        ))
+        .routes(routes!(
+            connectors::get_connector,
+            connectors::update_connector,
+            connectors::delete_connector
+        ))
+        .routes(routes!(connectors::available_connectors))
+        .routes(routes!(connectors::test_connector))
+        .routes(routes!(connectors::refresh_connector))
+        .routes(routes!(connectors::list_tools))
+        .routes(routes!(connectors::review_tools))
+        .routes(routes!(oauth::start))
+        .routes(routes!(oauth::disconnect))
+        .routes(routes!(approvals::list_pending))
+        .routes(routes!(approvals::decide))
+        .routes(routes!(inputs::list))
+        .routes(routes!(inputs::answer))
+        .routes(routes!(approvals::list_grants))
+        .routes(routes!(approvals::delete_grant))
+        .routes(routes!(approvals::list_activity))
+        .routes(routes!(admin::get_policy, admin::put_policy))
+        .routes(routes!(admin::list_users))
+        .routes(routes!(admin::update_user))
+        .routes(routes!(admin::overview))
+        .routes(routes!(models::list_models))
+        .routes(routes!(models::list_provider_keys))
+        .routes(routes!(
+            models::set_provider_key,
+            models::delete_provider_key
+        ))
+        .routes(routes!(openapi::openapi_json))
+}
+
+/// The routes outside `/api` that the OpenAPI document describes too.
+pub(crate) fn outer_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(oauth::callback))
+        .routes(routes!(oauth::client_metadata))
+        .routes(routes!(health::healthz))
+        .routes(routes!(health::readyz))
+}
 
 /// The whole app: `/api`, health checks, and the web app with an
 /// `index.html` fallback for client-side routes.
 pub fn router(state: AppState) -> Router {
-    let api = Router::new()
-        .route("/auth/signup", post(auth::signup))
-        .route("/auth/login", post(auth::login))
-        .route("/auth/logout", post(auth::logout))
-        .route("/auth/me", get(auth::me))
-        .route("/auth/password", post(auth::change_password))
-        .route("/auth/mfa/enroll", post(mfa::enroll))
-        .route("/auth/mfa/confirm", post(mfa::confirm))
-        .route("/auth/mfa/step-up", post(mfa::step_up))
-        .route("/auth/mfa/disable", post(mfa::disable))
-        .route("/auth/sessions", get(mfa::list_sessions))
-        .route(
-            "/auth/sessions/revoke-others",
-            post(mfa::revoke_other_sessions),
-        )
-        .route("/chats", get(chats::list_chats).post(chats::create_chat))
-        .route(
-            "/chats/{id}",
-            get(chats::get_chat)
-                .patch(chats::update_chat)
-                .delete(chats::delete_chat),
-        )
-        .route("/chats/{id}/messages", post(chats::send_message))
-        .route("/chats/{id}/stream", get(stream::chat_stream))
-        .route(
-            "/chats/{id}/turns/{turn_id}/cancel",
-            post(chats::cancel_turn),
-        )
-        .route(
-            "/connectors",
-            get(connectors::list_connectors).post(connectors::create_connector),
-        )
-        .route(
-            "/connectors/{id}",
-            get(connectors::get_connector)
-                .patch(connectors::update_connector)
-                .delete(connectors::delete_connector),
-        )
-        .route(
-            "/connectors/available",
-            get(connectors::available_connectors),
-        )
-        .route("/connectors/{id}/test", post(connectors::refresh_connector))
-        .route(
-            "/connectors/{id}/refresh",
-            post(connectors::refresh_connector),
-        )
-        .route("/connectors/{id}/tools", get(connectors::list_tools))
-        .route(
-            "/connectors/{id}/tools/review",
-            put(connectors::review_tools),
-        )
-        .route("/connectors/{id}/oauth/start", post(oauth::start))
-        .route("/connectors/{id}/oauth", delete(oauth::disconnect))
-        .route("/mcp-pending-calls", get(approvals::list_pending))
-        .route("/mcp-pending-calls/{id}", post(approvals::decide))
-        .route("/mcp-input-requests", get(inputs::list))
-        .route("/mcp-input-requests/{id}", post(inputs::answer))
-        .route("/grants", get(approvals::list_grants))
-        .route("/activity", get(approvals::list_activity))
-        .route("/grants/{id}", delete(approvals::delete_grant))
-        .route(
-            "/admin/policy",
-            get(admin::get_policy).put(admin::put_policy),
-        )
-        .route("/admin/users", get(admin::list_users))
-        .route("/admin/users/{id}", patch(admin::update_user))
-        .route("/admin/overview", get(admin::overview))
-        .route("/models", get(models::list_models))
-        .route("/settings/provider-keys", get(models::list_provider_keys))
-        .route(
-            "/settings/provider-keys/{provider}",
-            put(models::set_provider_key).delete(models::delete_provider_key),
-        )
+    let (api, _) = api_routes().split_for_parts();
+    let api = api
         .fallback(error::api_not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),
@@ -120,13 +118,11 @@ pub fn router(state: AppState) -> Router {
         // JSON answers compressed when the client asks (DESIGN §9a); never
         // an event stream, never the CSRF token (`security::compressible`).
         .layer(CompressionLayer::new().compress_when(security::compressible()));
+    let (outer, _) = outer_routes().split_for_parts();
 
     Router::new()
         .nest("/api", api)
-        .route("/oauth/callback", get(oauth::callback))
-        .route("/oauth/client-metadata.json", get(oauth::client_metadata))
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
+        .merge(outer)
         .merge(web_app::router(&state.config.static_dir))
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -33,6 +33,10 @@ enum Command {
     /// The activity log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Print the OpenAPI 3.1 document of the HTTP API (what
+    /// `/api/openapi.json` serves; `cargo xtask openapi` writes it to
+    /// docs/openapi.json).
+    Openapi,
     /// Accounts, for the operator (the same rules as the Admin page: the
     /// last active admin stays, every change enters the activity log).
     User {
@@ -286,6 +290,13 @@ async fn main() -> anyhow::Result<()> {
                     println!("{}", audit::head(&pool).await?);
                 }
             }
+            Ok(())
+        }
+        Command::Openapi => {
+            println!(
+                "{}",
+                countersign::http::openapi::document().to_pretty_json()?
+            );
             Ok(())
         }
         Command::User {

@@ -310,24 +310,6 @@ pub async fn delete_provider_key(csrf_token: &str, provider: &str) -> Result<(),
     fetch_empty(with_csrf(Request::delete(&url), csrf_token).build()).await
 }
 
-/// A connector the deployment offers in one click (`GET
-/// /api/connectors/available`), e.g. the demo server.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct AvailableConnector {
-    /// Suggested name.
-    pub name: String,
-    /// Its endpoint.
-    pub url: String,
-    /// What it is, in a sentence.
-    #[serde(default)]
-    pub description: String,
-}
-
-#[derive(Deserialize)]
-struct AvailableConnectors {
-    available: Vec<AvailableConnector>,
-}
-
 /// `GET /api/connectors`: the caller's connectors (never a secret).
 pub async fn list_connectors() -> Result<Vec<Connector>, ApiError> {
     fetch_json(Request::get("/api/connectors").build()).await
@@ -517,8 +499,8 @@ pub async fn admin_overview() -> Result<AdminOverview, ApiError> {
 }
 
 /// `GET /api/connectors/available`: the deployment's one-click offers.
-pub async fn available_connectors() -> Result<Vec<AvailableConnector>, ApiError> {
-    let body: AvailableConnectors =
+pub async fn available_connectors() -> Result<Vec<countersign_api::AvailableConnector>, ApiError> {
+    let body: countersign_api::AvailableConnectors =
         fetch_json(Request::get("/api/connectors/available").build()).await?;
     Ok(body.available)
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// `GET /api/admin/policy`, and `PUT`'s answer: what an administrator set,
 /// stricter than any user's choice.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Policy {
     /// No "Always allow": the card does not offer it, the API refuses it
     /// (403 `forbidden_by_policy`) and existing rules stop applying.
@@ -33,6 +34,7 @@ pub struct Policy {
 /// `PUT /api/admin/policy`: a field left out keeps its value, so a client
 /// that knows fewer settings cannot clear the ones it does not know.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PolicyUpdate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forbid_always_allow: Option<bool>,
@@ -48,6 +50,7 @@ pub struct PolicyUpdate {
 
 /// One account as `GET /api/admin/users` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AdminUser {
     /// User id (UUID).
     pub id: String,
@@ -74,6 +77,7 @@ pub struct AdminUser {
 
 /// `PATCH /api/admin/users/{id}`: what to change (absent: unchanged).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AdminUserUpdate {
     /// `true` signs the user out everywhere and denies their waiting calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,6 +89,7 @@ pub struct AdminUserUpdate {
 
 /// `GET /api/admin/overview`: the instance at a glance.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AdminOverview {
     /// Accounts, disabled ones included.
     pub users: i64,
@@ -100,6 +105,7 @@ pub struct AdminOverview {
 /// `setting` is the policy field's name (or, for an account, `disabled`,
 /// `is_admin`, `password`), `before` and `after` its values as text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SettingChange {
     pub setting: String,
     pub before: String,

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// `POST /api/mcp-pending-calls/{id}`: the decision, and nothing that could
 /// change what runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DecideRequest {
     /// `approve` or `deny` (anything else is a 422).
     pub decision: Decision,
@@ -21,6 +22,7 @@ pub struct DecideRequest {
 
 /// The answer to a decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DecideResponse {
     /// `approved` or `denied`.
     pub status: PendingCallStatus,
@@ -29,6 +31,7 @@ pub struct DecideResponse {
 /// One live pending call (`GET /api/mcp-pending-calls`): the same evidence
 /// as its `mcp_confirmation_required` event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PendingCall {
     /// Ledger id: what the decision is posted to.
     pub id: String,
@@ -77,6 +80,7 @@ pub fn every_grant() -> Vec<GrantKind> {
 
 /// An always-allow rule (`GET /api/grants`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Grant {
     /// Rule id: `DELETE /api/grants/{id}` revokes it.
     pub id: String,
@@ -102,6 +106,7 @@ pub struct Grant {
 /// One line of the activity log (`GET /api/activity`): never arguments,
 /// only their digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ActivityEntry {
     /// Its place in the hash chain.
     pub seq: i64,

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// `POST /api/auth/signup`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SignupRequest {
     /// Email address; compared case-insensitively.
     pub email: String,
@@ -16,6 +17,7 @@ pub struct SignupRequest {
 
 /// `POST /api/auth/login`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LoginRequest {
     /// Email address; compared case-insensitively.
     pub email: String,
@@ -29,6 +31,7 @@ pub struct LoginRequest {
 
 /// A two-factor code (`/api/auth/mfa/confirm`, `/disable`, `/step-up`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MfaCodeRequest {
     /// Six digits from the authenticator app, or a recovery code.
     pub code: String,
@@ -36,6 +39,7 @@ pub struct MfaCodeRequest {
 
 /// `POST /api/auth/mfa/enroll`: enrolling asks for the current password.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MfaEnrolRequest {
     /// The account's current password; without it the server answers 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,6 +49,7 @@ pub struct MfaEnrolRequest {
 /// `POST /api/auth/password`: change the password. Every other session of
 /// the account is signed out; answers 204.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChangePasswordRequest {
     /// The password in use now (401 `Wrong password.` otherwise).
     pub current_password: String,
@@ -54,6 +59,7 @@ pub struct ChangePasswordRequest {
 
 /// `POST /api/auth/mfa/enroll` answer: what the authenticator app needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MfaEnrolment {
     /// The secret, base32.
     pub secret: String,
@@ -65,6 +71,7 @@ pub struct MfaEnrolment {
 
 /// `POST /api/auth/mfa/confirm`: the recovery codes, shown once.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MfaConfirmed {
     /// Single-use codes for when the authenticator is lost.
     pub recovery_codes: Vec<String>,
@@ -72,6 +79,7 @@ pub struct MfaConfirmed {
 
 /// The signed-in person, as the browser sees them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct User {
     /// Stable user id (UUID).
     pub id: String,
@@ -91,6 +99,7 @@ pub struct User {
 /// Answer of sign-up (201) and sign-in (200): the user and the session's
 /// CSRF token. The session token itself travels only in an `HttpOnly` cookie.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionResponse {
     /// The signed-in user.
     pub user: User,
@@ -103,6 +112,7 @@ pub struct SessionResponse {
 
 /// One of the caller's sessions (`GET /api/auth/sessions`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionInfo {
     /// Session id.
     pub id: String,
@@ -120,3 +130,11 @@ pub struct SessionInfo {
 
 /// `GET /api/auth/me`: same shape as [`SessionResponse`].
 pub type MeResponse = SessionResponse;
+
+/// `POST /api/auth/sessions/revoke-others`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RevokedSessions {
+    /// How many other sessions were signed out.
+    pub revoked: u64,
+}

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// `POST /api/chats`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateChatRequest {
     /// `provider/model`, e.g. `offline/demo`.
     pub model: String,
@@ -15,6 +16,7 @@ pub struct CreateChatRequest {
 
 /// `PATCH /api/chats/{id}`: any field present is changed.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UpdateChatRequest {
     /// New title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -26,6 +28,7 @@ pub struct UpdateChatRequest {
 
 /// A chat in the sidebar list (`GET /api/chats`, newest first).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChatSummary {
     /// Chat id (UUID).
     pub id: String,
@@ -41,6 +44,7 @@ pub struct ChatSummary {
 
 /// One stored message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChatMessage {
     /// Message id (UUID).
     pub id: String,
@@ -59,6 +63,7 @@ pub struct ChatMessage {
 /// `GET /api/chats/{id}`: the chat, its finished messages, and where to
 /// resume its stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChatDetail {
     /// Chat id.
     pub id: String,
@@ -86,6 +91,7 @@ pub struct ChatDetail {
 
 /// A finished turn in [`ChatDetail`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TurnRecord {
     /// The turn.
     pub turn_id: String,
@@ -106,6 +112,7 @@ pub struct TurnRecord {
 
 /// `POST /api/chats/{id}/messages`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SendMessageRequest {
     /// What the user wrote.
     pub content: String,
@@ -113,13 +120,24 @@ pub struct SendMessageRequest {
 
 /// 202 answer of `POST /api/chats/{id}/messages`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TurnAccepted {
     /// The new turn; its events carry this id.
     pub turn_id: String,
 }
 
+/// 202 answer of `POST /api/chats/{id}/turns/{turn_id}/cancel`: the Stop
+/// is on its way to whichever instance runs the turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CancelAccepted {
+    /// Always `"cancelling"`.
+    pub status: String,
+}
+
 /// One usable model (`GET /api/models`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModelInfo {
     /// `provider/model`.
     pub id: String,
@@ -133,6 +151,7 @@ pub struct ModelInfo {
 
 /// `GET /api/models`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModelsResponse {
     /// Models the caller can use now.
     pub models: Vec<ModelInfo>,
@@ -141,6 +160,7 @@ pub struct ModelsResponse {
 /// Whether a provider key is stored (`GET /api/settings/provider-keys`).
 /// The key itself never leaves the server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProviderKeyStatus {
     /// `anthropic` or `openai`.
     pub provider: String,
@@ -152,6 +172,7 @@ pub struct ProviderKeyStatus {
 
 /// `PUT /api/settings/provider-keys/{provider}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SetProviderKeyRequest {
     /// The API key; write-only.
     pub api_key: String,

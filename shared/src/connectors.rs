@@ -37,6 +37,7 @@ pub fn is_reserved_header(name: &str) -> bool {
 
 /// How Countersign authenticates to a connector.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConnectorAuth {
     /// `none`, `bearer`, `headers` or `oauth` (an [`AuthType`] word). A
     /// string, not the enum: the server names an unknown type back in its
@@ -64,6 +65,7 @@ pub struct ConnectorAuth {
 
 /// `POST /api/connectors`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreateConnectorRequest {
     /// Shown name, unique per user.
     pub name: String,
@@ -76,6 +78,7 @@ pub struct CreateConnectorRequest {
 
 /// `PATCH /api/connectors/{id}`: fields present are changed.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UpdateConnectorRequest {
     /// New name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,6 +96,7 @@ pub struct UpdateConnectorRequest {
 
 /// A connector as the API shows it: never a secret, only what is set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Connector {
     /// Id (UUID).
     pub id: String,
@@ -151,6 +155,7 @@ fn not_applicable() -> OAuthStatus {
 
 /// `POST /api/connectors/{id}/oauth/start`: where to send the browser.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OAuthStart {
     /// The authorization server's sign-in page, with this request's
     /// `state`, PKCE challenge and `resource`.
@@ -159,6 +164,7 @@ pub struct OAuthStart {
 
 /// A tool the server listed that Countersign does not offer (DESIGN §2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DroppedTool {
     /// Its name on the server.
     pub name: String,
@@ -168,6 +174,7 @@ pub struct DroppedTool {
 
 /// One tool of a connector (`GET /api/connectors/{id}/tools`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ConnectorTool {
     /// The tool's name on its server.
     pub name: String,
@@ -209,6 +216,7 @@ pub struct ConnectorTool {
 /// descriptor digest the user saw; a digest the server's list no longer
 /// has is a 409 and nothing changes.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReviewToolsRequest {
     /// Tools (names as on the server) to offer to the model; each must
     /// carry its `descriptor_digest`.
@@ -222,6 +230,7 @@ pub struct ReviewToolsRequest {
 
 /// A tool named in a review.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(untagged)]
 pub enum ReviewedTool {
     /// `{"name", "descriptor_digest"}`: the tool as the user saw it.
@@ -252,4 +261,26 @@ impl ReviewedTool {
             Self::Name(_) => None,
         }
     }
+}
+
+/// A connector the deployment offers in one click (`GET
+/// /api/connectors/available`), e.g. the demo server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AvailableConnector {
+    /// Suggested name.
+    pub name: String,
+    /// Its endpoint.
+    pub url: String,
+    /// What it is, in a sentence.
+    #[serde(default)]
+    pub description: String,
+}
+
+/// `GET /api/connectors/available`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AvailableConnectors {
+    /// The offers (none unless the deployment enables the demo).
+    pub available: Vec<AvailableConnector>,
 }

@@ -14,6 +14,7 @@ pub const RESULT_PREVIEW_CHARS: usize = 4000;
 
 /// One event. Every event of a turn carries that turn's `turn_id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ChatEvent {
     /// A turn began with the user's message.
@@ -227,6 +228,7 @@ pub enum ChatEvent {
 
 /// A message inside an event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ChatEventMessage {
     /// Message id.
     pub id: String,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// One live input request (`GET /api/mcp-input-requests`): the same
 /// question as its `mcp_input_required` event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InputRequest {
     /// What the answer is posted to.
     pub id: String,
@@ -42,6 +43,7 @@ pub struct InputRequest {
 
 /// `POST /api/mcp-input-requests/{id}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InputAnswer {
     /// `accept`, `decline` or `cancel` (anything else is a 422).
     pub action: InputAction,
@@ -53,6 +55,7 @@ pub struct InputAnswer {
 
 /// The answer to an answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct InputAnswered {
     /// `accepted`, `declined` or `cancelled`.
     pub status: InputRequestStatus,

@@ -23,7 +23,7 @@ pub use admin::{AdminOverview, AdminUser, AdminUserUpdate, Policy, PolicyUpdate,
 pub use approvals::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
 pub use auth::{
     ChangePasswordRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest,
-    MfaEnrolment, SessionInfo, SessionResponse, SignupRequest, User,
+    MfaEnrolment, RevokedSessions, SessionInfo, SessionResponse, SignupRequest, User,
 };
 pub use chat::*;
 pub use connectors::*;

@@ -19,6 +19,7 @@ use crate::RiskFlag;
 
 /// What the annotations say, for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolRisk {
     /// Anything but declared read-only, closed-world and non-destructive:
     /// the card is styled as risky, "Allow once" is not preselected and

@@ -15,6 +15,9 @@
 //! - `schema`: regenerate `schema.sql` from a freshly migrated database.
 //! - `sqlx`: regenerate `backend/.sqlx/`, the offline data of the server's
 //!   compile-checked queries, from a freshly migrated database.
+//! - `openapi`: regenerate `docs/openapi.json` from the server's own
+//!   `countersign openapi` (an API test compares it with what
+//!   `/api/openapi.json` serves).
 //! - `cycles`: the module-import cycle check (also run as a test).
 //! - `bench`: time to first token added by the server, memory per idle
 //!   stream (printed figures, never asserted).
@@ -47,9 +50,21 @@ commands:
                ARGS go to `playwright test`, e.g. `cargo xtask e2e elicitation -g reload`
   schema       regenerate schema.sql from a freshly migrated database
   sqlx         regenerate backend/.sqlx (the compile-checked queries' offline data)
+  openapi      regenerate docs/openapi.json (the API tests fail when it differs)
   bench        print the server's figures (time to first token, memory per stream)
   cycles       check that no module imports itself through others (also a test)
   web          build the web app into frontend/build (hashed, precompressed)";
+
+/// `cargo xtask openapi`: the server's own `countersign openapi`, written
+/// to docs/openapi.json.
+fn openapi() -> anyhow::Result<()> {
+    run::build_server()?;
+    let json = proc::output(proc::cmd(run::server_bin()).arg("openapi"))?;
+    let path = root().join("docs").join("openapi.json");
+    std::fs::write(&path, json)?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -60,6 +75,7 @@ fn main() {
         Some("e2e") => test::e2e_only(&args[1..]),
         Some("schema") => schema::write(),
         Some("sqlx") => sqlx::write(),
+        Some("openapi") => openapi(),
         Some("bench") => bench::bench(),
         Some("cycles") => cycles::print(),
         Some("web") => web::build().map(drop),

@@ -70,6 +70,15 @@ async fn policy_view(state: &AppState, stored: &policy::Policy) -> Result<Policy
 }
 
 /// `GET /api/admin/policy`.
+#[utoipa::path(
+    get,
+    path = "/admin/policy",
+    tag = "admin",
+    responses(
+        (status = 200, description = "The instance's policy", body = countersign_api::Policy),
+        (status = 403, description = "Not an administrator", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn get_policy(
     State(state): State<AppState>,
     Admin(_): Admin,
@@ -79,6 +88,17 @@ pub async fn get_policy(
 }
 
 /// `PUT /api/admin/policy`: fields left out keep their value.
+#[utoipa::path(
+    put,
+    path = "/admin/policy",
+    tag = "admin",
+    request_body = countersign_api::PolicyUpdate,
+    responses(
+        (status = 200, description = "The policy as stored (lists trimmed, hosts lower-cased); the change is in the activity chain", body = countersign_api::Policy),
+        (status = 403, description = "Not an administrator; `mfa_required`: this session needs a recent two-factor step-up (`POST /api/auth/mfa/step-up`), then the same request again; `mfa_enrolment_required`: the deployment or the admin policy requires two-factor sign-in and the account has none", body = countersign_api::ErrorBody),
+        (status = 422, description = "A list entry that is not a valid pattern or host (the detail names it), or too many", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn put_policy(
     State(state): State<AppState>,
     Admin(user): Admin,
@@ -90,6 +110,15 @@ pub async fn put_policy(
 }
 
 /// `GET /api/admin/users`.
+#[utoipa::path(
+    get,
+    path = "/admin/users",
+    tag = "admin",
+    responses(
+        (status = 200, description = "Every account, oldest first", body = Vec<countersign_api::AdminUser>),
+        (status = 403, description = "Not an administrator", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn list_users(
     State(state): State<AppState>,
     Admin(_): Admin,
@@ -98,6 +127,21 @@ pub async fn list_users(
 }
 
 /// `PATCH /api/admin/users/{id}` `{disabled?, is_admin?}` → the account.
+#[utoipa::path(
+    patch,
+    path = "/admin/users/{id}",
+    tag = "admin",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    request_body = countersign_api::AdminUserUpdate,
+    responses(
+        (status = 200, description = "The account as changed (disabled: signed out everywhere, its waiting calls denied, its turns stopped)", body = countersign_api::AdminUser),
+        (status = 403, description = "Not an administrator; `mfa_required`: this session needs a recent two-factor step-up (`POST /api/auth/mfa/step-up`), then the same request again; `mfa_enrolment_required`: the deployment or the admin policy requires two-factor sign-in and the account has none", body = countersign_api::ErrorBody),
+        (status = 404, description = "No such account", body = countersign_api::ErrorBody),
+        (status = 409, description = "`last_admin`: the change would leave no active administrator", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn update_user(
     State(state): State<AppState>,
     Admin(user): Admin,
@@ -130,6 +174,15 @@ pub async fn update_user(
 
 /// `GET /api/admin/overview`: accounts, connectors, waiting calls and
 /// running turns of the whole instance.
+#[utoipa::path(
+    get,
+    path = "/admin/overview",
+    tag = "admin",
+    responses(
+        (status = 200, description = "Accounts, connectors, waiting calls and running turns", body = countersign_api::AdminOverview),
+        (status = 403, description = "Not an administrator", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn overview(
     State(state): State<AppState>,
     Admin(_): Admin,

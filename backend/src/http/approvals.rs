@@ -39,6 +39,14 @@ impl From<DecideError> for ApiError {
 }
 
 /// `GET /api/mcp-pending-calls`: the caller's calls waiting for a decision.
+#[utoipa::path(
+    get,
+    path = "/mcp-pending-calls",
+    tag = "approvals",
+    responses(
+        (status = 200, description = "The caller's calls waiting for a decision, oldest first", body = Vec<countersign_api::PendingCall>),
+    ),
+)]
 pub async fn list_pending(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -52,6 +60,23 @@ pub async fn list_pending(
 }
 
 /// `POST /api/mcp-pending-calls/{id}`.
+#[utoipa::path(
+    post,
+    path = "/mcp-pending-calls/{id}",
+    tag = "approvals",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    request_body = countersign_api::DecideRequest,
+    responses(
+        (status = 200, description = "Decided (one conditional update: exactly one decision wins)", body = countersign_api::DecideResponse),
+        (status = 403, description = "`grant_not_offered`: the card does not offer this grant; `forbidden_by_policy`: the admin policy forbids it (\"Always allow\"); `mfa_required`: this session needs a recent two-factor step-up (`POST /api/auth/mfa/step-up`), then the same request again; `mfa_enrolment_required`: the deployment or the admin policy requires two-factor sign-in and the account has none (\"Always allow\" needs a step-up)", body = countersign_api::ErrorBody),
+        (status = 404, description = "Not the caller's, unknown, or already decided", body = countersign_api::ErrorBody),
+        (status = 409, description = "The arguments digest is not the one shown; nothing was decided", body = countersign_api::ErrorBody),
+        (status = 410, description = "Expired: nobody decided in time", body = countersign_api::ErrorBody),
+        (status = 422, description = "A malformed decision, grant or digest", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn decide(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -102,6 +127,14 @@ pub async fn decide(
 /// `GET /api/grants`: the caller's always-allow rules, each marked
 /// suspended when its tool changed since (or is gone), or while the
 /// policy forbids "Always allow".
+#[utoipa::path(
+    get,
+    path = "/grants",
+    tag = "approvals",
+    responses(
+        (status = 200, description = "The caller's always-allow rules, each marked suspended when the tool changed or the policy forbids them", body = Vec<countersign_api::Grant>),
+    ),
+)]
 pub async fn list_grants(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -141,6 +174,18 @@ pub async fn list_grants(
 
 /// `DELETE /api/grants/{id}`: revokes one of the caller's rules (204), 404
 /// for anything else.
+#[utoipa::path(
+    delete,
+    path = "/grants/{id}",
+    tag = "approvals",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    responses(
+        (status = 204, description = "Revoked: the tool's next call asks"),
+        (status = 404, description = "No such rule of the caller", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn delete_grant(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -160,6 +205,14 @@ pub async fn delete_grant(
 
 /// `GET /api/activity`: the caller's activity log, newest first (at most
 /// 500 entries).
+#[utoipa::path(
+    get,
+    path = "/activity",
+    tag = "approvals",
+    responses(
+        (status = 200, description = "The caller's activity log, newest first (at most 500 entries), with each entry's chain hash", body = Vec<countersign_api::ActivityEntry>),
+    ),
+)]
 pub async fn list_activity(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,

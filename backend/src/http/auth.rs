@@ -54,6 +54,19 @@ fn session_response(
 
 /// `POST /api/auth/signup` → 201 with the user, the CSRF token and the
 /// session cookie.
+#[utoipa::path(
+    post,
+    path = "/auth/signup",
+    tag = "auth",
+    request_body = countersign_api::SignupRequest,
+    responses(
+        (status = 201, description = "The account, signed in: the session cookie (`HttpOnly`) and the CSRF token to send as `X-CSRF-Token`", body = countersign_api::SessionResponse),
+        (status = 403, description = "Sign-up is closed on this server (an administrator creates accounts); also a cross-origin `Origin`", body = countersign_api::ErrorBody),
+        (status = 409, description = "An account with this email exists", body = countersign_api::ErrorBody),
+        (status = 422, description = "A malformed email, display name or a password that breaks the policy (the detail says which)", body = countersign_api::ErrorBody),
+        (status = 429, description = "Too many sign-ups from this address", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn signup(
     State(state): State<AppState>,
     Client(client): Client,
@@ -91,6 +104,18 @@ pub async fn signup(
 /// `POST /api/auth/login` → 200 like sign-up; 401 "Wrong email or
 /// password." for an unknown email and a wrong password alike; 429 with
 /// `Retry-After` when throttled.
+#[utoipa::path(
+    post,
+    path = "/auth/login",
+    tag = "auth",
+    request_body = countersign_api::LoginRequest,
+    responses(
+        (status = 200, description = "Signed in: the session cookie and the CSRF token", body = countersign_api::SessionResponse),
+        (status = 401, description = "`Wrong email or password.` (one answer for both); `mfa_required`: the password was right, send the two-factor `code` too; or a wrong code", body = countersign_api::ErrorBody),
+        (status = 403, description = "`account_disabled`: an administrator disabled the account (said only after the right password); also a cross-origin `Origin`", body = countersign_api::ErrorBody),
+        (status = 429, description = "Too many attempts for this account or address: try again after `Retry-After` seconds", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn login(
     State(state): State<AppState>,
     Client(client): Client,
@@ -124,6 +149,14 @@ pub async fn login(
 
 /// `POST /api/auth/logout` → 204; the session is revoked server-side and the
 /// cookie cleared.
+#[utoipa::path(
+    post,
+    path = "/auth/logout",
+    tag = "auth",
+    responses(
+        (status = 204, description = "Signed out: the session is revoked and the cookie cleared"),
+    ),
+)]
 pub async fn logout(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -137,6 +170,14 @@ pub async fn logout(
 
 /// `GET /api/auth/me` → the user and the session's CSRF token; 401 when not
 /// signed in.
+#[utoipa::path(
+    get,
+    path = "/auth/me",
+    tag = "auth",
+    responses(
+        (status = 200, description = "The signed-in user and the session's CSRF token", body = countersign_api::SessionResponse),
+    ),
+)]
 pub async fn me(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -156,6 +197,18 @@ pub async fn me(
 /// password is changed and every other session of the user signed out
 /// (this one stays). 401 `Wrong password.` (throttled like sign-in), 422
 /// when the new one breaks the sign-up policy.
+#[utoipa::path(
+    post,
+    path = "/auth/password",
+    tag = "auth",
+    request_body = countersign_api::ChangePasswordRequest,
+    responses(
+        (status = 204, description = "Changed; every other session of the user is signed out"),
+        (status = 401, description = "`Wrong password.` (the current one)", body = countersign_api::ErrorBody),
+        (status = 422, description = "The new password breaks the policy", body = countersign_api::ErrorBody),
+        (status = 429, description = "Too many attempts for this account or address: try again after `Retry-After` seconds", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn change_password(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,

@@ -11,7 +11,7 @@ use countersign_api::{
     ChatDetail, ChatMessage, ChatSummary, CreateChatRequest, SendMessageRequest, TurnAccepted,
     TurnRecord, UpdateChatRequest,
 };
-use serde_json::json;
+
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use uuid::Uuid;
 
@@ -70,6 +70,14 @@ fn summary(row: SummaryRow) -> ChatSummary {
 }
 
 /// `GET /api/chats`: the caller's chats, most recently used first.
+#[utoipa::path(
+    get,
+    path = "/chats",
+    tag = "chats",
+    responses(
+        (status = 200, description = "The caller's chats, most recently used first", body = Vec<countersign_api::ChatSummary>),
+    ),
+)]
 pub async fn list_chats(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -87,6 +95,16 @@ pub async fn list_chats(
 }
 
 /// `POST /api/chats` → 201 with the chat.
+#[utoipa::path(
+    post,
+    path = "/chats",
+    tag = "chats",
+    request_body = countersign_api::CreateChatRequest,
+    responses(
+        (status = 201, description = "The new chat", body = countersign_api::ChatSummary),
+        (status = 422, description = "An unknown or unusable model, or a title out of bounds", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn create_chat(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -112,6 +130,18 @@ pub async fn create_chat(
 /// `GET /api/chats/{id}`: the chat, its finished messages, and where its
 /// stream should resume (just before the running turn, if any). One
 /// statement, so one snapshot: nothing falls between messages and events.
+#[utoipa::path(
+    get,
+    path = "/chats/{id}",
+    tag = "chats",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    responses(
+        (status = 200, description = "The chat, its finished messages and turns, and where its stream resumes", body = countersign_api::ChatDetail),
+        (status = 404, description = "No such chat of the caller", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn get_chat(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -191,6 +221,20 @@ pub async fn get_chat(
 }
 
 /// `PATCH /api/chats/{id}`: rename, or switch the model for later turns.
+#[utoipa::path(
+    patch,
+    path = "/chats/{id}",
+    tag = "chats",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    request_body = countersign_api::UpdateChatRequest,
+    responses(
+        (status = 200, description = "The chat as changed", body = countersign_api::ChatSummary),
+        (status = 404, description = "No such chat of the caller", body = countersign_api::ErrorBody),
+        (status = 422, description = "An unknown model or a title out of bounds", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn update_chat(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -217,6 +261,18 @@ pub async fn update_chat(
 }
 
 /// `DELETE /api/chats/{id}` → 204. A running turn is stopped first.
+#[utoipa::path(
+    delete,
+    path = "/chats/{id}",
+    tag = "chats",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    responses(
+        (status = 204, description = "Deleted (a running turn is stopped first)"),
+        (status = 404, description = "No such chat of the caller", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn delete_chat(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -247,6 +303,21 @@ pub async fn delete_chat(
 
 /// `POST /api/chats/{id}/messages` → 202 `{turn_id}`; 409 while a turn of
 /// the chat runs.
+#[utoipa::path(
+    post,
+    path = "/chats/{id}/messages",
+    tag = "chats",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    request_body = countersign_api::SendMessageRequest,
+    responses(
+        (status = 202, description = "A turn started; follow it on the chat's stream", body = countersign_api::TurnAccepted),
+        (status = 404, description = "No such chat of the caller", body = countersign_api::ErrorBody),
+        (status = 409, description = "A turn of this chat is running", body = countersign_api::ErrorBody),
+        (status = 422, description = "An empty or too long message, or a model the caller cannot use", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn send_message(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -264,6 +335,20 @@ pub async fn send_message(
 
 /// `POST /api/chats/{id}/turns/{turn_id}/cancel` → 202; 409 when the turn
 /// already finished.
+#[utoipa::path(
+    post,
+    path = "/chats/{id}/turns/{turn_id}/cancel",
+    tag = "chats",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+        ("turn_id" = Uuid, Path, description = "The turn (a UUID)."),
+    ),
+    responses(
+        (status = 202, description = "The Stop is on its way to whichever instance runs the turn", body = countersign_api::CancelAccepted),
+        (status = 404, description = "No such chat or turn of the caller", body = countersign_api::ErrorBody),
+        (status = 409, description = "The turn already finished", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn cancel_turn(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -272,6 +357,8 @@ pub async fn cancel_turn(
     turns::cancel(&state, user.user_id, chat_id, turn_id).await?;
     Ok((
         StatusCode::ACCEPTED,
-        axum::Json(json!({ "status": "cancelling" })),
+        axum::Json(countersign_api::CancelAccepted {
+            status: "cancelling".into(),
+        }),
     ))
 }

@@ -152,6 +152,14 @@ pub(super) async fn load(state: &AppState, user_id: Uuid, id: Uuid) -> Result<Co
 }
 
 /// `GET /api/connectors`.
+#[utoipa::path(
+    get,
+    path = "/connectors",
+    tag = "connectors",
+    responses(
+        (status = 200, description = "The caller's connectors (never a secret: header names and is-set flags only)", body = Vec<countersign_api::Connector>),
+    ),
+)]
 pub async fn list_connectors(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -160,6 +168,19 @@ pub async fn list_connectors(
 }
 
 /// `POST /api/connectors` → 201 with the connector.
+#[utoipa::path(
+    post,
+    path = "/connectors",
+    tag = "connectors",
+    request_body = countersign_api::CreateConnectorRequest,
+    responses(
+        (status = 201, description = "The new connector (untested: `POST …/refresh` lists its tools)", body = countersign_api::Connector),
+        (status = 403, description = "`mfa_required`: this session needs a recent two-factor step-up (`POST /api/auth/mfa/step-up`), then the same request again; `mfa_enrolment_required`: the deployment or the admin policy requires two-factor sign-in and the account has none (credentials need a step-up); `forbidden_by_policy`: the admin policy forbids it (the host is not on the allowed list)", body = countersign_api::ErrorBody),
+        (status = 409, description = "The caller has a connector of this name", body = countersign_api::ErrorBody),
+        (status = 422, description = "A malformed name, URL or credentials, or a URL the SSRF guard refuses (the detail says why)", body = countersign_api::ErrorBody),
+        (status = 503, description = "Credentials need the server's secret key, which is not set", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn create_connector(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -191,6 +212,18 @@ pub async fn create_connector(
 }
 
 /// `GET /api/connectors/{id}`.
+#[utoipa::path(
+    get,
+    path = "/connectors/{id}",
+    tag = "connectors",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    responses(
+        (status = 200, description = "The connector", body = countersign_api::Connector),
+        (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn get_connector(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -204,6 +237,23 @@ pub async fn get_connector(
 /// credentials, grants, trust and every review cleared, waiting calls
 /// denied ([`connectors::repoint`]), before anything else in the request
 /// (new credentials, a name) is applied.
+#[utoipa::path(
+    patch,
+    path = "/connectors/{id}",
+    tag = "connectors",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    request_body = countersign_api::UpdateConnectorRequest,
+    responses(
+        (status = 200, description = "The connector as changed (a new URL clears its credentials, grants, trust and reviews, and denies its waiting calls)", body = countersign_api::Connector),
+        (status = 403, description = "`mfa_required`: this session needs a recent two-factor step-up (`POST /api/auth/mfa/step-up`), then the same request again; `mfa_enrolment_required`: the deployment or the admin policy requires two-factor sign-in and the account has none (trust on, credentials or a new URL need a step-up); `forbidden_by_policy`: the admin policy forbids it (trust, or a host not on the list)", body = countersign_api::ErrorBody),
+        (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
+        (status = 409, description = "The caller has a connector of this name", body = countersign_api::ErrorBody),
+        (status = 422, description = "A malformed field or a URL the SSRF guard refuses", body = countersign_api::ErrorBody),
+        (status = 503, description = "Credentials need the server's secret key, which is not set", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn update_connector(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -285,6 +335,18 @@ pub async fn update_connector(
 
 /// `DELETE /api/connectors/{id}` → 204. Its tools (and, with the gate, its
 /// grants) go with it: a connector added again inherits nothing.
+#[utoipa::path(
+    delete,
+    path = "/connectors/{id}",
+    tag = "connectors",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    responses(
+        (status = 204, description = "Deleted, with its tools and grants"),
+        (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn delete_connector(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -304,6 +366,18 @@ pub async fn delete_connector(
 
 /// `GET /api/connectors/{id}/tools`: every tool the server listed, with the
 /// annotations exactly as it sent them and the review state.
+#[utoipa::path(
+    get,
+    path = "/connectors/{id}/tools",
+    tag = "connectors",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    responses(
+        (status = 200, description = "Every tool the server listed, annotations as sent, with its digest and review state", body = Vec<countersign_api::ConnectorTool>),
+        (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn list_tools(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -367,6 +441,21 @@ pub async fn list_tools(
 }
 
 /// `PUT /api/connectors/{id}/tools/review` → 204.
+#[utoipa::path(
+    put,
+    path = "/connectors/{id}/tools/review",
+    tag = "connectors",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    request_body = countersign_api::ReviewToolsRequest,
+    responses(
+        (status = 204, description = "Saved: the kept tools are offered to models"),
+        (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
+        (status = 409, description = "A tool changed since the caller looked (its digest is not the one sent); nothing was saved", body = countersign_api::ErrorBody),
+        (status = 422, description = "A tool the connector does not have", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn review_tools(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -381,6 +470,22 @@ pub async fn review_tools(
 /// SSRF guard), list the tools, store them; answers the connector with its
 /// status. A failure answers 502 (or 422 for a refused URL) with the reason,
 /// which is also stored on the connector.
+#[utoipa::path(
+    post,
+    path = "/connectors/{id}/refresh",
+    tag = "connectors",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    responses(
+        (status = 200, description = "Connected and listed: the connector with its status; its tools are under `…/tools`", body = countersign_api::Connector),
+        (status = 403, description = "`forbidden_by_policy`: the admin policy forbids it (the host is no longer on the list)", body = countersign_api::ErrorBody),
+        (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
+        (status = 409, description = "An OAuth connector needs a (new) sign-in", body = countersign_api::ErrorBody),
+        (status = 422, description = "The SSRF guard refuses the URL", body = countersign_api::ErrorBody),
+        (status = 502, description = "The server could not be reached or answered wrongly (the detail says how; also stored as `last_error`)", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn refresh_connector(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -397,17 +502,57 @@ pub async fn refresh_connector(
     Ok(axum::Json(load(&state, user.user_id, id).await?))
 }
 
+/// `POST /api/connectors/{id}/test`: [`refresh_connector`] under its
+/// other name.
+#[utoipa::path(
+    post,
+    path = "/connectors/{id}/test",
+    tag = "connectors",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    responses(
+        (status = 200, description = "The same as `…/refresh`", body = countersign_api::Connector),
+        (status = 403, description = "`forbidden_by_policy`: the admin policy forbids it", body = countersign_api::ErrorBody),
+        (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
+        (status = 409, description = "An OAuth connector needs a (new) sign-in", body = countersign_api::ErrorBody),
+        (status = 422, description = "The SSRF guard refuses the URL", body = countersign_api::ErrorBody),
+        (status = 502, description = "The server could not be reached or answered wrongly", body = countersign_api::ErrorBody),
+    ),
+)]
+pub async fn test_connector(
+    state: State<AppState>,
+    user: CurrentUser,
+    id: Path<Uuid>,
+) -> Result<axum::Json<Connector>, ApiError> {
+    refresh_connector(state, user, id).await
+}
+
 /// `GET /api/connectors/available`: connectors the deployment offers in
 /// one click (the demo server, where enabled).
+#[utoipa::path(
+    get,
+    path = "/connectors/available",
+    tag = "connectors",
+    responses(
+        (status = 200, description = "What the deployment offers in one click", body = countersign_api::AvailableConnectors),
+    ),
+)]
 pub async fn available_connectors(
     State(state): State<AppState>,
     CurrentUser(_): CurrentUser,
-) -> axum::Json<serde_json::Value> {
-    let offers: Vec<serde_json::Value> = state
+) -> axum::Json<countersign_api::AvailableConnectors> {
+    let available = state
         .config
         .demo_connector_url
         .iter()
-        .map(|url| serde_json::json!({"name": "Countersign demo", "url": url, "description": "A demo MCP server with a tool for every safety case: read-only, destructive, changing, slow, failing."}))
+        .map(|url| countersign_api::AvailableConnector {
+            name: "Countersign demo".into(),
+            url: url.clone(),
+            description: "A demo MCP server with a tool for every safety case: read-only, \
+                          destructive, changing, slow, failing."
+                .into(),
+        })
         .collect();
-    axum::Json(serde_json::json!({ "available": offers }))
+    axum::Json(countersign_api::AvailableConnectors { available })
 }

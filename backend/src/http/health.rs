@@ -6,11 +6,28 @@ use axum::{Json, extract::State};
 use serde_json::{Value, json};
 
 /// `GET /healthz`: the process answers.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "health",
+    responses(
+        (status = 200, description = "`{\"status\":\"ok\"}`: the process answers"),
+    ),
+)]
 pub async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
 /// `GET /readyz`: the database answers too (503 otherwise).
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "health",
+    responses(
+        (status = 200, description = "`{\"status\":\"ready\"}`: the database answers too"),
+        (status = 503, description = "The database is not reachable", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     match sqlx::query_scalar!(r#"select 1 as "one""#)
         .fetch_one(&state.db)

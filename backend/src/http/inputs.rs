@@ -31,6 +31,14 @@ impl From<AnswerError> for ApiError {
 
 /// `GET /api/mcp-input-requests`: the caller's questions waiting for an
 /// answer.
+#[utoipa::path(
+    get,
+    path = "/mcp-input-requests",
+    tag = "approvals",
+    responses(
+        (status = 200, description = "The caller's questions from servers waiting for an answer", body = Vec<countersign_api::InputRequest>),
+    ),
+)]
 pub async fn list(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -42,6 +50,21 @@ pub async fn list(
 }
 
 /// `POST /api/mcp-input-requests/{id}`.
+#[utoipa::path(
+    post,
+    path = "/mcp-input-requests/{id}",
+    tag = "approvals",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    request_body = countersign_api::InputAnswer,
+    responses(
+        (status = 200, description = "Answered", body = countersign_api::InputAnswered),
+        (status = 404, description = "Not the caller's, unknown, or already answered", body = countersign_api::ErrorBody),
+        (status = 410, description = "Its time is over", body = countersign_api::ErrorBody),
+        (status = 422, description = "The content does not fit the requested schema (the detail names the field), or a malformed action", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn answer(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,

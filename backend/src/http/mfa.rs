@@ -67,6 +67,20 @@ pub async fn require_step_up(state: &AppState, user: &SessionUser) -> Result<(),
 /// `POST /api/auth/mfa/enroll` `{password}`: a new secret (replacing an
 /// unconfirmed one); 400 without the current password, 401 with a wrong
 /// one (throttled like sign-in); 409 while MFA is on.
+#[utoipa::path(
+    post,
+    path = "/auth/mfa/enroll",
+    tag = "auth",
+    request_body = countersign_api::MfaEnrolRequest,
+    responses(
+        (status = 200, description = "A new secret to confirm with a first code", body = countersign_api::MfaEnrolment),
+        (status = 400, description = "`Enter your current password.`", body = countersign_api::ErrorBody),
+        (status = 401, description = "`Wrong password.`", body = countersign_api::ErrorBody),
+        (status = 409, description = "Two-factor sign-in is already on", body = countersign_api::ErrorBody),
+        (status = 429, description = "Too many attempts for this account or address: try again after `Retry-After` seconds", body = countersign_api::ErrorBody),
+        (status = 503, description = "The server has no secret key to seal the secret with", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn enroll(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -101,6 +115,18 @@ pub async fn enroll(
 
 /// `POST /api/auth/mfa/confirm` `{code}`: turns MFA on; the recovery codes,
 /// once. Counts as a step-up.
+#[utoipa::path(
+    post,
+    path = "/auth/mfa/confirm",
+    tag = "auth",
+    request_body = countersign_api::MfaCodeRequest,
+    responses(
+        (status = 200, description = "On; the recovery codes, shown once. Counts as a step-up", body = countersign_api::MfaConfirmed),
+        (status = 401, description = "A wrong, expired or reused code", body = countersign_api::ErrorBody),
+        (status = 409, description = "Nothing to confirm", body = countersign_api::ErrorBody),
+        (status = 429, description = "Too many attempts for this account or address: try again after `Retry-After` seconds", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn confirm(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -124,6 +150,18 @@ pub async fn confirm(
 
 /// `POST /api/auth/mfa/step-up` `{code}` → 204: this session may do the
 /// guarded actions for 10 minutes.
+#[utoipa::path(
+    post,
+    path = "/auth/mfa/step-up",
+    tag = "auth",
+    request_body = countersign_api::MfaCodeRequest,
+    responses(
+        (status = 204, description = "This session may do the guarded actions for 10 minutes"),
+        (status = 401, description = "A wrong, expired or reused code", body = countersign_api::ErrorBody),
+        (status = 409, description = "Two-factor sign-in is not on", body = countersign_api::ErrorBody),
+        (status = 429, description = "Too many attempts for this account or address: try again after `Retry-After` seconds", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn step_up(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -136,6 +174,18 @@ pub async fn step_up(
 }
 
 /// `POST /api/auth/mfa/disable` `{code}` → 204.
+#[utoipa::path(
+    post,
+    path = "/auth/mfa/disable",
+    tag = "auth",
+    request_body = countersign_api::MfaCodeRequest,
+    responses(
+        (status = 204, description = "Two-factor sign-in is off"),
+        (status = 401, description = "A wrong, expired or reused code", body = countersign_api::ErrorBody),
+        (status = 409, description = "Two-factor sign-in is not on", body = countersign_api::ErrorBody),
+        (status = 429, description = "Too many attempts for this account or address: try again after `Retry-After` seconds", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn disable(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -161,6 +211,14 @@ async fn verify_code(state: &AppState, user: &SessionUser, code: &str) -> Result
 }
 
 /// `GET /api/auth/sessions`: the caller's live sessions, newest first.
+#[utoipa::path(
+    get,
+    path = "/auth/sessions",
+    tag = "auth",
+    responses(
+        (status = 200, description = "The caller's live sessions, newest first", body = Vec<countersign_api::SessionInfo>),
+    ),
+)]
 pub async fn list_sessions(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -202,10 +260,18 @@ pub async fn list_sessions(
 
 /// `POST /api/auth/sessions/revoke-others` → `{"revoked": n}`: signs out
 /// every other session of the caller.
+#[utoipa::path(
+    post,
+    path = "/auth/sessions/revoke-others",
+    tag = "auth",
+    responses(
+        (status = 200, description = "How many other sessions were signed out", body = countersign_api::RevokedSessions),
+    ),
+)]
 pub async fn revoke_other_sessions(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
-) -> Result<axum::Json<serde_json::Value>, ApiError> {
+) -> Result<axum::Json<countersign_api::RevokedSessions>, ApiError> {
     let mut tx = db::service_tx(&state.db).await?;
     let revoked = sqlx::query!(
         "update sessions set revoked_at = now()
@@ -217,7 +283,7 @@ pub async fn revoke_other_sessions(
     .await?;
     tx.commit().await?;
     tracing::info!(user.id = %user.user_id, revoked = revoked.rows_affected(), "other sessions signed out");
-    Ok(axum::Json(
-        serde_json::json!({"revoked": revoked.rows_affected()}),
-    ))
+    Ok(axum::Json(countersign_api::RevokedSessions {
+        revoked: revoked.rows_affected(),
+    }))
 }

@@ -42,6 +42,23 @@ fn redirect_uri(state: &AppState, headers: &HeaderMap) -> Result<String, ApiErro
 }
 
 /// `POST /api/connectors/{id}/oauth/start`.
+#[utoipa::path(
+    post,
+    path = "/connectors/{id}/oauth/start",
+    tag = "connectors",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    responses(
+        (status = 200, description = "Where to send the browser to sign in", body = countersign_api::OAuthStart),
+        (status = 403, description = "`forbidden_by_policy`: the admin policy forbids it", body = countersign_api::ErrorBody),
+        (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
+        (status = 409, description = "Not an OAuth connector, or the sign-in cannot ask for more", body = countersign_api::ErrorBody),
+        (status = 422, description = "The authorization server is not https", body = countersign_api::ErrorBody),
+        (status = 502, description = "Discovery or registration failed", body = countersign_api::ErrorBody),
+        (status = 503, description = "The server has no secret key to seal tokens with", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn start(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -96,6 +113,21 @@ fn url_query(pairs: &[(&str, &str)]) -> String {
 }
 
 /// `GET /oauth/callback`: completes the sign-in, then lands on Settings.
+#[utoipa::path(
+    get,
+    path = "/oauth/callback",
+    tag = "connectors",
+    params(
+        ("code" = Option<String>, Query, description = "The authorization code"),
+        ("state" = Option<String>, Query, description = "The single-use state the sign-in started with"),
+        ("iss" = Option<String>, Query, description = "The issuer (RFC 9207)"),
+        ("error" = Option<String>, Query, description = "The authorization server's error"),
+        ("error_description" = Option<String>, Query, description = "Its description"),
+    ),
+    responses(
+        (status = 303, description = "Back to `/settings`, with `oauth=connected&connector=ID` or `oauth_error=…` in the query"),
+    ),
+)]
 pub async fn callback(
     State(state): State<AppState>,
     user: Result<CurrentUser, ApiError>,
@@ -147,6 +179,18 @@ pub async fn callback(
 /// `DELETE /api/connectors/{id}/oauth` → 204: revokes the tokens where
 /// the authorization server offers it, and forgets them (the client
 /// registration stays, keyed by its issuer).
+#[utoipa::path(
+    delete,
+    path = "/connectors/{id}/oauth",
+    tag = "connectors",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    responses(
+        (status = 204, description = "Signed out of the connector (tokens revoked where the server offers it)"),
+        (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn disconnect(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -161,6 +205,15 @@ pub async fn disconnect(
 /// `GET /oauth/client-metadata.json`: who Countersign is to an
 /// authorization server that takes URL client ids (SEP-991). Only with an
 /// https `COUNTERSIGN_PUBLIC_URL` (404 otherwise).
+#[utoipa::path(
+    get,
+    path = "/oauth/client-metadata.json",
+    tag = "connectors",
+    responses(
+        (status = 200, description = "The Client ID Metadata Document (only with an https `COUNTERSIGN_PUBLIC_URL`)"),
+        (status = 404, description = "No https public URL is set", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn client_metadata(State(state): State<AppState>) -> Response {
     let (Some(client_id), Some(origin)) = (
         oauth::client_metadata_url(&state),

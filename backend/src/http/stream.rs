@@ -126,6 +126,20 @@ impl Follow {
 }
 
 /// The handler.
+#[utoipa::path(
+    get,
+    path = "/chats/{id}/stream",
+    tag = "chats",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+        ("after" = Option<i64>, Query, description = "Replay events with a sequence number above this (`Last-Event-ID` wins when both are sent)"),
+        ("Last-Event-ID" = Option<String>, Header, description = "The last event's `id:` (EventSource sends it when it reconnects)"),
+    ),
+    responses(
+        (status = 200, description = "`text/event-stream`: each event's `id:` is its sequence number and its `data:` one chat event (the `ChatEvent` schema); a comment every few seconds keeps it open"),
+        (status = 404, description = "No such chat of the caller", body = countersign_api::ErrorBody),
+    ),
+)]
 pub async fn chat_stream(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,

@@ -78,3 +78,29 @@ async fn client_routes_fall_back_to_index_html_and_unknown_api_paths_are_json_40
     let body: Value = res.json().await.expect("JSON");
     assert_eq!(body["detail"], "No such API endpoint.");
 }
+
+/// The OpenAPI document is served, and `docs/openapi.json` is exactly it:
+/// a change to a handler's annotation or a wire type without the copy
+/// fails here (DESIGN §8).
+#[tokio::test]
+async fn the_served_openapi_document_is_the_committed_copy() {
+    let app = crate::helpers::spawn_app().await;
+    let res = app.get("/api/openapi.json").await;
+    assert_eq!(res.status(), reqwest::StatusCode::OK);
+    assert_eq!(
+        res.headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("application/json")
+    );
+    let served = res.text().await.expect("body");
+    let doc: serde_json::Value = serde_json::from_str(&served).expect("JSON");
+    assert_eq!(doc["openapi"], "3.1.0");
+    let copy_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.json");
+    let copy = std::fs::read_to_string(copy_path).unwrap_or_default();
+    assert!(
+        served.trim_end() == copy.trim_end(),
+        "docs/openapi.json is not what /api/openapi.json serves: run `cargo xtask openapi` and \
+         commit it"
+    );
+}

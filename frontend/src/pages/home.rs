@@ -8,7 +8,9 @@ use countersign_api::{Connector, CreateConnectorRequest};
 use leptos::prelude::*;
 use leptos_router::components::A;
 
-use crate::api::{self, AvailableConnector};
+use countersign_api::AvailableConnector;
+
+use crate::api;
 use crate::chats::{ChatList, ListState};
 use crate::components::{FormError, NewChatButton, ToolReviewList, last_error, set_page_title};
 use crate::session::SessionState;
