@@ -3,7 +3,8 @@
 //! (`prometheus_client.parser`, installed by `cargo xtask test` into
 //! `COUNTERSIGN_INTEROP_DIR`, run by `tests/interop/parse_metrics.py`).
 //! Who may scrape: a loopback peer on the main address, not a forwarded
-//! request, and with `COUNTERSIGN_METRICS_BIND` only its own listener.
+//! request, and with `COUNTERSIGN_METRICS_BIND` only its own listener
+//! (in the harness, and from the real binary started with that variable).
 //! (A non-loopback TCP peer cannot be made here honestly — tests talk to
 //! 127.0.0.1 only — so that rule is the pure function's, unit-tested in
 //! `http::metrics`.)
@@ -317,4 +318,70 @@ async fn with_metrics_bind_the_metrics_have_their_own_listener_and_leave_the_mai
         .await
         .expect("request");
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
+}
+
+/// `countersign serve` as an operator starts it; stopped (SIGTERM) and
+/// reaped when dropped, also when the test fails.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+#[tokio::test]
+async fn the_real_binary_serves_metrics_on_countersign_metrics_bind_and_not_on_its_main_address() {
+    let app = spawn_app_with(|_| {}).await;
+    let (main_port, metrics_port) = (free_port(), free_port());
+    let mut server = Server(
+        Command::new(env!("CARGO_BIN_EXE_countersign"))
+            .arg("serve")
+            .env("DATABASE_URL", app.config.database_url.expose())
+            .env("COUNTERSIGN_MIGRATION_DATABASE_URL", &app.owner_db_url)
+            .env("COUNTERSIGN_BIND", format!("127.0.0.1:{main_port}"))
+            .env(
+                "COUNTERSIGN_METRICS_BIND",
+                format!("127.0.0.1:{metrics_port}"),
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start countersign serve"),
+    );
+    // It prints its URL once both listeners are bound.
+    let stdout = server.0.stdout.take().expect("stdout");
+    let up = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead as _;
+        std::io::BufReader::new(stdout)
+            .lines()
+            .next()
+            .expect("a line")
+            .expect("stdout")
+    })
+    .await
+    .expect("reader");
+    assert!(up.contains(&format!("127.0.0.1:{main_port}")), "{up}");
+
+    let parsed = scrape(&format!("http://127.0.0.1:{metrics_port}/metrics")).await;
+    assert_eq!(parsed.value("countersign_pending_approvals", &[]), 0.0);
+    let res = reqwest::get(format!("http://127.0.0.1:{main_port}/metrics"))
+        .await
+        .expect("request");
+    assert_eq!(
+        res.status(),
+        StatusCode::NOT_FOUND,
+        "not on the main address"
+    );
+    drop(server);
 }
