@@ -8,12 +8,13 @@
 //! functions domain modules call when something happens
 //! ([`Metrics::decided`], [`Metrics::tool_call`], …), the guards that hold
 //! a gauge up while a stream or a turn lives ([`Open`]), and [`render`],
-//! which adds the values read at scrape time.
+//! which adds the values a scrape read ([`Now`]).
 //!
 //! What it deliberately does not do: know HTTP (`http::metrics` serves it
 //! and decides who may read it), or touch the database on a hot path.
 //! Every call here is an atomic add on memory this instance owns; the
-//! only database read is [`render`]'s, once per scrape.
+//! only database read is the scrape's (`http::metrics`), once per scrape.
+//! Nor does it import the modules that bump it (`xtask cycles`).
 //!
 //! Architecture invariant: every label value is one of a fixed set of
 //! words (the recording functions take enums, never strings), so no user
@@ -310,51 +311,51 @@ impl Drop for Open {
 /// The `Content-Type` of [`render`]'s text.
 pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
-/// How long a scrape waits for the pending-approvals count before it
-/// answers without it (a scrape must not hang on a busy pool).
-const SCRAPE_DB_TIMEOUT: Duration = Duration::from_secs(2);
+/// What a scrape reads at that moment (`http::metrics` reads it): the
+/// instance's pool, and the pending approvals — one `count(*)` over the
+/// ledger (`approvals::pending_count`), the same on every instance, since
+/// any instance may decide any call.
+#[derive(Debug, Clone, Copy)]
+pub struct Now {
+    /// Connections the pool holds open (`PgPool::size`).
+    pub pool_open: u32,
+    /// Of those, idle ones (`PgPool::num_idle`).
+    pub pool_idle: usize,
+    /// `None` when the read failed or was slow: the gauge is then left out
+    /// of this scrape rather than made up.
+    pub pending_approvals: Option<i64>,
+}
 
-/// The scrape: the instance's registry, then what is read now — the
-/// pool's connections (this instance's) and the pending approvals (one
-/// `count(*)` over the ledger, the same on every instance, since any
-/// instance may decide any call). When that read fails or is slow, the
-/// gauge is left out of this scrape (and logged) rather than made up.
-pub async fn render(metrics: &Metrics, db: &sqlx::PgPool) -> String {
-    let mut now = Registry::with_prefix(PREFIX);
-    // Read before the count borrows a connection of its own.
-    let open = i64::from(db.size());
-    let idle = i64::try_from(db.num_idle()).unwrap_or(i64::MAX);
-    let in_use = Gauge::<i64>::default();
-    in_use.set(open - idle);
-    now.register(
+/// The scrape's text: the instance's registry, then what was read `now`.
+pub fn render(metrics: &Metrics, now: Now) -> String {
+    let mut read = Registry::with_prefix(PREFIX);
+    let open = i64::from(now.pool_open);
+    let idle = i64::try_from(now.pool_idle).unwrap_or(i64::MAX);
+    let gauge = |value: i64| {
+        let gauge = Gauge::<i64>::default();
+        gauge.set(value);
+        gauge
+    };
+    read.register(
         "db_pool_connections_in_use",
-        "Connections of this instance's database pool lent out now",
-        in_use,
+        "Connections of this instance's database pool lent out at scrape time",
+        gauge(open - idle),
     );
-    let open_gauge = Gauge::<i64>::default();
-    open_gauge.set(open);
-    now.register(
+    read.register(
         "db_pool_connections_open",
         "Connections this instance's database pool holds open (in use or idle)",
-        open_gauge,
+        gauge(open),
     );
-    match tokio::time::timeout(SCRAPE_DB_TIMEOUT, crate::approvals::pending_count(db)).await {
-        Ok(Ok(count)) => {
-            let pending = Gauge::<i64>::default();
-            pending.set(count);
-            now.register(
-                "pending_approvals",
-                "Tool calls waiting for a person's decision, on every instance (read from the \
-                 database at scrape time)",
-                pending,
-            );
-        }
-        Ok(Err(err)) => tracing::warn!(error = %err, "metrics: cannot count pending approvals"),
-        Err(_) => tracing::warn!("metrics: counting pending approvals timed out"),
+    if let Some(count) = now.pending_approvals {
+        read.register(
+            "pending_approvals",
+            "Tool calls waiting for a person's decision, on every instance (read from the \
+             database at scrape time)",
+            gauge(count),
+        );
     }
-
     let mut text = String::new();
-    for registry in [&metrics.registry, &now] {
+    for registry in [&metrics.registry, &read] {
         prometheus_text::encode(&mut text, registry).expect("writing to a String cannot fail");
     }
     text
@@ -389,6 +390,31 @@ mod tests {
                 "no line {line:?} in\n{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_scrape_without_the_pending_count_leaves_that_gauge_out_rather_than_guess() {
+        let now = Now {
+            pool_open: 3,
+            pool_idle: 1,
+            pending_approvals: None,
+        };
+        let text = render(&Metrics::new(), now);
+        assert!(
+            text.lines()
+                .any(|l| l == "countersign_db_pool_connections_in_use 2")
+        );
+        assert!(
+            text.lines()
+                .any(|l| l == "countersign_db_pool_connections_open 3")
+        );
+        assert!(!text.contains("countersign_pending_approvals"), "{text}");
+        let now = Now {
+            pending_approvals: Some(4),
+            ..now
+        };
+        let text = render(&Metrics::new(), now);
+        assert!(text.lines().any(|l| l == "countersign_pending_approvals 4"));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
-use std::{future::Future, net::IpAddr};
+use std::{future::Future, net::IpAddr, time::Duration};
 
 /// Headers a proxy adds when it forwards a request. Any of them on the
 /// main address means the request came through a proxy, from somewhere
@@ -80,8 +80,35 @@ async fn get_metrics_own_listener(State(state): State<AppState>) -> Response {
     scrape(&state).await
 }
 
+/// How long a scrape waits for the pending-approvals count before it
+/// answers without it (a scrape must not hang on a busy pool).
+const PENDING_COUNT_TIMEOUT: Duration = Duration::from_secs(2);
+
 async fn scrape(state: &AppState) -> Response {
-    let text = crate::metrics::render(&state.metrics, &state.db).await;
+    // The pool is read before the count borrows a connection of its own.
+    let (pool_open, pool_idle) = (state.db.size(), state.db.num_idle());
+    let counted = tokio::time::timeout(
+        PENDING_COUNT_TIMEOUT,
+        crate::approvals::pending_count(&state.db),
+    )
+    .await;
+    let pending_approvals = match counted {
+        Ok(Ok(count)) => Some(count),
+        Ok(Err(err)) => {
+            tracing::warn!(error = %err, "metrics: cannot count pending approvals");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("metrics: counting pending approvals timed out");
+            None
+        }
+    };
+    let now = crate::metrics::Now {
+        pool_open,
+        pool_idle,
+        pending_approvals,
+    };
+    let text = crate::metrics::render(&state.metrics, now);
     (
         [
             (header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE),
