@@ -24,6 +24,7 @@ use crate::{
     digest::{canonical, sha256_hex},
     events,
     ids::{ChatId, ConnectorId, PendingCallId, ToolContext, TurnId, UserId},
+    metrics::Decided,
 };
 use countersign_api::{
     ChatEvent, GrantKind, PendingCall, PendingCallStatus, Resolution, ToolCallStatus, ToolRisk,
@@ -247,6 +248,8 @@ pub struct Row {
     pub decide_by: OffsetDateTime,
     /// When it was decided (or expired).
     pub decided_at: Option<OffsetDateTime>,
+    /// When its execution was claimed (`approved → executing`).
+    pub claimed_at: Option<OffsetDateTime>,
 }
 
 impl Row {
@@ -460,7 +463,7 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
                    connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
                    arguments_digest, descriptor_digest, destination, destination_url, reason,
                    offered_grants as offered_grants_stored, status as "status: _", grant_kind,
-                   hmac_key_id, hmac, error, expires_at, decide_by, decided_at"#,
+                   hmac_key_id, hmac, error, expires_at, decide_by, decided_at, claimed_at"#,
         id as PendingCallId,
         p.ctx.user_id as UserId,
         p.ctx.chat_id as ChatId,
@@ -508,7 +511,7 @@ pub async fn live_for_user(
                   connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
                   arguments_digest, descriptor_digest, destination, destination_url, reason,
                   offered_grants as offered_grants_stored, status as "status: _", grant_kind,
-                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at
+                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at, claimed_at
              from mcp_pending_calls
             where user_id = $1 and status = 'pending' and expires_at > now()
             order by created_at"#,
@@ -525,6 +528,20 @@ pub async fn live_for_user(
             (row, left, to_decide)
         })
         .collect())
+}
+
+/// How many calls wait for a decision now, on every instance (pending and
+/// not yet expired): the `/metrics` gauge, read at scrape time only.
+pub async fn pending_count(pool: &sqlx::PgPool) -> Result<i64, sqlx::Error> {
+    let mut tx = db::service_tx(pool).await?;
+    let count = sqlx::query_scalar!(
+        r#"select count(*) as "count!" from mcp_pending_calls
+            where status = 'pending' and expires_at > now()"#,
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(count)
 }
 
 /// A user's decision.
@@ -596,6 +613,10 @@ pub async fn decide(
     if decided.rows_affected() == 1 {
         events::notify_decided(&mut tx, id).await?;
         tx.commit().await?;
+        state.metrics.decided(match verdict {
+            Verdict::Approve => Decided::Approved,
+            Verdict::Deny => Decided::Denied,
+        });
         return Ok(status);
     }
     let why = sqlx::query!(
@@ -718,6 +739,7 @@ pub async fn expire_or_honour(state: &AppState, id: PendingCallId) -> Result<Wai
     .await?;
     if expired.rows_affected() == 1 {
         tx.commit().await?;
+        state.metrics.decided(Decided::Expired);
         return Ok(Waited::Expired);
     }
     let status = sqlx::query_scalar!(
@@ -739,7 +761,7 @@ pub async fn expire_or_honour(state: &AppState, id: PendingCallId) -> Result<Wai
 /// is honoured only if it was a denial (the turn is stopping: nothing runs).
 async fn cancel_one(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
-    sqlx::query!(
+    let cancelled = sqlx::query!(
         "update mcp_pending_calls set status = 'denied', decided_at = now(),
                 error = 'The turn was stopped.'
           where id = $1 and status = 'pending'",
@@ -757,6 +779,9 @@ async fn cancel_one(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx:
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
+    if cancelled.rows_affected() == 1 {
+        state.metrics.decided(Decided::Cancelled);
+    }
     Ok(Waited::Cancelled)
 }
 
@@ -772,12 +797,24 @@ pub async fn claim(state: &AppState, id: PendingCallId) -> Result<Option<Row>, s
                   connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
                   arguments_digest, descriptor_digest, destination, destination_url, reason,
                   offered_grants as offered_grants_stored, status as "status: _", grant_kind,
-                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at"#,
+                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at, claimed_at"#,
         id as PendingCallId,
     )
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
+    // Both instants are the database's, whichever instance decided.
+    if let Some(Row {
+        decided_at: Some(decided),
+        claimed_at: Some(claimed),
+        ..
+    }) = &row
+    {
+        let latency = (*claimed - *decided).max(time::Duration::ZERO);
+        state
+            .metrics
+            .decision_to_execution(latency.try_into().unwrap_or_default());
+    }
     Ok(row)
 }
 
@@ -1009,6 +1046,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
         let event = match was {
             PendingCallStatus::Pending => {
                 recovered.pending += 1;
+                state.metrics.decided(Decided::Expired);
                 ChatEvent::McpConfirmationResolved {
                     turn_id: turn,
                     id: id.to_string(),

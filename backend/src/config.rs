@@ -141,6 +141,12 @@ pub struct Config {
     #[arg(long, env = "COUNTERSIGN_BIND", default_value = "127.0.0.1:3000")]
     pub bind: SocketAddr,
 
+    /// Address of a listener of its own that serves only `GET /metrics`
+    /// (Prometheus text), e.g. `10.0.0.5:9464` on an internal interface.
+    /// Unset: `/metrics` is on the main address, for loopback peers only.
+    #[arg(long, env = "COUNTERSIGN_METRICS_BIND")]
+    pub metrics_bind: Option<SocketAddr>,
+
     /// Folder of the built web app (`index.html`, `assets/` with hashed
     /// names and `.br`/`.gz` twins), as `cargo xtask web` writes it.
     #[arg(long, env = "COUNTERSIGN_STATIC_DIR", default_value = "frontend/build")]
@@ -318,6 +324,7 @@ impl Config {
             database_url: Secret::new(database_url),
             migration_database_url: None,
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            metrics_bind: None,
             static_dir: PathBuf::from("frontend/dist"),
             public_url: None,
             allow_signup: true,

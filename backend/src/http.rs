@@ -13,6 +13,7 @@ pub mod error;
 pub mod extract;
 pub mod health;
 pub mod inputs;
+pub mod metrics;
 pub mod mfa;
 pub mod models;
 pub mod oauth;
@@ -103,6 +104,9 @@ pub(crate) fn outer_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(oauth::client_metadata))
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
+        // Loopback peers only, unless `COUNTERSIGN_METRICS_BIND` gives it
+        // a listener of its own (`metrics::serve`).
+        .routes(routes!(metrics::get_metrics))
 }
 
 /// The whole app: `/api`, health checks, and the web app with an

@@ -24,6 +24,8 @@
 //! - [`connectors`]: users' MCP servers, credentials, tool review.
 //! - [`mcp`]: the MCP client (rmcp), raw `tools/list`, descriptor digests.
 //! - [`probe`]: `countersign connector probe`, the MCP client from the CLI.
+//! - [`metrics`]: what `/metrics` reports; domain modules bump it through
+//!   small functions, `http::metrics` serves it.
 //! - [`secrets`]: AEAD for secrets at rest.
 //! - [`http`]: the router, middleware (security headers, Origin and CSRF
 //!   checks) and one module per resource. The only place that knows status
@@ -44,6 +46,7 @@ pub mod ids;
 pub mod inputs;
 pub mod llm;
 pub mod mcp;
+pub mod metrics;
 pub mod models;
 pub mod policy;
 pub mod probe;
@@ -86,6 +89,8 @@ pub struct AppState {
     /// The only client that talks to connectors: resolves through the SSRF
     /// guard, follows no redirect. Rebuilt by [`AppState::with_resolver`].
     pub connector_http: reqwest::Client,
+    /// This instance's Prometheus counters and gauges (`/metrics`).
+    pub metrics: Arc<metrics::Metrics>,
 }
 
 impl AppState {
@@ -136,6 +141,7 @@ impl AppState {
             secrets,
             resolver,
             connector_http,
+            metrics: Arc::default(),
         })
     }
 

@@ -431,6 +431,14 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", config.bind))?;
     let addr = listener.local_addr()?;
+    let metrics_listener = match config.metrics_bind {
+        Some(bind) => Some(
+            tokio::net::TcpListener::bind(bind)
+                .await
+                .with_context(|| format!("binding COUNTERSIGN_METRICS_BIND {bind}"))?,
+        ),
+        None => None,
+    };
     tracing::info!(url = %format!("http://{addr}"), "Countersign is listening");
     println!("Countersign is up at http://{addr}");
 
@@ -438,7 +446,20 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         tracing::warn!("COUNTERSIGN_SECRET_KEY is not set: users cannot store provider keys");
     }
     let state = AppState::new(pool, config).await?;
-    countersign::serve(listener, state, shutdown_signal()).await?;
+    let shutdown = futures_util::FutureExt::shared(shutdown_signal());
+    if let Some(metrics_listener) = metrics_listener {
+        let addr = metrics_listener.local_addr()?;
+        tracing::info!(url = %format!("http://{addr}/metrics"), "metrics are served");
+        let (state, shutdown) = (state.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            if let Err(err) =
+                countersign::http::metrics::serve(metrics_listener, state, shutdown).await
+            {
+                tracing::error!(error = %err, "the metrics listener stopped");
+            }
+        });
+    }
+    countersign::serve(listener, state, shutdown).await?;
     tracing::info!("stopped");
     Ok(())
 }

@@ -361,6 +361,7 @@ pub const DECLINED_REASON: NoProseReason = NoProseReason::Declined;
 
 /// The turn's task.
 pub async fn run(state: AppState, ctx: ToolContext, model: String) {
+    let _running = state.metrics.turn_running();
     let mut cancel = state.hub.register_turn(ctx.turn_id);
     if state.hub.first_turn() {
         tokio::spawn(heartbeat(state.clone()));

@@ -2,8 +2,9 @@
 //! `backend/tests/api/py_oauth.rs`: the reference `server-everything` (npm)
 //! and the official Python SDK (PyPI; its dependencies — starlette,
 //! uvicorn, httpx2 — are all the test's authorization server in
-//! `py_oauth_server.py` needs), installed once, at pinned versions, under
-//! `target/interop/`. It does not start them: the tests do, on loopback,
+//! `py_oauth_server.py` needs), and PyPI `prometheus_client`, whose text
+//! parser reads `/metrics` in `backend/tests/api/metrics.rs`; installed
+//! once, at pinned versions, under `target/interop/`. It does not start them: the tests do, on loopback,
 //! and stop them by PID.
 
 use crate::proc::{cmd, run};
@@ -14,6 +15,9 @@ use std::path::{Path, PathBuf};
 const EVERYTHING_VERSION: &str = "2026.8.31";
 /// PyPI `mcp`, the official Python SDK (speaks both protocol eras).
 const PYTHON_MCP_VERSION: &str = "2.3.0";
+/// PyPI `prometheus_client`, the official Python client: its parser of
+/// the Prometheus text format checks our `/metrics`.
+const PROMETHEUS_CLIENT_VERSION: &str = "0.26.0";
 
 /// Installs what is missing into `target/interop/` and writes the loopback
 /// preload there. Returns that folder, for `COUNTERSIGN_INTEROP_DIR`.
@@ -43,6 +47,17 @@ pub fn prepare() -> anyhow::Result<PathBuf> {
             .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
             .arg(&py)
             .arg(format!("mcp=={PYTHON_MCP_VERSION}")))?;
+    }
+    if !py
+        .join(format!(
+            "prometheus_client-{PROMETHEUS_CLIENT_VERSION}.dist-info"
+        ))
+        .exists()
+    {
+        run(cmd("python3")
+            .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
+            .arg(&py)
+            .arg(format!("prometheus_client=={PROMETHEUS_CLIENT_VERSION}")))?;
     }
 
     // The preload that keeps server-everything (no host option) on

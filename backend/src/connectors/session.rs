@@ -101,6 +101,7 @@ pub async fn refused(
     url: &str,
     err: mcp::McpError,
 ) -> ConnectorError {
+    state.metrics.mcp_error(&err);
     let status = match &err {
         mcp::McpError::Unauthorized { status, .. } => *status,
         _ => return ConnectorError::Unreachable(err.to_string()),

@@ -135,7 +135,8 @@ pub async fn login(
         state.config.session_absolute(),
         state.secrets.as_ref(),
     )
-    .await?;
+    .await
+    .inspect_err(|err| state.metrics.sign_in_refused(err))?;
     let mfa_enabled = req.code.is_some() && auth::mfa::enabled(&state.db, user.id).await?;
     Ok(session_response(
         StatusCode::OK,

@@ -53,6 +53,8 @@ struct Follow {
     wakeups: broadcast::Receiver<events::Appended>,
     buffer: VecDeque<(i64, serde_json::Value)>,
     reread_every: Duration,
+    /// Counts this stream in `/metrics` until it ends.
+    _open: crate::metrics::Open,
 }
 
 impl Follow {
@@ -174,6 +176,7 @@ pub async fn chat_stream(
 
     let keepalive = Duration::from_secs(state.config.keepalive_secs.max(1));
     let follow = Follow {
+        _open: state.metrics.sse_stream_open(),
         state,
         user_id: user.user_id,
         chat_id,

@@ -123,6 +123,37 @@ fn timeout_message(after: Option<Duration>) -> String {
 }
 
 impl McpError {
+    /// Every [`McpError::kind`] word, for the metrics that count them.
+    pub const KINDS: [&'static str; 10] = [
+        "unreachable",
+        "unauthorized",
+        "timeout",
+        "not_mcp",
+        "protocol",
+        "tool_failed",
+        "invalid_target",
+        "too_many_tools",
+        "descriptor_too_large",
+        "response_too_large",
+    ];
+
+    /// A fixed word for the variant (a metric's label): never the
+    /// message, which carries the server's own words.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Unreachable { .. } => "unreachable",
+            Self::Unauthorized { .. } => "unauthorized",
+            Self::Timeout { .. } => "timeout",
+            Self::NotMcp { .. } => "not_mcp",
+            Self::Protocol(_) => "protocol",
+            Self::ToolFailed(_) => "tool_failed",
+            Self::InvalidTarget(_) => "invalid_target",
+            Self::TooManyTools { .. } => "too_many_tools",
+            Self::DescriptorTooLarge { .. } => "descriptor_too_large",
+            Self::ResponseTooLarge { .. } => "response_too_large",
+        }
+    }
+
     /// The `WWW-Authenticate` challenge of a 401 or 403, if the server
     /// sent one.
     pub fn auth_challenge(&self) -> Option<&str> {
@@ -480,6 +511,39 @@ fn connect_reason(error: &reqwest::Error) -> String {
 mod tests {
     use super::*;
     use crate::config::Secret;
+
+    #[test]
+    fn every_error_has_a_kind_word_of_the_fixed_list_and_no_two_share_one() {
+        let errors = [
+            McpError::Unreachable { reason: "r".into() },
+            McpError::Unauthorized {
+                status: 401,
+                challenge: None,
+            },
+            McpError::Timeout { after: None },
+            McpError::NotMcp { detail: "d".into() },
+            McpError::Protocol("p".into()),
+            McpError::ToolFailed("t".into()),
+            McpError::InvalidTarget("i".into()),
+            McpError::TooManyTools {
+                listed: 501,
+                more: false,
+                max: 500,
+            },
+            McpError::DescriptorTooLarge {
+                tool: "x".into(),
+                bytes: 1,
+                max: 0,
+            },
+            McpError::ResponseTooLarge { max: 1 },
+        ];
+        let kinds: Vec<&str> = errors.iter().map(McpError::kind).collect();
+        assert_eq!(
+            kinds,
+            McpError::KINDS,
+            "kind() and KINDS list the variants in one order"
+        );
+    }
 
     #[test]
     fn the_redactor_hides_every_secret_of_the_target() {

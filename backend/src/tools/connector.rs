@@ -778,6 +778,9 @@ async fn report(
     origin: Origin,
 ) -> ToolOutcome {
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    run.state
+        .metrics
+        .tool_call(status_of(&outcome), origin.kind);
     let ids = (run.ctx.user_id, tool.connector_id);
     let sign_in = outcome.is_err()
         && crate::connectors::oauth::needs_sign_in(run.state, ids, &tool.url).await;

@@ -19,6 +19,7 @@ mod helpers;
 mod host;
 mod inputs;
 mod logs;
+mod metrics;
 mod mfa;
 mod oauth_flow;
 mod oauth_store;

@@ -39,7 +39,7 @@ const TOKEN_TTL: Duration = Duration::from_secs(4);
 /// The user the test's authorization server signs everyone in as.
 const SUBJECT: &str = "interop-user";
 
-fn interop_dir() -> PathBuf {
+pub(crate) fn interop_dir() -> PathBuf {
     let dir = std::env::var_os("COUNTERSIGN_INTEROP_DIR").unwrap_or_else(|| {
         panic!(
             "COUNTERSIGN_INTEROP_DIR is not set. Run the tests with `cargo xtask test`, which \
