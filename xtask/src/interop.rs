@@ -3,7 +3,8 @@
 //! and the official Python SDK (PyPI; its dependencies — starlette,
 //! uvicorn, httpx2 — are all the test's authorization server in
 //! `py_oauth_server.py` needs), and PyPI `prometheus_client`, whose text
-//! parser reads `/metrics` in `backend/tests/api/metrics.rs`; installed
+//! parser reads `/metrics` in `backend/tests/api/metrics.rs`, and
+//! `openapi-spec-validator`, which checks `/api/openapi.json`; installed
 //! once, at pinned versions, under `target/interop/`. It does not start them: the tests do, on loopback,
 //! and stop them by PID.
 
@@ -18,6 +19,10 @@ const PYTHON_MCP_VERSION: &str = "2.3.0";
 /// PyPI `prometheus_client`, the official Python client: its parser of
 /// the Prometheus text format checks our `/metrics`.
 const PROMETHEUS_CLIENT_VERSION: &str = "0.26.0";
+/// PyPI `openapi-spec-validator`: checks that `/api/openapi.json` is valid
+/// OpenAPI 3.1 (`backend/tests/api/health.rs`). Its own folder: its
+/// `jsonschema` must not move the one the Python SDK runs on.
+const OPENAPI_VALIDATOR_VERSION: &str = "0.9.0";
 
 /// Installs what is missing into `target/interop/` and writes the loopback
 /// preload there. Returns that folder, for `COUNTERSIGN_INTEROP_DIR`.
@@ -58,6 +63,21 @@ pub fn prepare() -> anyhow::Result<PathBuf> {
             .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
             .arg(&py)
             .arg(format!("prometheus_client=={PROMETHEUS_CLIENT_VERSION}")))?;
+    }
+
+    let validator = dir.join("py-openapi");
+    if !validator
+        .join(format!(
+            "openapi_spec_validator-{OPENAPI_VALIDATOR_VERSION}.dist-info"
+        ))
+        .exists()
+    {
+        run(cmd("python3")
+            .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
+            .arg(&validator)
+            .arg(format!(
+                "openapi-spec-validator=={OPENAPI_VALIDATOR_VERSION}"
+            )))?;
     }
 
     // The preload that keeps server-everything (no host option) on

@@ -104,3 +104,51 @@ async fn the_served_openapi_document_is_the_committed_copy() {
          commit it"
     );
 }
+
+/// The served document is valid OpenAPI 3.1, by a validator no one here
+/// wrote (PyPI `openapi-spec-validator`, installed by `cargo xtask test`).
+#[tokio::test]
+async fn the_openapi_document_passes_a_real_validator() {
+    use std::io::Write as _;
+    let app = crate::helpers::spawn_app().await;
+    let served = app
+        .get("/api/openapi.json")
+        .await
+        .text()
+        .await
+        .expect("body");
+    let mut child = std::process::Command::new("python3")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env(
+            "PYTHONPATH",
+            crate::py_oauth::interop_dir().join("py-openapi"),
+        )
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args([
+            "-c",
+            "import json, sys\n\
+             from openapi_spec_validator import validate\n\
+             doc = json.load(sys.stdin)\n\
+             validate(doc)\n\
+             print(doc['openapi'])",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(served.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("validator ends");
+    assert!(
+        out.status.success(),
+        "openapi-spec-validator refused the document: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3.1.0");
+}
