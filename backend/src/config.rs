@@ -214,6 +214,12 @@ pub struct Config {
     #[arg(long, env = "COUNTERSIGN_SECRET_KEY")]
     pub secret_key: Option<Secret>,
 
+    /// The key being rotated away from (64 hex characters): still opens
+    /// values sealed with it, never seals. Drop it once `countersign
+    /// secrets status` shows nothing under its id.
+    #[arg(long, env = "COUNTERSIGN_SECRET_KEY_PREVIOUS")]
+    pub secret_key_previous: Option<Secret>,
+
     /// Deployment-wide Anthropic API key.
     #[arg(long, env = "ANTHROPIC_API_KEY")]
     pub anthropic_api_key: Option<Secret>,
@@ -337,6 +343,7 @@ impl Config {
             trusted_proxies: TrustedProxies::default(),
             require_mfa: false,
             secret_key: None,
+            secret_key_previous: None,
             anthropic_api_key: None,
             anthropic_base_url: "https://api.anthropic.com".to_owned(),
             anthropic_models: "claude-sonnet-4-5,claude-opus-4-1,claude-haiku-4-5".to_owned(),

@@ -430,7 +430,9 @@ pub fn merge(stored: &[Stored], listed: &[Listed]) -> Vec<Change> {
     changes
 }
 
-fn aad(user_id: Uuid, connector_id: Uuid) -> Vec<u8> {
+/// The associated data binding a connector's sealed credentials to their
+/// owner and connector (also what `secrets::rotate` re-seals them with).
+pub(crate) fn aad(user_id: Uuid, connector_id: Uuid) -> Vec<u8> {
     format!("connector_auth/{user_id}/{connector_id}").into_bytes()
 }
 

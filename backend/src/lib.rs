@@ -26,7 +26,8 @@
 //! - [`probe`]: `countersign connector probe`, the MCP client from the CLI.
 //! - [`metrics`]: what `/metrics` reports; domain modules bump it through
 //!   small functions, `http::metrics` serves it.
-//! - [`secrets`]: AEAD for secrets at rest.
+//! - [`secrets`]: AEAD for secrets at rest, the key rotation
+//!   (`countersign secrets rotate | status`).
 //! - [`http`]: the router, middleware (security headers, Origin and CSRF
 //!   checks) and one module per resource. The only place that knows status
 //!   codes.
@@ -109,11 +110,7 @@ impl AppState {
         hub: Arc<events::EventHub>,
     ) -> anyhow::Result<Self> {
         let llm_http = llm::HttpSettings::default();
-        let secrets = config
-            .secret_key
-            .as_ref()
-            .map(|k| secrets::SecretBox::from_hex(k.expose()))
-            .transpose()?;
+        let secrets = secrets::SecretBox::from_config(&config)?;
         let http = reqwest::Client::builder()
             .connect_timeout(llm_http.connect_timeout)
             .build()?;

@@ -46,6 +46,46 @@ enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Secrets at rest: move them onto a new COUNTERSIGN_SECRET_KEY, or see
+    /// which keys they are under (docs/operations.md, "Rotating keys").
+    Secrets {
+        /// Postgres URL of the server's login role.
+        #[arg(long, env = "DATABASE_URL", global = true)]
+        database_url: Option<config::Secret>,
+        #[command(subcommand)]
+        command: SecretsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SecretsCommand {
+    /// Re-seal every stored secret that is not under COUNTERSIGN_SECRET_KEY
+    /// (opening it with COUNTERSIGN_SECRET_KEY_PREVIOUS), in transactions
+    /// of --batch-size rows; print counts per table. A value that opens
+    /// under neither key is named and left alone (exit 1 at the end).
+    /// Running it again finds nothing to do.
+    Rotate {
+        /// The new key (64 hex characters), as every instance now has it.
+        #[arg(long, env = "COUNTERSIGN_SECRET_KEY", hide_env_values = true)]
+        secret_key: config::Secret,
+        /// The key being rotated away from.
+        #[arg(long, env = "COUNTERSIGN_SECRET_KEY_PREVIOUS", hide_env_values = true)]
+        secret_key_previous: Option<config::Secret>,
+        /// Rows per transaction.
+        #[arg(long, default_value_t = 100)]
+        batch_size: u32,
+    },
+    /// How many stored secrets each key id holds, per table (labelled
+    /// current / previous when the keys are given). When nothing is under
+    /// the previous key's id, COUNTERSIGN_SECRET_KEY_PREVIOUS can go.
+    Status {
+        /// The current key, to label its id.
+        #[arg(long, env = "COUNTERSIGN_SECRET_KEY", hide_env_values = true)]
+        secret_key: Option<config::Secret>,
+        /// The previous key, to label its id.
+        #[arg(long, env = "COUNTERSIGN_SECRET_KEY_PREVIOUS", hide_env_values = true)]
+        secret_key_previous: Option<config::Secret>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -317,6 +357,15 @@ async fn main() -> anyhow::Result<()> {
                 }
             }
         }
+        Command::Secrets {
+            database_url,
+            command,
+        } => {
+            let url = database_url
+                .context("set DATABASE_URL (or --database-url) to the server's database")?;
+            let pool = db::connect(url.expose()).await?;
+            secrets_command(&pool, command).await
+        }
         Command::Connector(ConnectorCommand::Probe {
             url,
             headers,
@@ -412,6 +461,44 @@ async fn user_command(
         ),
         _ => format!("updated {email}\n"),
     })
+}
+
+/// Runs one `countersign secrets …` command; exits 1 when a value was
+/// left under an unknown key.
+async fn secrets_command(pool: &sqlx::PgPool, command: SecretsCommand) -> anyhow::Result<()> {
+    use countersign::secrets::{SecretBox, rotate};
+    let secret_box = |current: &config::Secret, previous: Option<&config::Secret>| {
+        let current = SecretBox::from_hex(current.expose())?;
+        match previous {
+            Some(previous) => current.with_previous(previous.expose()),
+            None => Ok(current),
+        }
+    };
+    match command {
+        SecretsCommand::Rotate {
+            secret_key,
+            secret_key_previous,
+            batch_size,
+        } => {
+            let secrets = secret_box(&secret_key, secret_key_previous.as_ref())?;
+            let report = rotate::rotate(pool, &secrets, batch_size).await?;
+            print!("{report}");
+            if !report.is_complete() {
+                std::process::exit(1);
+            }
+        }
+        SecretsCommand::Status {
+            secret_key,
+            secret_key_previous,
+        } => {
+            let secrets = secret_key
+                .as_ref()
+                .map(|k| secret_box(k, secret_key_previous.as_ref()))
+                .transpose()?;
+            print!("{}", rotate::status(pool, secrets.as_ref()).await?);
+        }
+    }
+    Ok(())
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {

@@ -36,7 +36,9 @@ pub enum KeyError {
     Database(#[from] sqlx::Error),
 }
 
-fn aad(user_id: Uuid, provider: &str) -> Vec<u8> {
+/// The associated data binding a provider key to its owner and provider
+/// (also what `secrets::rotate` re-seals it with).
+pub(crate) fn aad(user_id: Uuid, provider: &str) -> Vec<u8> {
     format!("provider_key/{user_id}/{provider}").into_bytes()
 }
 

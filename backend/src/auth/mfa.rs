@@ -82,7 +82,9 @@ fn matching_step(secret: &[u8], code: &str, now_step: i64) -> Option<i64> {
     i64::try_from(step).ok()
 }
 
-fn aad(user_id: Uuid) -> Vec<u8> {
+/// The associated data binding a TOTP secret to its owner (also what
+/// `secrets::rotate` re-seals it with).
+pub(crate) fn aad(user_id: Uuid) -> Vec<u8> {
     format!("countersign/totp/{user_id}").into_bytes()
 }
 
@@ -259,7 +261,12 @@ async fn check_code(
             },
             &aad(user_id),
         )
-        .map_err(|_| MfaError::NoSecretKey)?;
+        .map_err(|err| {
+            // The user sees a refused code; the operator needs the reason
+            // (a key dropped before `countersign secrets rotate` ran).
+            tracing::error!(user.id = %user_id, error = %err, "cannot open the stored TOTP secret");
+            MfaError::NoSecretKey
+        })?;
     if let Some(step) = matching_step(&secret, code, step_of(now)) {
         if last_step.is_some_and(|last| step <= last) {
             // A code that was already used (or an older one).

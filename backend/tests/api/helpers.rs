@@ -126,6 +126,27 @@ pub async fn second_instance(app: &TestApp) -> TestApp {
     }
 }
 
+/// Another server instance on `app`'s database with settings `configure`
+/// changed from `app`'s (a restart with new settings, or one instance of a
+/// rolling deploy). Its client shares nothing with `app`'s.
+pub async fn instance_with(app: &TestApp, configure: impl FnOnce(&mut Config)) -> TestApp {
+    let mut config = app.config.clone();
+    configure(&mut config);
+    let pool = db::connect(config.database_url.expose())
+        .await
+        .expect("instance pool");
+    let base = serve(pool.clone(), config.clone(), |_| {}).await;
+    TestApp {
+        base,
+        pool,
+        superuser_db_url: app.superuser_db_url.clone(),
+        owner_db_url: app.owner_db_url.clone(),
+        client: new_client(),
+        csrf: std::sync::Mutex::new(None),
+        config,
+    }
+}
+
 /// A client with its own cookie jar and no redirects.
 pub fn new_client() -> reqwest::Client {
     reqwest::Client::builder()

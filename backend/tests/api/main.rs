@@ -25,6 +25,7 @@ mod oauth_flow;
 mod oauth_store;
 mod py_oauth;
 mod rls;
+mod rotation;
 mod server_bounds;
 #[path = "../support/db.rs"]
 mod test_db;

@@ -45,7 +45,7 @@ impl Authenticator {
     /// a loaded machine must not cross that boundary (a test failed so
     /// once). When no fresh step is left, this waits for the clock to
     /// reach the next one, as a person would wait for the app's next code.
-    fn next(&mut self) -> String {
+    pub(crate) fn next(&mut self) -> String {
         loop {
             let secs = Self::now_secs();
             let now = mfa::step_of(secs);

@@ -45,7 +45,7 @@ pub(crate) fn query(url: &Url, key: &str) -> Option<String> {
 
 /// Plays the browser at the authorization server: opens the page, presses
 /// "Allow"; returns where it sends the browser back.
-async fn allow_at_the_authorization_server(authorization_url: &str) -> Url {
+pub(crate) async fn allow_at_the_authorization_server(authorization_url: &str) -> Url {
     let browser = new_client();
     let page = browser
         .get(authorization_url)
@@ -339,7 +339,7 @@ async fn a_token_the_server_refuses_asks_for_a_new_sign_in_instead_of_retrying()
 }
 
 /// A demo server whose tokens outlive the test (no refresh in between).
-async fn long_lived_demo() -> DemoServer {
+pub(crate) async fn long_lived_demo() -> DemoServer {
     DemoServer::start_with_oauth(
         "127.0.0.1:0".parse().expect("addr"),
         Duration::from_secs(600),
@@ -349,7 +349,7 @@ async fn long_lived_demo() -> DemoServer {
 }
 
 /// Adds the demo as an OAuth connector of the signed-in user; its id.
-async fn add_oauth_connector(app: &TestApp, demo: &DemoServer) -> String {
+pub(crate) async fn add_oauth_connector(app: &TestApp, demo: &DemoServer) -> String {
     let res = app
         .post(
             "/api/connectors",
@@ -365,7 +365,7 @@ async fn add_oauth_connector(app: &TestApp, demo: &DemoServer) -> String {
 
 /// Starts a sign-in, allows it, follows the callback; returns the
 /// authorization URL it went through.
-async fn sign_in(app: &TestApp, id: &str) -> Url {
+pub(crate) async fn sign_in(app: &TestApp, id: &str) -> Url {
     let res = app
         .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
         .await;
@@ -388,7 +388,7 @@ async fn sign_in(app: &TestApp, id: &str) -> Url {
 }
 
 /// `POST /api/connectors/{id}/test`: the status and the detail.
-async fn test_connector(app: &TestApp, id: &str) -> (StatusCode, String) {
+pub(crate) async fn test_connector(app: &TestApp, id: &str) -> (StatusCode, String) {
     let res = app
         .post(&format!("/api/connectors/{id}/test"), &json!({}))
         .await;

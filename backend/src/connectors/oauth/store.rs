@@ -38,7 +38,10 @@ const REFRESH_LOCK_WAIT: Duration = Duration::from_secs(30);
 /// How long an authorization request may take, start to callback.
 pub const STATE_TTL: Duration = Duration::from_secs(600);
 
-fn aad(table: &str, user_id: UserId, connector_id: ConnectorId) -> Vec<u8> {
+/// The associated data of a sealed value in `table` (`connector_oauth_client`,
+/// `connector_oauth_tokens`, `oauth_states`): its owner and connector (also
+/// what `secrets::rotate` re-seals it with).
+pub(crate) fn aad(table: &str, user_id: UserId, connector_id: ConnectorId) -> Vec<u8> {
     format!("{table}/{user_id}/{connector_id}").into_bytes()
 }
 
