@@ -96,6 +96,16 @@ fn rfc3339(t: OffsetDateTime) -> String {
 
 /// Every account, oldest first, with what an administrator needs to see.
 pub async fn users(pool: &PgPool) -> Result<Vec<AdminUser>, sqlx::Error> {
+    accounts(pool, None).await
+}
+
+/// One account as [`users`] lists it, if it exists.
+pub async fn user(pool: &PgPool, id: UserId) -> Result<Option<AdminUser>, sqlx::Error> {
+    Ok(accounts(pool, Some(id)).await?.pop())
+}
+
+/// Every account, or only `only`: one statement for both.
+async fn accounts(pool: &PgPool, only: Option<UserId>) -> Result<Vec<AdminUser>, sqlx::Error> {
     let mut tx = db::service_tx(pool).await?;
     let rows = sqlx::query!(
         r#"select u.id, u.email, u.is_admin, u.disabled_at is not null as "disabled!",
@@ -109,7 +119,9 @@ pub async fn users(pool: &PgPool) -> Result<Vec<AdminUser>, sqlx::Error> {
                     where p.user_id = u.id and p.status = 'pending' and p.expires_at > now())
                     as "pending!"
              from users u
-            order by u.created_at, u.email"#
+            where $1::uuid is null or u.id = $1
+            order by u.created_at, u.email"#,
+        only as Option<UserId>,
     )
     .fetch_all(&mut *tx)
     .await?;

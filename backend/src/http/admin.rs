@@ -163,11 +163,8 @@ pub async fn update_user(
     for turn in &done.turns_stopped {
         state.hub.cancel_local(*turn);
     }
-    let id = id.to_string();
-    admin::users(&state.db)
+    admin::user(&state.db, id.into())
         .await?
-        .into_iter()
-        .find(|u| u.id == id)
         .map(axum::Json)
         .ok_or_else(|| AdminError::NotFound.into())
 }

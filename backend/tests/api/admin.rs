@@ -501,6 +501,12 @@ async fn disabling_signs_the_user_out_everywhere_and_denies_their_waiting_calls(
         .expect("listed");
     assert_eq!(listed["pending_calls"], 1);
     assert_eq!(listed["connectors"], 1);
+    // Their stream ends with their session: the chat's log, announced on
+    // the events channel, is where the turn's end is read.
+    let mut events = sqlx::postgres::PgListener::connect(&s.app.superuser_db_url)
+        .await
+        .expect("listener");
+    events.listen("countersign_events").await.expect("listen");
 
     let res = s
         .app
@@ -520,21 +526,26 @@ async fn disabling_signs_the_user_out_everywhere_and_denies_their_waiting_calls(
         ledger(&s.app, card["id"].as_str().expect("id")).await.0,
         PendingCallStatus::Denied
     );
-    // Their stream ended with their session: read the chat's log.
     drop(stream);
     let mut db = s.app.superuser().await;
-    let mut status = String::new();
-    for _ in 0..100 {
-        status = sqlx::query_scalar("select status from turns where chat_id = $1::uuid")
-            .bind(&chat)
-            .fetch_one(&mut db)
+    let finished = || {
+        sqlx::query_scalar::<_, bool>(
+            "select exists (select 1 from chat_events
+                             where chat_id = $1::uuid and type = 'turn_finished')",
+        )
+        .bind(&chat)
+    };
+    while !finished().fetch_one(&mut db).await.expect("events") {
+        tokio::time::timeout(std::time::Duration::from_secs(10), events.recv())
             .await
-            .expect("turn");
-        if status != "running" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            .expect("the turn's events within 10 s")
+            .expect("a notification");
     }
+    let status: String = sqlx::query_scalar("select status from turns where chat_id = $1::uuid")
+        .bind(&chat)
+        .fetch_one(&mut db)
+        .await
+        .expect("turn");
     assert_eq!(status, "cancelled", "the turn was stopped");
     let resolved: Vec<Value> = sqlx::query_scalar(
         "select data from chat_events where chat_id = $1::uuid

@@ -94,6 +94,27 @@ fn PolicyCheck(
     }
 }
 
+/// One of the policy's lists: a text area, one entry per line, and what
+/// the list does.
+#[component]
+fn ListField(
+    id: &'static str,
+    label: &'static str,
+    hint: &'static str,
+    text: RwSignal<String>,
+) -> impl IntoView {
+    let hint_id = format!("{id}-hint");
+    view! {
+        <div class="field">
+            <label for=id>{label}</label>
+            <textarea id=id data-testid=id rows="3" aria-describedby=hint_id.clone() spellcheck="false"
+                prop:value=move || text.get()
+                on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+            <p id=hint_id class="hint">{hint}</p>
+        </div>
+    }
+}
+
 /// The policy's form, filled with what the server holds now.
 #[component]
 fn PolicyForm(
@@ -157,26 +178,10 @@ fn PolicyForm(
                 consequence="Nobody can turn on \u{201c}Trust this server's safety annotations\u{201d}. Where it is on, it stops applying: tools a server declares read-only ask again." />
             <PolicyCheck id="policy-require-mfa" label="Require two-factor sign-in" checked=require_mfa
                 consequence="People must set up two-factor sign-in before they trust a server, add credentials, keys or a new URL, or always allow a tool." />
-            <div class="field">
-                <label for="policy-always-ask">"Tools that always ask"</label>
-                <textarea id="policy-always-ask" data-testid="policy-always-ask" rows="3"
-                    aria-describedby="policy-always-ask-hint" spellcheck="false"
-                    prop:value=move || always_ask.get()
-                    on:input=move |ev| always_ask.set(event_target_value(&ev))></textarea>
-                <p id="policy-always-ask-hint" class="hint">
-                    "One pattern per line, connector-host/tool: mail.example.com/send_* or */delete_*. Matching calls ask every time, whatever anyone allowed, and their cards offer only \u{201c}Allow once\u{201d}."
-                </p>
-            </div>
-            <div class="field">
-                <label for="policy-hosts">"Allowed connector hosts"</label>
-                <textarea id="policy-hosts" data-testid="policy-hosts" rows="3"
-                    aria-describedby="policy-hosts-hint" spellcheck="false"
-                    prop:value=move || hosts.get()
-                    on:input=move |ev| hosts.set(event_target_value(&ev))></textarea>
-                <p id="policy-hosts-hint" class="hint">
-                    "One host per line: mcp.example.com, or *.example.com for its subdomains. Empty: any host. When set, connectors elsewhere can no longer be added or connect."
-                </p>
-            </div>
+            <ListField id="policy-always-ask" label="Tools that always ask" text=always_ask
+                hint="One pattern per line, connector-host/tool: mail.example.com/send_* or */delete_*. Matching calls ask every time, whatever anyone allowed, and their cards offer only \u{201c}Allow once\u{201d}." />
+            <ListField id="policy-hosts" label="Allowed connector hosts" text=hosts
+                hint="One host per line: mcp.example.com, or *.example.com for its subdomains. Empty: any host. When set, connectors elsewhere can no longer be added or connect." />
             <FormError message=error testid="policy-error" />
             <button type="submit" class="button primary" data-testid="policy-save" disabled=move || pending.get()>
                 {move || if pending.get() { "Saving…" } else { "Save policy" }}
