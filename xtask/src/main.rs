@@ -18,6 +18,10 @@
 //! - `openapi`: regenerate `docs/openapi.json` from the server's own
 //!   `countersign openapi` (an API test compares it with what
 //!   `/api/openapi.json` serves).
+//! - `faults`: the fault harness (issue 15): MCP servers, Postgres and the
+//!   server itself broken on purpose, several instances, a fuzzed API,
+//!   hostile URLs, load; one table of scenario | expected | observed |
+//!   holds. The fast scenarios also run in `test`.
 //! - `cycles`: the module-import cycle check (also run as a test).
 //! - `bench`: time to first token added by the server, memory per idle
 //!   stream (printed figures, never asserted).
@@ -27,6 +31,7 @@
 mod bench;
 mod conformance;
 mod cycles;
+mod faults;
 mod interop;
 mod pg;
 mod proc;
@@ -51,6 +56,8 @@ commands:
   schema       regenerate schema.sql from a freshly migrated database
   sqlx         regenerate backend/.sqlx (the compile-checked queries' offline data)
   openapi      regenerate docs/openapi.json (the API tests fail when it differs)
+  faults       break things on purpose (MCP servers, Postgres, the server, instances)
+               and print what held: scenario | expected | observed | holds
   bench        print the server's figures (time to first token, memory per stream)
   cycles       check that no module imports itself through others (also a test)
   web          build the web app into frontend/build (hashed, precompressed)";
@@ -77,6 +84,7 @@ fn main() {
         Some("sqlx") => sqlx::write(),
         Some("openapi") => openapi(),
         Some("bench") => bench::bench(),
+        Some("faults") => faults::faults(),
         Some("cycles") => cycles::print(),
         Some("web") => web::build().map(drop),
         Some("-h" | "--help" | "help") | None => {

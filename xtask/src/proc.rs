@@ -17,7 +17,7 @@ pub fn cmd(program: impl AsRef<OsStr>) -> Command {
     c
 }
 
-fn describe(c: &Command) -> String {
+pub fn describe(c: &Command) -> String {
     let mut s = c.get_program().to_string_lossy().into_owned();
     for a in c.get_args() {
         s.push(' ');

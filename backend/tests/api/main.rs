@@ -12,6 +12,9 @@ mod auth;
 mod chats;
 mod connectors;
 mod delivery;
+mod faults;
+#[path = "../support/faults.rs"]
+mod faults_report;
 mod grants;
 mod hardening;
 mod health;
