@@ -15,7 +15,7 @@
 use crate::{
     interop,
     pg::{StopOnDrop, throwaway_cluster},
-    proc::{cmd, describe},
+    proc::{cmd, describe, on_path, output, run},
     tools,
 };
 use anyhow::Context as _;
@@ -76,17 +76,35 @@ pub fn faults() -> anyhow::Result<()> {
     let _stop = StopOnDrop(&cluster);
     let interop_dir = interop::prepare()?;
     let pg_bin = tools::postgres_bin_dir()?;
+    let haproxy = ensure_haproxy()?;
 
-    let mut test = cmd("cargo");
-    test.args(["test", "-p", "countersign"]);
+    // The load scenario measures the release build, as the bench does.
+    run(cmd("cargo").args(["build", "--release", "-p", "countersign"]))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+
+    // 10,000 streams (and as many client sockets) need more than the
+    // default 1,024 file descriptors: as many as the hard limit allows.
+    let mut cargo_test =
+        String::from("ulimit -n \"$(ulimit -Hn)\"; exec cargo test -p countersign");
     for binary in TEST_BINARIES {
-        test.args(["--test", binary]);
+        cargo_test.push_str(" --test ");
+        cargo_test.push_str(binary);
     }
-    test.args(["--", "faults::", "--include-ignored", "--test-threads=2"])
+    // One scenario at a time: each measures, and several start servers.
+    cargo_test.push_str(" -- faults:: --include-ignored --test-threads=1");
+    let mut test = cmd("sh");
+    test.args(["-c", &cargo_test])
+        .env(
+            "COUNTERSIGN_FAULTS_SERVER",
+            target.join("release/countersign"),
+        )
         .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url())
         .env("COUNTERSIGN_INTEROP_DIR", &interop_dir)
         .env("COUNTERSIGN_FAULTS_REPORT", &report)
-        .env("COUNTERSIGN_FAULTS_PG_BIN", &pg_bin);
+        .env("COUNTERSIGN_FAULTS_PG_BIN", &pg_bin)
+        .env("COUNTERSIGN_FAULTS_HAPROXY", &haproxy);
     let failed_tests = run_reading_failures(&mut test)?;
 
     let mut rows = read_rows(&report)?;
@@ -112,6 +130,16 @@ pub fn faults() -> anyhow::Result<()> {
         anyhow::bail!("{failed} fault scenario(s) did not hold");
     }
     Ok(())
+}
+
+/// HAProxy, the load balancer of the several-instances scenario: Debian's
+/// package, installed when missing.
+fn ensure_haproxy() -> anyhow::Result<std::path::PathBuf> {
+    if !on_path("haproxy") {
+        tools::apt_install(&["haproxy"])?;
+    }
+    let path = output(cmd("sh").args(["-c", "command -v haproxy"]))?;
+    Ok(path.trim().into())
 }
 
 /// Runs `c`, echoing its output, and returns the names of the tests that

@@ -294,6 +294,16 @@ pub struct SseReader {
 }
 
 impl SseReader {
+    /// Reads the stream `response` already opened (a caller that needs its
+    /// headers first).
+    pub fn from_response(response: reqwest::Response) -> Self {
+        Self {
+            response,
+            buffer: String::new(),
+            frames: Default::default(),
+        }
+    }
+
     /// The next frame, or `None` when the stream ends or nothing arrives
     /// within `wait`.
     pub async fn next_frame(&mut self, wait: std::time::Duration) -> Option<Frame> {
@@ -397,11 +407,7 @@ impl TestApp {
         }
         let response = req.send().await.expect("stream request");
         assert_eq!(response.status(), StatusCode::OK, "stream status");
-        SseReader {
-            response,
-            buffer: String::new(),
-            frames: Default::default(),
-        }
+        SseReader::from_response(response)
     }
 
     /// Creates a chat; returns its id.

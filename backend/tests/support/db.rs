@@ -14,7 +14,7 @@
 //! dev-depends on it. Cargo allows that cycle, but it adds a package to the
 //! workspace for about fifty lines. Every target here already has `sqlx`,
 //! `reqwest` and `uuid`.
-#![expect(
+#![allow(
     dead_code,
     reason = "one file compiled into four crates (API tests, interop tests, two benches), each using only part of it"
 )]
