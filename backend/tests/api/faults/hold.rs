@@ -4,8 +4,8 @@
 //! purpose and to prove, afterwards, how often each call really arrived.
 //!
 //! Tools (none annotated, so every call asks the user first):
-//! - `hold`: arrives, then waits until [`HoldServer::release`], then
-//!   answers "released".
+//! - `hold`: arrives, then waits until the next [`HoldServer::release`],
+//!   then answers "released".
 //! - `note`: arrives and answers at once.
 //!
 //! Arrivals are a `watch` channel, so a test awaits the n-th arrival
@@ -31,7 +31,7 @@ pub type Arrival = (String, Value);
 pub struct HoldServer {
     addr: SocketAddr,
     arrivals: watch::Receiver<Vec<Arrival>>,
-    release: Arc<watch::Sender<bool>>,
+    release: Arc<watch::Sender<u64>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -44,7 +44,7 @@ impl Drop for HoldServer {
 #[derive(Clone)]
 struct Handler {
     arrivals: Arc<watch::Sender<Vec<Arrival>>>,
-    release: Arc<watch::Sender<bool>>,
+    release: Arc<watch::Sender<u64>>,
 }
 
 impl HoldServer {
@@ -53,7 +53,7 @@ impl HoldServer {
         let (arrivals_tx, arrivals) = watch::channel(Vec::new());
         let handler = Handler {
             arrivals: Arc::new(arrivals_tx),
-            release: Arc::new(watch::channel(false).0),
+            release: Arc::new(watch::channel(0).0),
         };
         let release = handler.release.clone();
         let service = StreamableHttpService::new(
@@ -103,9 +103,9 @@ impl HoldServer {
             .map(|seen| seen.clone())
     }
 
-    /// Lets every held call (and every later one) answer.
+    /// Lets every call held now answer (later ones are held again).
     pub fn release(&self) {
-        self.release.send_replace(true);
+        self.release.send_modify(|round| *round += 1);
     }
 }
 
@@ -140,13 +140,16 @@ impl ServerHandler for Handler {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // The round is read before the arrival is announced, so a release
+        // that follows the announcement always frees this call.
+        let mut released = self.release.subscribe();
+        let arrived_in = *released.borrow_and_update();
         self.arrivals
             .send_modify(|seen| seen.push((name.clone(), arguments)));
         let text = match name.as_str() {
             "hold" => {
-                let mut released = self.release.subscribe();
                 // The sender lives as long as the server.
-                let _ = released.wait_for(|r| *r).await;
+                let _ = released.wait_for(|round| *round > arrived_in).await;
                 "released"
             }
             "note" => "noted",

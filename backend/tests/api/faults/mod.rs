@@ -5,5 +5,7 @@
 //! are plain tests; slow ones are `#[ignore = "slow: cargo xtask faults"]`.
 
 mod hold;
+mod pg_cluster;
+mod postgres;
 mod process;
 mod real_server;

@@ -15,11 +15,11 @@
 
 use super::{
     hold::HoldServer,
-    real_server::{RealServer, same_browser},
+    real_server::{RealServer, browser, same_browser},
 };
 use crate::faults_report::check;
 use crate::helpers::{self, SseReader, TestApp, decide, ledger, spawn_app_with};
-use countersign::{Config, config::Secret, db};
+use countersign::{Config, config::Secret};
 use countersign_api::PendingCallStatus;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -94,17 +94,17 @@ pub async fn add_hold_connector(app: &TestApp, hold: &HoldServer) -> String {
 }
 
 /// One chat with a card in it, as the browser last saw it.
-struct Card {
-    chat: String,
-    turn: String,
-    card: Value,
+pub struct Card {
+    pub chat: String,
+    pub turn: String,
+    pub card: Value,
     /// The last event id the browser read.
-    last_seq: i64,
+    pub last_seq: i64,
 }
 
 /// Sends `message` in a new chat on `on` and reads its stream until the
 /// card.
-async fn card(on: &TestApp, message: &str) -> Card {
+pub async fn card(on: &TestApp, message: &str) -> Card {
     let chat = on.create_chat("offline/demo").await;
     let mut stream = on.stream(&chat, None).await;
     let turn = on.send(&chat, message).await;
@@ -154,7 +154,7 @@ async fn before_the_kill(on: &TestApp, hold: &HoldServer) -> Left {
 
 /// A chat's events after the browser's last one, until its turn finishes
 /// (or `None` when it has not by `deadline`).
-async fn until_finished(
+pub async fn until_finished(
     on: &TestApp,
     card: &Card,
     deadline: tokio::time::Instant,
@@ -382,15 +382,7 @@ async fn sigkill_mid_call_then_restart_recovers_exactly_and_every_card_ends_trut
     let test_db = crate::test_db::TestDb::migrated().await;
     let env = fast_recovery_env(&hold);
     let mut first = RealServer::start(&test_db.app_url, &test_db.owner_url, &env).await;
-    let browser = TestApp {
-        base: first.base.clone(),
-        pool: db::connect(&test_db.app_url).await.expect("pool"),
-        superuser_db_url: test_db.superuser_url.clone(),
-        owner_db_url: test_db.owner_url.clone(),
-        client: helpers::new_client(),
-        csrf: Default::default(),
-        config: Config::with_database_url(test_db.app_url.clone()),
-    };
+    let browser = browser(&test_db, &first.base).await;
     browser.signed_up_user().await;
     add_hold_connector(&browser, &hold).await;
     let left = before_the_kill(&browser, &hold).await;

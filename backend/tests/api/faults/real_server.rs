@@ -2,7 +2,7 @@
 //! scenarios that kill it (`SIGKILL`) or watch what it logs while its
 //! database goes away: its URL once it listens, its stderr line by line.
 
-use crate::helpers::TestApp;
+use crate::{helpers::TestApp, test_db::TestDb};
 use std::{process::Stdio, time::Duration};
 use tokio::{
     io::{AsyncBufReadExt as _, BufReader},
@@ -122,5 +122,21 @@ pub fn same_browser(app: &TestApp, base: &str) -> TestApp {
         client: app.client.clone(),
         csrf: std::sync::Mutex::new(app.csrf.lock().expect("lock").clone()),
         config: app.config.clone(),
+    }
+}
+
+/// A new browser (no session yet) at `base`, a server on `test_db`; the
+/// handles on the database come from `test_db`.
+pub async fn browser(test_db: &TestDb, base: &str) -> TestApp {
+    TestApp {
+        base: base.to_owned(),
+        pool: countersign::db::connect(&test_db.app_url)
+            .await
+            .expect("pool"),
+        superuser_db_url: test_db.superuser_url.clone(),
+        owner_db_url: test_db.owner_url.clone(),
+        client: crate::helpers::new_client(),
+        csrf: Default::default(),
+        config: countersign::Config::with_database_url(test_db.app_url.clone()),
     }
 }
