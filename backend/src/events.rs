@@ -7,6 +7,11 @@
 //! streams through a broadcast channel; streams then read the events from
 //! Postgres, so a missed or lagging wake-up costs latency, never an event.
 //!
+//! A lost `LISTEN` connection (a Postgres restart) is noticed, logged and
+//! restored by the hub itself; until it is, `/readyz` answers 503, and once
+//! it is, the approval watcher and every stream read the database again, so
+//! the NOTIFYs sent meanwhile cost latency, not decisions or events.
+//!
 //! The hub also carries turn cancellations (`countersign_cancel`) to
 //! whichever instance runs the turn, and approval decisions
 //! (`countersign_approvals`) to the instance whose turn waits for them.
@@ -141,6 +146,61 @@ pub async fn request_cancel(tx: &mut Tx, turn_id: Uuid) -> Result<(), sqlx::Erro
     Ok(())
 }
 
+/// How long to wait between attempts to reconnect a lost `LISTEN`
+/// connection (each attempt itself waits for the pool's connect timeout).
+const RELISTEN_EVERY: Duration = Duration::from_millis(500);
+
+/// A new connection of `pool` listening on every channel.
+async fn subscribed(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.eager_reconnect(false);
+    listener
+        .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL, APPROVALS_CHANNEL])
+        .await?;
+    Ok(listener)
+}
+
+/// The hub's `LISTEN` task, until the hub is dropped: notifications are
+/// dispatched; a lost connection (sqlx's `Ok(None)`, or any error) marks
+/// the hub not listening, is logged, and is replaced by a new connection
+/// that listens again (sqlx's own eager reconnect is off: it would restore
+/// `LISTEN` without telling), after which the hub catches up
+/// ([`EventHub::restored`]).
+async fn listen_loop(pool: PgPool, mut listener: PgListener, hub: std::sync::Weak<EventHub>) {
+    loop {
+        let received = listener.try_recv().await;
+        let Some(live) = hub.upgrade() else { return };
+        let lost = match received {
+            Ok(Some(notification)) => {
+                live.dispatch(notification.channel(), notification.payload());
+                continue;
+            }
+            Ok(None) => "the connection closed".to_owned(),
+            Err(err) => err.to_string(),
+        };
+        live.listening
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        tracing::warn!(error = %lost, "event listener lost its connection; reconnecting");
+        drop(live);
+        drop(listener);
+        listener = loop {
+            if hub.strong_count() == 0 {
+                return;
+            }
+            match subscribed(&pool).await {
+                Ok(listener) => break listener,
+                Err(err) => {
+                    tracing::warn!(error = %err, "event listener cannot reconnect yet");
+                    tokio::time::sleep(RELISTEN_EVERY).await;
+                }
+            }
+        };
+        let Some(live) = hub.upgrade() else { return };
+        tracing::warn!("event listener reconnected; LISTEN restored");
+        live.restored();
+    }
+}
+
 /// This instance's end of `LISTEN`: wake-ups for streams, cancellations
 /// for the turns it runs.
 #[derive(Debug)]
@@ -153,6 +213,12 @@ pub struct EventHub {
     approvals: broadcast::Sender<bool>,
     /// Set once this instance's turn heartbeat loop runs.
     heartbeat: std::sync::atomic::AtomicBool,
+    /// Whether the `LISTEN` connection is up (`/readyz` says 503 while it
+    /// is not).
+    listening: std::sync::atomic::AtomicBool,
+    /// Bumped each time `LISTEN` is restored after a lost connection:
+    /// streams re-read the log at once (NOTIFYs sent meanwhile are lost).
+    restored: watch::Sender<u64>,
 }
 
 impl EventHub {
@@ -164,34 +230,45 @@ impl EventHub {
             closing: watch::channel(false).0,
             approvals: broadcast::channel(64).0,
             heartbeat: std::sync::atomic::AtomicBool::new(false),
+            listening: std::sync::atomic::AtomicBool::new(true),
+            restored: watch::channel(0).0,
         })
     }
 
-    /// Starts listening on a dedicated connection of `pool`. The listener
-    /// reconnects by itself; notifications sent while it is away are lost,
-    /// which streams make up for by re-reading the log on every keep-alive.
+    /// Starts listening on a dedicated connection of `pool`, and keeps
+    /// listening: a lost connection is noticed (its `LISTEN` is then down:
+    /// [`EventHub::listening`] is false), reconnected, and `LISTEN`
+    /// restored, after which everything that may have missed a NOTIFY
+    /// meanwhile reads the database again — the approval watcher and every
+    /// stream (they read the log from their last sequence number).
     pub async fn listen(pool: &PgPool) -> Result<std::sync::Arc<Self>, sqlx::Error> {
         let hub = Self::local();
-        let mut listener = PgListener::connect_with(pool).await?;
-        listener
-            .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL, APPROVALS_CHANNEL])
-            .await?;
-        let weak = std::sync::Arc::downgrade(&hub);
-        tokio::spawn(async move {
-            loop {
-                let notification = match listener.recv().await {
-                    Ok(n) => n,
-                    Err(err) => {
-                        tracing::warn!(error = %err, "event listener lost its connection; retrying");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                        continue;
-                    }
-                };
-                let Some(hub) = weak.upgrade() else { return };
-                hub.dispatch(notification.channel(), notification.payload());
-            }
-        });
+        let listener = subscribed(pool).await?;
+        tokio::spawn(listen_loop(
+            pool.clone(),
+            listener,
+            std::sync::Arc::downgrade(&hub),
+        ));
         Ok(hub)
+    }
+
+    /// Whether this instance hears the other instances now (its `LISTEN`
+    /// connection is up). A hub that hears only this process always does.
+    pub fn listening(&self) -> bool {
+        self.listening.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Changes each time `LISTEN` is restored after a lost connection.
+    pub fn subscribe_restored(&self) -> watch::Receiver<u64> {
+        self.restored.subscribe()
+    }
+
+    /// `LISTEN` is back: whatever waited for a NOTIFY reads again.
+    fn restored(&self) {
+        self.listening
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.restored.send_modify(|n| *n += 1);
+        self.wake_approvals();
     }
 
     fn dispatch(&self, channel: &str, payload: &str) {

@@ -118,6 +118,14 @@ impl AppState {
             config.approval_wait_secs < config.approval_ttl_secs,
             "COUNTERSIGN_APPROVAL_WAIT_SECS must be below COUNTERSIGN_APPROVAL_TTL_SECS"
         );
+        anyhow::ensure!(
+            config.turn_heartbeat_secs >= 1 && config.turn_heartbeat_secs < config.turn_stale_secs,
+            "COUNTERSIGN_TURN_HEARTBEAT_SECS must be at least 1 and below COUNTERSIGN_TURN_STALE_SECS"
+        );
+        anyhow::ensure!(
+            config.recovery_interval_secs >= 1,
+            "COUNTERSIGN_RECOVERY_INTERVAL_SECS must be at least 1"
+        );
         let approval_keys = Arc::new(approvals::ApprovalKeys::from_config(&config)?);
         let resolver: Arc<dyn ssrf::HostResolver> = Arc::new(ssrf::SystemResolver);
         let connector_http = ssrf::guarded_client(

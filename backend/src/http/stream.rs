@@ -51,6 +51,9 @@ struct Follow {
     token_hash: Vec<u8>,
     last: i64,
     wakeups: broadcast::Receiver<events::Appended>,
+    /// Changes when the hub's `LISTEN` is restored: wake-ups may have been
+    /// lost, so read again.
+    restored: tokio::sync::watch::Receiver<u64>,
     buffer: VecDeque<(i64, serde_json::Value)>,
     reread_every: Duration,
     /// Counts this stream in `/metrics` until it ends.
@@ -95,6 +98,7 @@ impl Follow {
                     Err(RecvError::Lagged(_)) => return true,
                     Err(RecvError::Closed) => return false,
                 },
+                _ = self.restored.changed() => return true,
                 () = tokio::time::sleep_until(deadline) => return true,
                 () = self.state.hub.closed() => return false,
             }
@@ -162,6 +166,7 @@ pub async fn chat_stream(
     // Subscribe before the first read, so nothing committed in between is
     // missed.
     let wakeups = state.hub.subscribe();
+    let restored = state.hub.subscribe_restored();
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
     let exists: bool = sqlx::query_scalar!(
         r#"select exists (select 1 from chats where id = $1) as "exists!""#,
@@ -183,6 +188,7 @@ pub async fn chat_stream(
         token_hash,
         last: after,
         wakeups,
+        restored,
         buffer: VecDeque::new(),
         reread_every: keepalive,
     };

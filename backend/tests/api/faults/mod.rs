@@ -3,6 +3,12 @@
 //! approval or rule, none twice, no approval lost, the user always told —
 //! writing its row through [`crate::faults_report::check`]. Fast scenarios
 //! are plain tests; slow ones are `#[ignore = "slow: cargo xtask faults"]`.
+
+mod hold;
 mod instances;
 mod load;
+mod pg_cluster;
+mod postgres;
+mod process;
 mod real;
+mod real_server;
