@@ -15,7 +15,8 @@
 use crate::{
     interop,
     pg::{StopOnDrop, throwaway_cluster},
-    proc::{cmd, describe},
+    proc::{cmd, describe, run},
+    run::server_bin,
     tools,
 };
 use anyhow::Context as _;
@@ -76,6 +77,9 @@ pub fn faults() -> anyhow::Result<()> {
     let _stop = StopOnDrop(&cluster);
     let interop_dir = interop::prepare()?;
     let pg_bin = tools::postgres_bin_dir()?;
+    // The MCP fault scenarios kill a real demo server process.
+    run(cmd("cargo").args(["build", "-p", "countersign-demo-mcp"]))?;
+    let demo_bin = server_bin().with_file_name("countersign-demo-mcp");
 
     let mut test = cmd("cargo");
     test.args(["test", "-p", "countersign"]);
@@ -86,7 +90,8 @@ pub fn faults() -> anyhow::Result<()> {
         .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url())
         .env("COUNTERSIGN_INTEROP_DIR", &interop_dir)
         .env("COUNTERSIGN_FAULTS_REPORT", &report)
-        .env("COUNTERSIGN_FAULTS_PG_BIN", &pg_bin);
+        .env("COUNTERSIGN_FAULTS_PG_BIN", &pg_bin)
+        .env("COUNTERSIGN_DEMO_MCP_BIN", &demo_bin);
     let failed_tests = run_reading_failures(&mut test)?;
 
     let mut rows = read_rows(&report)?;
