@@ -22,10 +22,9 @@
 //! can be seen to keep credentials out of what it shows.
 //!
 //! Every such call is counted in the call log when it arrives, before it
-//! is answered ([`DemoState::calls`]), so "nothing was retried" can be
-//! measured; `notifications/cancelled` messages are counted too
-//! ([`DemoState::cancellations`]), and the bytes of the oversized body the
-//! client actually pulled ([`DemoState::body_bytes_written`]).
+//! is answered ([`DemoState::calls`], [`DemoState::watch_calls`]), so
+//! "nothing was retried" can be measured; so are the bytes of the big
+//! bodies the client actually pulled ([`DemoState::body_bytes_written`]).
 //!
 //! It works as a layer in front of rmcp's `/mcp` service: a POST whose
 //! JSON-RPC request calls a fault tool is answered here; everything else
@@ -147,8 +146,6 @@ pub(crate) fn descriptors() -> Vec<Tool> {
 /// Counters of a fault-mode server beyond the call log.
 #[derive(Debug, Default)]
 pub(crate) struct FaultCounters {
-    /// `notifications/cancelled` messages received.
-    pub(crate) cancellations: AtomicUsize,
     /// Bytes of fault bodies handed to the connection so far.
     pub(crate) body_bytes_written: Arc<AtomicUsize>,
 }
@@ -177,12 +174,6 @@ pub(crate) async fn misbehave(
             answer(fault, id, &parts.headers, counters).await
         }
         None => {
-            if message
-                .as_ref()
-                .is_some_and(|m| m.get("method") == Some(&json!("notifications/cancelled")))
-            {
-                counters.cancellations.fetch_add(1, Ordering::Relaxed);
-            }
             next.run(Request::from_parts(parts, Body::from(bytes)))
                 .await
         }

@@ -308,13 +308,6 @@ impl DemoState {
         self.inner.faults.as_ref()
     }
 
-    /// How many `notifications/cancelled` messages arrived (fault mode
-    /// only; else 0).
-    pub fn cancellations(&self) -> usize {
-        self.fault_counters()
-            .map_or(0, |c| c.cancellations.load(Ordering::Relaxed))
-    }
-
     /// How many bytes of the fault tools' bodies (`fault_huge_body`,
     /// `fault_oversized_body`) were handed to connections so far: less
     /// than the body's size when the client stopped reading.
