@@ -16,6 +16,7 @@ use crate::{
     interop,
     pg::{StopOnDrop, throwaway_cluster},
     proc::{cmd, describe, on_path, output, run},
+    run::server_bin,
     tools,
 };
 use anyhow::Context as _;
@@ -77,6 +78,9 @@ pub fn faults() -> anyhow::Result<()> {
     let interop_dir = interop::prepare()?;
     let pg_bin = tools::postgres_bin_dir()?;
     let haproxy = ensure_haproxy()?;
+    // The MCP fault scenarios kill a real demo server process.
+    run(cmd("cargo").args(["build", "-p", "countersign-demo-mcp"]))?;
+    let demo_bin = server_bin().with_file_name("countersign-demo-mcp");
 
     // The load scenario measures the release build, as the bench does.
     run(cmd("cargo").args(["build", "--release", "-p", "countersign"]))?;
@@ -104,7 +108,8 @@ pub fn faults() -> anyhow::Result<()> {
         .env("COUNTERSIGN_INTEROP_DIR", &interop_dir)
         .env("COUNTERSIGN_FAULTS_REPORT", &report)
         .env("COUNTERSIGN_FAULTS_PG_BIN", &pg_bin)
-        .env("COUNTERSIGN_FAULTS_HAPROXY", &haproxy);
+        .env("COUNTERSIGN_FAULTS_HAPROXY", &haproxy)
+        .env("COUNTERSIGN_DEMO_MCP_BIN", &demo_bin);
     let failed_tests = run_reading_failures(&mut test)?;
 
     let mut rows = read_rows(&report)?;

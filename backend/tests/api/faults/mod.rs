@@ -7,6 +7,7 @@
 mod hold;
 mod instances;
 mod load;
+mod mcp;
 mod pg_cluster;
 mod postgres;
 mod process;
