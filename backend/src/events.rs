@@ -3,9 +3,10 @@
 //! Every event of a turn is appended to `chat_events` with the chat's next
 //! sequence number and announced with `pg_notify` in the same transaction,
 //! so listeners hear of it only once it is committed. Each instance keeps
-//! one `LISTEN` connection ([`EventHub`]) and fans notifications out to its
-//! streams through a broadcast channel; streams then read the events from
-//! Postgres, so a missed or lagging wake-up costs latency, never an event.
+//! one `LISTEN` connection ([`EventHub`]) and wakes the streams of that
+//! chat only (a watch of the highest sequence number heard, per chat with
+//! streams open here); streams then read the events from Postgres, so a
+//! missed wake-up costs latency, never an event.
 //!
 //! A lost `LISTEN` connection (a Postgres restart) is noticed, logged and
 //! restored by the hub itself; until it is, `/readyz` answers 503, and once
@@ -201,11 +202,43 @@ async fn listen_loop(pool: PgPool, mut listener: PgListener, hub: std::sync::Wea
     }
 }
 
+/// The streams of one chat on this instance.
+#[derive(Debug)]
+struct ChatEntry {
+    streams: usize,
+    seq: watch::Sender<i64>,
+}
+
+/// One stream's subscription to its chat's wake-ups.
+#[derive(Debug)]
+pub struct ChatWakeups {
+    hub: std::sync::Arc<EventHub>,
+    chat_id: Uuid,
+    /// The highest sequence number heard of; changes on each wake-up.
+    pub seq: watch::Receiver<i64>,
+}
+
+impl Drop for ChatWakeups {
+    fn drop(&mut self) {
+        let mut chats = self.hub.lock_chats();
+        if let Some(entry) = chats.get_mut(&self.chat_id) {
+            entry.streams -= 1;
+            if entry.streams == 0 {
+                chats.remove(&self.chat_id);
+            }
+        }
+    }
+}
+
 /// This instance's end of `LISTEN`: wake-ups for streams, cancellations
 /// for the turns it runs.
 #[derive(Debug)]
 pub struct EventHub {
-    appended: broadcast::Sender<Appended>,
+    /// Per chat with streams open on this instance: the highest sequence
+    /// number heard of. A wake-up reaches only its own chat's streams
+    /// (one broadcast to every stream woke 10,000 idle streams for each
+    /// event of any chat).
+    chats: Mutex<HashMap<Uuid, ChatEntry>>,
     running: Mutex<HashMap<Uuid, watch::Sender<bool>>>,
     closing: watch::Sender<bool>,
     /// "Read the approval ledger again": `true` when a `NOTIFY` said a
@@ -225,7 +258,7 @@ impl EventHub {
     /// A hub that hears only this process (tests of single pieces).
     pub fn local() -> std::sync::Arc<Self> {
         std::sync::Arc::new(Self {
-            appended: broadcast::channel(1024).0,
+            chats: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             closing: watch::channel(false).0,
             approvals: broadcast::channel(64).0,
@@ -281,8 +314,7 @@ impl EventHub {
                     })
                 });
                 if let Some(appended) = parsed {
-                    // No subscribers is fine.
-                    let _ = self.appended.send(appended);
+                    self.appended(appended);
                 }
             }
             APPROVALS_CHANNEL => {
@@ -311,9 +343,47 @@ impl EventHub {
         let _ = rx.wait_for(|closing| *closing).await;
     }
 
-    /// Wake-ups of every chat; streams filter their own.
-    pub fn subscribe(&self) -> broadcast::Receiver<Appended> {
-        self.appended.subscribe()
+    /// Wakes the streams of `appended`'s chat open here, if any.
+    fn appended(&self, appended: Appended) {
+        let chats = self.lock_chats();
+        if let Some(entry) = chats.get(&appended.chat_id) {
+            entry.seq.send_if_modified(|heard| {
+                let newer = appended.seq > *heard;
+                if newer {
+                    *heard = appended.seq;
+                }
+                newer
+            });
+        }
+    }
+
+    fn lock_chats(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, ChatEntry>> {
+        self.chats
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Wake-ups of one chat, for a stream; dropping it unsubscribes.
+    pub fn subscribe_chat(self: &std::sync::Arc<Self>, chat_id: Uuid) -> ChatWakeups {
+        let seq = {
+            let mut chats = self.lock_chats();
+            let entry = chats.entry(chat_id).or_insert_with(|| ChatEntry {
+                streams: 0,
+                seq: watch::Sender::new(0),
+            });
+            entry.streams += 1;
+            entry.seq.subscribe()
+        };
+        ChatWakeups {
+            hub: self.clone(),
+            chat_id,
+            seq,
+        }
+    }
+
+    /// Chats with streams subscribed here.
+    pub fn chats_followed(&self) -> usize {
+        self.lock_chats().len()
     }
 
     /// Wake-ups of the approval watcher.
@@ -363,5 +433,44 @@ impl EventHub {
         self.running
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_wake_up_reaches_only_its_own_chats_streams_and_unsubscribing_forgets_the_chat() {
+        let hub = EventHub::local();
+        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let mut first = hub.subscribe_chat(a);
+        let second = hub.subscribe_chat(a);
+        let other = hub.subscribe_chat(b);
+        assert_eq!(hub.chats_followed(), 2);
+
+        hub.dispatch(EVENTS_CHANNEL, &format!("{a} 7"));
+        assert!(
+            first.seq.has_changed().expect("open"),
+            "chat a's stream woke"
+        );
+        assert_eq!(*first.seq.borrow_and_update(), 7);
+        assert!(!other.seq.has_changed().expect("open"), "chat b's did not");
+        // An older number (a late NOTIFY) wakes no one.
+        hub.dispatch(EVENTS_CHANNEL, &format!("{a} 3"));
+        assert!(!first.seq.has_changed().expect("open"));
+
+        drop(first);
+        assert_eq!(hub.chats_followed(), 2, "a still has a stream");
+        drop(second);
+        assert_eq!(
+            hub.chats_followed(),
+            1,
+            "a is forgotten with its last stream"
+        );
+        hub.dispatch(EVENTS_CHANNEL, &format!("{a} 9"));
+        assert!(!other.seq.has_changed().expect("open"));
+        drop(other);
+        assert_eq!(hub.chats_followed(), 0);
     }
 }

@@ -22,6 +22,7 @@ pub mod request_id;
 pub mod security;
 pub mod session;
 pub mod stream;
+pub mod stream_sessions;
 pub mod web_app;
 
 use crate::AppState;

@@ -81,6 +81,8 @@ pub struct AppState {
     pub approval_keys: Arc<approvals::ApprovalKeys>,
     /// This instance's watcher of pending-call decisions.
     pub watcher: Arc<approvals::Watcher>,
+    /// The sessions of this instance's open streams, re-checked together.
+    pub stream_sessions: Arc<http::stream_sessions::StreamSessions>,
     /// Test seams in the approval lifecycle (none in production).
     pub approval_hooks: approvals::Hooks,
     /// Encryption of secrets at rest; `None` without `COUNTERSIGN_SECRET_KEY`.
@@ -142,6 +144,7 @@ impl AppState {
             tools: Arc::new(tools::connector::ConnectorTools),
             approval_keys,
             watcher: Arc::default(),
+            stream_sessions: Arc::default(),
             approval_hooks: approvals::Hooks::default(),
             secrets,
             resolver,

@@ -8,7 +8,7 @@
 //! Every instance polls the ledger only every 30 s, so a turn that wakes
 //! within milliseconds of a decision taken elsewhere woke by `NOTIFY`.
 
-use super::real::{self, Server, free_port, log_dir};
+use super::real_server::{RealServer, browser};
 use crate::faults_report::check;
 use crate::helpers::{GOOD_PASSWORD, SseReader, TestApp, add_demo_connector, email};
 use crate::test_db::TestDb;
@@ -23,21 +23,6 @@ use std::{
     time::Duration,
 };
 
-/// An instance: a real server polling the ledger only every 30 s.
-async fn start_instance(name: &'static str, db: &TestDb, demo: &DemoServer) -> Server {
-    real::start(
-        name,
-        db,
-        &[
-            ("COUNTERSIGN_APPROVAL_POLL_MS", POLL_MS.to_owned()),
-            (
-                "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",
-                demo.addr().to_string(),
-            ),
-        ],
-    )
-    .await
-}
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 
 /// The instances, in HAProxy's round-robin order.
@@ -51,16 +36,43 @@ const DECIDERS: usize = 50;
 /// Far above any latency the test accepts: a wake-up this test sees can
 /// only have come from NOTIFY.
 const POLL_MS: &str = "30000";
+
+/// An instance: a real server polling the ledger only every 30 s.
+async fn start_instance(db: &TestDb, demo: &DemoServer) -> RealServer {
+    RealServer::start(
+        &db.app_url,
+        &db.owner_url,
+        &[
+            ("COUNTERSIGN_APPROVAL_POLL_MS", POLL_MS.to_owned()),
+            (
+                "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",
+                demo.addr().to_string(),
+            ),
+            ("RUST_LOG", "warn".to_owned()),
+        ],
+    )
+    .await
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
 /// HAProxy in the foreground; killed when dropped.
 struct Balancer {
     child: Child,
     port: u16,
+    config: PathBuf,
 }
 
 impl Drop for Balancer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.config);
     }
 }
 
@@ -84,7 +96,7 @@ fn haproxy() -> PathBuf {
 
 /// Round-robin over `instances`, health-checked on `/readyz`, naming the
 /// server of every response in `X-Served-By`. Streams get an hour.
-async fn start_balancer(instances: &[Server]) -> Balancer {
+async fn start_balancer(instances: &[RealServer]) -> Balancer {
     let port = free_port();
     let mut config = format!(
         "global\n  maxconn 4096\n\
@@ -94,13 +106,13 @@ async fn start_balancer(instances: &[Server]) -> Balancer {
          backend instances\n  balance roundrobin\n  option httpchk GET /readyz\n  \
          http-response set-header X-Served-By %s\n"
     );
-    for i in instances {
+    for (name, instance) in NAMES.iter().zip(instances) {
         config.push_str(&format!(
-            "  server {} 127.0.0.1:{} check inter 500ms fall 1 rise 1\n",
-            i.name, i.port
+            "  server {name} 127.0.0.1:{} check inter 500ms fall 1 rise 1\n",
+            instance.port
         ));
     }
-    let path = log_dir().join("haproxy.cfg");
+    let path = std::env::temp_dir().join(format!("countersign-haproxy-{port}.cfg"));
     std::fs::write(&path, config).expect("haproxy.cfg");
     let mut child = Command::new(haproxy())
         .args(["-W", "-db", "-f"])
@@ -128,7 +140,11 @@ async fn start_balancer(instances: &[Server]) -> Balancer {
     .expect("HAProxy started within 30 s")
     .expect("reader");
     assert!(loaded, "HAProxy exited before it loaded its configuration");
-    Balancer { child, port }
+    Balancer {
+        child,
+        port,
+        config: path,
+    }
 }
 
 /// Which instance served `res`.
@@ -180,13 +196,13 @@ async fn three_instances_behind_haproxy_decide_once_and_wake_by_notify() {
         .expect("demo server");
     let db = TestDb::migrated().await;
     let (a, b, c) = tokio::join!(
-        start_instance("a", &db, &demo),
-        start_instance("b", &db, &demo),
-        start_instance("c", &db, &demo),
+        start_instance(&db, &demo),
+        start_instance(&db, &demo),
+        start_instance(&db, &demo),
     );
     let instances = [a, b, c];
     let balancer = start_balancer(&instances).await;
-    let app = real::client_of(format!("http://127.0.0.1:{}", balancer.port), &db).await;
+    let app = browser(&db, &format!("http://127.0.0.1:{}", balancer.port)).await;
 
     // Sign in through one instance, stream from another, decide on the third.
     let res = app
@@ -355,5 +371,4 @@ async fn three_instances_behind_haproxy_decide_once_and_wake_by_notify() {
     );
     drop(balancer);
     drop(instances);
-    real::remove_logs();
 }

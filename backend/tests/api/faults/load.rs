@@ -7,7 +7,7 @@
 //! Needs more open files than the default 1,024: `cargo xtask faults`
 //! raises the limit to the hard one; the scenario fails clearly otherwise.
 
-use super::real::{self, Server};
+use super::real_server::{RealServer, browser};
 use crate::faults_report::check;
 use crate::helpers::{Frame, GOOD_PASSWORD, SseReader, TestApp, add_demo_connector, email};
 use crate::test_db::TestDb;
@@ -38,7 +38,7 @@ fn open_file_limit() -> u64 {
 
 /// A signed-up user of the server at `base`, remembering their CSRF token.
 async fn user(base: &str, db: &TestDb) -> TestApp {
-    let app = real::client_of(base.to_owned(), db).await;
+    let app = browser(db, base).await;
     let (status, _, body) = app.signup(&email(), GOOD_PASSWORD).await;
     assert_eq!(status, StatusCode::CREATED, "sign-up: {body}");
     app
@@ -146,10 +146,11 @@ async fn one_instance_under_streams_cards_and_two_hundred_chatting_users() {
         .await
         .expect("demo server");
     let db = TestDb::migrated().await;
-    let server: Server = real::start(
-        "load",
-        &db,
+    let server = RealServer::start(
+        &db.app_url,
+        &db.owner_url,
         &[
+            ("RUST_LOG", "warn".to_owned()),
             (
                 "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",
                 demo.addr().to_string(),
@@ -163,7 +164,7 @@ async fn one_instance_under_streams_cards_and_two_hundred_chatting_users() {
         ],
     )
     .await;
-    let base = server.base();
+    let base = server.base.clone();
     let mut super_db = <sqlx::PgConnection as sqlx::Connection>::connect(&db.superuser_url)
         .await
         .expect("superuser");
@@ -325,5 +326,4 @@ async fn one_instance_under_streams_cards_and_two_hundred_chatting_users() {
         ),
         approved == WAITING && executed == WAITING && finished == WAITING,
     );
-    real::remove_logs();
 }

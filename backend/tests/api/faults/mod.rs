@@ -11,5 +11,4 @@ mod mcp;
 mod pg_cluster;
 mod postgres;
 mod process;
-mod real;
 mod real_server;

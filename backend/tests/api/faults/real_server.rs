@@ -1,6 +1,7 @@
 //! The real `countersign serve` binary as a child process, for the
 //! scenarios that kill it (`SIGKILL`) or watch what it logs while its
-//! database goes away: its URL once it listens, its stderr line by line.
+//! database goes away, or that measure it from outside (several instances,
+//! load): its URL once it listens, its stderr line by line, its memory.
 
 use crate::{helpers::TestApp, test_db::TestDb};
 use std::{process::Stdio, time::Duration};
@@ -21,6 +22,8 @@ pub struct RealServer {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
     lines: mpsc::UnboundedReceiver<String>,
 }
 
@@ -33,7 +36,7 @@ impl RealServer {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_countersign"));
+        let mut command = Command::new(binary());
         command
             .arg("serve")
             .env("DATABASE_URL", database_url)
@@ -74,8 +77,20 @@ impl RealServer {
         Self {
             child,
             base: format!("http://127.0.0.1:{port}"),
+            port,
             lines,
         }
+    }
+
+    /// Resident memory now, in KiB (0 once it exited).
+    pub fn rss_kib(&self) -> u64 {
+        let Some(pid) = self.child.id() else { return 0 };
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
     }
 
     /// `SIGKILL`: no shutdown, no last write, like a crashed host.
@@ -109,6 +124,14 @@ impl RealServer {
         }
         seen
     }
+}
+
+/// The server binary: `COUNTERSIGN_FAULTS_SERVER` (the release build
+/// `cargo xtask faults` makes, so the load and latency figures are a
+/// release server's) or this package's debug build.
+fn binary() -> std::path::PathBuf {
+    std::env::var_os("COUNTERSIGN_FAULTS_SERVER")
+        .map_or_else(|| env!("CARGO_BIN_EXE_countersign").into(), Into::into)
 }
 
 /// `app`'s browser (its cookie jar and CSRF token) talking to the server at
