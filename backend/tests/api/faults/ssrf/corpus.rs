@@ -9,7 +9,8 @@
 //! rebinding scripts) comes from here too.
 
 use super::fixtures::{Listeners, PUBLIC_V4, PUBLIC_V6, Stub, ip};
-use countersign::ssrf::{AddressClass, SsrfError, classify};
+use AddressClass::*;
+use countersign::ssrf::{AddressClass, SsrfError};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -130,8 +131,8 @@ pub struct Hostile {
 pub struct Rebinding {
     /// The URL (its port: the listener `target` reaches, if any).
     pub url: String,
-    /// The address it rebinds to.
-    pub target: IpAddr,
+    /// The class of the address it rebinds to.
+    pub class: AddressClass,
 }
 
 /// The whole corpus.
@@ -144,67 +145,60 @@ pub struct Corpus {
 /// Non-public IPv4 addresses the corpus spells: loopback (three of them
 /// with listeners), the unspecified address (it reaches loopback), RFC
 /// 1918, link-local, the metadata services, CGNAT.
-const V4_TARGETS: &[&str] = &[
-    "127.0.0.1",
-    "127.0.0.2",
-    "127.255.255.254",
-    "0.0.0.0",
-    "10.0.0.1",
-    "10.255.255.254",
-    "172.16.0.1",
-    "172.31.255.254",
-    "192.168.0.1",
-    "192.168.255.254",
-    "169.254.169.254",
-    "169.254.170.2",
-    "169.254.0.1",
-    "100.64.0.1",
-    "100.127.255.254",
-    "100.100.100.200",
+const V4_TARGETS: &[(&str, AddressClass)] = &[
+    ("127.0.0.1", Loopback),
+    ("127.0.0.2", Loopback),
+    ("127.255.255.254", Loopback),
+    ("0.0.0.0", Unspecified),
+    ("10.0.0.1", Private),
+    ("10.255.255.254", Private),
+    ("172.16.0.1", Private),
+    ("172.31.255.254", Private),
+    ("192.168.0.1", Private),
+    ("192.168.255.254", Private),
+    ("169.254.169.254", CloudMetadata),
+    ("169.254.170.2", CloudMetadata),
+    ("169.254.0.1", LinkLocal),
+    ("100.64.0.1", SharedCgnat),
+    ("100.127.255.254", SharedCgnat),
+    ("100.100.100.200", CloudMetadata),
 ];
 
 /// Addresses the stub resolves corpus names to.
-const NAME_TARGETS: &[&str] = &[
-    "127.0.0.1",
-    "127.0.0.2",
-    "127.255.255.254",
-    "::1",
-    "::ffff:127.0.0.1",
-    "0.0.0.0",
-    "::",
-    "10.0.0.1",
-    "172.16.0.1",
-    "192.168.0.1",
-    "169.254.169.254",
-    "169.254.170.2",
-    "100.64.0.1",
-    "100.100.100.200",
-    "fd00:ec2::254",
-    "fc00::1",
-    "fe80::1",
-    "64:ff9b::7f00:1",
-    "2002:7f00:1::1",
-    "::127.0.0.1",
+const NAME_TARGETS: &[(&str, AddressClass)] = &[
+    ("127.0.0.1", Loopback),
+    ("127.0.0.2", Loopback),
+    ("127.255.255.254", Loopback),
+    ("::1", Loopback),
+    ("::ffff:127.0.0.1", Ipv4Mapped),
+    ("0.0.0.0", Unspecified),
+    ("::", Unspecified),
+    ("10.0.0.1", Private),
+    ("172.16.0.1", Private),
+    ("192.168.0.1", Private),
+    ("169.254.169.254", CloudMetadata),
+    ("169.254.170.2", CloudMetadata),
+    ("100.64.0.1", SharedCgnat),
+    ("100.100.100.200", CloudMetadata),
+    ("fd00:ec2::254", CloudMetadata),
+    ("fc00::1", UniqueLocal),
+    ("fe80::1", LinkLocal),
+    ("64:ff9b::7f00:1", Nat64),
+    ("2002:7f00:1::1", SixToFour),
+    ("::127.0.0.1", Ipv4Compatible),
 ];
 
 /// Addresses the rebinding names flip to after a public answer.
-const REBIND_TARGETS: &[&str] = &[
-    "127.0.0.1",
-    "127.0.0.2",
-    "::1",
-    "::ffff:127.0.0.1",
-    "0.0.0.0",
-    "169.254.169.254",
-    "10.0.0.1",
-    "fd00:ec2::254",
+const REBIND_TARGETS: &[(&str, AddressClass)] = &[
+    ("127.0.0.1", Loopback),
+    ("127.0.0.2", Loopback),
+    ("::1", Loopback),
+    ("::ffff:127.0.0.1", Ipv4Mapped),
+    ("0.0.0.0", Unspecified),
+    ("169.254.169.254", CloudMetadata),
+    ("10.0.0.1", Private),
+    ("fd00:ec2::254", CloudMetadata),
 ];
-
-/// The class the guard names for `addr`.
-fn class_of(addr: IpAddr) -> AddressClass {
-    classify(addr)
-        .expect_err("a non-public corpus address")
-        .class
-}
 
 /// `:port` for a URL at `addr` when it reaches a listener, else nothing
 /// (the default port).
@@ -250,41 +244,47 @@ fn spellings(v4: Ipv4Addr) -> Vec<String> {
     ]
 }
 
-/// The IPv6 spellings that carry `v4`: mapped (dotted and hex),
-/// translated, compatible, NAT64 (dotted and hex), 6to4.
-fn embeddings(v4: Ipv4Addr) -> Vec<String> {
+/// The IPv6 spellings that carry `v4`, with the class of each: mapped
+/// (dotted and hex), translated, compatible (`::0.0.0.0` is `::` itself),
+/// NAT64 (dotted and hex), 6to4.
+fn embeddings(v4: Ipv4Addr) -> Vec<(String, AddressClass)> {
     let [a, b, c, d] = v4.octets();
     let hi = u16::from_be_bytes([a, b]);
     let lo = u16::from_be_bytes([c, d]);
+    let compatible = if v4.is_unspecified() {
+        Unspecified
+    } else {
+        Ipv4Compatible
+    };
     vec![
-        format!("::ffff:{v4}"),
-        format!("::ffff:{hi:x}:{lo:x}"),
-        format!("::ffff:0:{v4}"),
-        format!("::{v4}"),
-        format!("64:ff9b::{v4}"),
-        format!("64:ff9b::{hi:x}:{lo:x}"),
-        format!("2002:{hi:x}:{lo:x}::1"),
+        (format!("::ffff:{v4}"), Ipv4Mapped),
+        (format!("::ffff:{hi:x}:{lo:x}"), Ipv4Mapped),
+        (format!("::ffff:0:{v4}"), Ipv4Translated),
+        (format!("::{v4}"), compatible),
+        (format!("64:ff9b::{v4}"), Nat64),
+        (format!("64:ff9b::{hi:x}:{lo:x}"), Nat64),
+        (format!("2002:{hi:x}:{lo:x}::1"), SixToFour),
     ]
 }
 
 /// IPv6 literals that are non-public on their own.
-const V6_LITERALS: &[&str] = &[
-    "::1",
-    "0:0:0:0:0:0:0:1",
-    "0000:0000:0000:0000:0000:0000:0000:0001",
-    "::",
-    "fe80::1",
-    "febf:ffff::1",
-    "fc00::1",
-    "fd00::1",
-    "fdff:ffff:ffff::1",
-    "fd00:ec2::254",
-    "FD00:EC2:0:0:0:0:0:254",
-    "fec0::1",
-    "ff02::1",
-    "64:ff9b:1::a00:1",
-    "100::1",
-    "2001:0:4136:e378:8000:63bf:80ff:fffe",
+const V6_LITERALS: &[(&str, AddressClass)] = &[
+    ("::1", Loopback),
+    ("0:0:0:0:0:0:0:1", Loopback),
+    ("0000:0000:0000:0000:0000:0000:0000:0001", Loopback),
+    ("::", Unspecified),
+    ("fe80::1", LinkLocal),
+    ("febf:ffff::1", LinkLocal),
+    ("fc00::1", UniqueLocal),
+    ("fd00::1", UniqueLocal),
+    ("fdff:ffff:ffff::1", UniqueLocal),
+    ("fd00:ec2::254", CloudMetadata),
+    ("FD00:EC2:0:0:0:0:0:254", CloudMetadata),
+    ("fec0::1", SiteLocal),
+    ("ff02::1", Multicast),
+    ("64:ff9b:1::a00:1", Nat64),
+    ("100::1", DiscardOnly),
+    ("2001:0:4136:e378:8000:63bf:80ff:fffe", Teredo),
 ];
 
 impl Corpus {
@@ -294,7 +294,7 @@ impl Corpus {
         let mut urls = Vec::new();
         let mut push = |group, url: String, expect| urls.push(Hostile { group, url, expect });
 
-        for target in V4_TARGETS {
+        for &(target, class) in V4_TARGETS {
             let addr = ip(target);
             let IpAddr::V4(v4) = addr else { unreachable!() };
             let port = port_suffix(listeners, addr);
@@ -309,26 +309,24 @@ impl Corpus {
                 push(
                     Group::DottedQuads,
                     format!("{scheme}://{target}{port}/mcp"),
-                    Expect::Class(class_of(addr)),
+                    Expect::Class(class),
                 );
             }
-            for form in embeddings(v4) {
-                let embedded = ip(&form);
-                let port = port_suffix(listeners, embedded);
+            for (form, class) in embeddings(v4) {
+                let port = port_suffix(listeners, ip(&form));
                 push(
                     Group::Ipv6,
                     format!("https://[{form}]{port}/mcp"),
-                    Expect::Class(class_of(embedded)),
+                    Expect::Class(class),
                 );
             }
         }
-        for literal in V6_LITERALS {
-            let addr = ip(literal);
-            let port = port_suffix(listeners, addr);
+        for &(literal, class) in V6_LITERALS {
+            let port = port_suffix(listeners, ip(literal));
             push(
                 Group::Ipv6,
                 format!("https://[{literal}]{port}/mcp"),
-                Expect::Class(class_of(addr)),
+                Expect::Class(class),
             );
         }
         // A zone id is %-encoded in a URL, and not a host at all unencoded.
@@ -347,20 +345,14 @@ impl Corpus {
         stub.script("loop.corpus.test", vec![vec![ip("127.0.0.1")]]);
         let p4 = port_suffix(listeners, ip("127.0.0.1"));
         let p6 = port_suffix(listeners, ip("::1"));
-        let loopback = Expect::Class(AddressClass::Loopback);
+        let loopback = Expect::Class(Loopback);
         let targets: Vec<(String, Expect)> = vec![
             (format!("127.0.0.1{p4}"), loopback),
             (format!("[::1]{p6}"), loopback),
-            (
-                format!("0.0.0.0{p4}"),
-                Expect::Class(AddressClass::Unspecified),
-            ),
-            (
-                "169.254.169.254".into(),
-                Expect::Class(AddressClass::CloudMetadata),
-            ),
-            ("10.0.0.1".into(), Expect::Class(AddressClass::Private)),
-            ("192.168.0.1".into(), Expect::Class(AddressClass::Private)),
+            (format!("0.0.0.0{p4}"), Expect::Class(Unspecified)),
+            ("169.254.169.254".into(), Expect::Class(CloudMetadata)),
+            ("10.0.0.1".into(), Expect::Class(Private)),
+            ("192.168.0.1".into(), Expect::Class(Private)),
             (format!("localhost{p4}"), Expect::LocalName),
             (format!("loop.corpus.test{p4}"), loopback),
         ];
@@ -419,10 +411,10 @@ impl Corpus {
             }
         }
 
-        for (i, target) in NAME_TARGETS.iter().enumerate() {
+        for (i, &(target, class)) in NAME_TARGETS.iter().enumerate() {
             let addr = ip(target);
             let port = port_suffix(listeners, addr);
-            let expect = Expect::Class(class_of(addr));
+            let expect = Expect::Class(class);
             stub.script(&format!("t{i}.corpus.test"), vec![vec![addr]]);
             stub.script(
                 &format!("m{i}.corpus.test"),
@@ -490,7 +482,7 @@ pub fn rebinding(
     REBIND_TARGETS
         .iter()
         .enumerate()
-        .map(|(i, target)| {
+        .map(|(i, &(target, class))| {
             let target = ip(target);
             let name = format!("rebind-{scenario}-{i}.corpus.test");
             let mut script = vec![vec![ip(PUBLIC_V4)]; public_lookups];
@@ -498,7 +490,7 @@ pub fn rebinding(
             stub.script(&name, script);
             Rebinding {
                 url: format!("https://{name}{}/mcp", port_suffix(listeners, target)),
-                target,
+                class,
             }
         })
         .collect()
