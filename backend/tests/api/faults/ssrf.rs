@@ -1,14 +1,15 @@
 //! Issue 15 item 6, the SSRF corpus: several hundred generated hostile URLs
 //! ([`corpus`]) driven through the real server — connector add
 //! (`POST /api/connectors`), URL change (`PATCH /api/connectors/{id}`),
-//! rebinding between check and connect (`POST /api/connectors/{id}/test`),
-//! redirects from an allow-listed server, and every URL an OAuth sign-in
+//! redirects from an allow-listed server, every URL an OAuth sign-in
 //! fetches (the challenge's `resource_metadata`, `authorization_servers`,
 //! `registration_endpoint`, `token_endpoint`, and redirects during
-//! discovery and registration) — against counting listeners on loopback
-//! ([`fixtures`]). The invariant: every URL refused (with its reason,
-//! where the user is told one), 0 connections accepted by a listener, 0
-//! connections let through to a non-allowed address.
+//! discovery and registration), and names that rebind between check and
+//! connect (at Test after an add or a URL change, and in OAuth discovery)
+//! — against counting listeners on loopback ([`fixtures`]). The invariant:
+//! every URL refused (with its reason, where the user is told one), 0
+//! connections accepted by a listener, 0 connections let through to a
+//! non-allowed address.
 //!
 //! The layer driven is the HTTP API of an in-process server
 //! (`spawn_app_custom`, a real Postgres), whose `AppState` gets the stub
@@ -428,6 +429,63 @@ async fn rebinding_between_check_and_connect_is_refused_at_connect() {
             first_wrong(&wrong)
         ),
         wrong.is_empty() && connections == 0 && stray == 0,
+    );
+}
+
+#[tokio::test]
+async fn oauth_discovery_rebinding_between_check_and_connect_is_refused() {
+    // The protected-resource metadata names an authorization server whose
+    // name answers public to the OAuth client's check and loopback or
+    // private to the connection right after.
+    let listeners = Listeners::start().await;
+    let stub = Arc::new(Stub::default());
+    let _corpus = Corpus::generate(&listeners, &stub);
+    let rebound = corpus::rebinding(&listeners, &stub, "oauth", 1);
+    let urls = Arc::new(rebound.iter().map(|r| r.url.clone()).collect::<Vec<_>>());
+    let server = HostileServer::start(Role::AuthorizationServer, urls).await;
+    let (app, tripwire) = fixtures::app(stub.clone(), &server.addr.to_string()).await;
+    let mut started = Vec::new();
+    for (i, r) in rebound.iter().enumerate() {
+        let id = add(
+            &app,
+            &format!("oauth rebind {i}"),
+            &server.mcp_url(i),
+            json!({"type": "oauth"}),
+        )
+        .await;
+        let (status, _) = answer(
+            app.post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
+                .await,
+        )
+        .await;
+        if status == StatusCode::OK {
+            started.push(r.url.clone());
+        }
+    }
+    let connections = listeners.total();
+    let stray: Vec<_> = tripwire
+        .dials()
+        .into_iter()
+        .filter(|d| d.addrs.iter().any(|a| *a != server.addr))
+        .collect();
+    // Each name asked twice: the check (public) and the connection (the
+    // target), so the refusal was the connection's.
+    let lookups: Vec<usize> = rebound.iter().map(|r| stub.asked(&r.name)).collect();
+    row(
+        &format!(
+            "SSRF rebinding in OAuth discovery: {} authorization servers (public at check, loopback/private at connect)",
+            rebound.len()
+        ),
+        "the sign-in fails at the connection, 0 connections, 0 dials beyond the allowed server",
+        &format!(
+            "{} refused, lookups per name {lookups:?}, {connections} connections, {} dials to non-allowed addresses",
+            rebound.len() - started.len(),
+            stray.len()
+        ),
+        started.is_empty()
+            && lookups.iter().all(|&n| n >= 2)
+            && connections == 0
+            && stray.is_empty(),
     );
 }
 

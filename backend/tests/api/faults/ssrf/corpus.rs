@@ -129,6 +129,8 @@ pub struct Hostile {
 /// A name that answers public at check time and `target` afterwards.
 #[derive(Debug, Clone)]
 pub struct Rebinding {
+    /// The name.
+    pub name: String,
     /// The URL (its port: the listener `target` reaches, if any).
     pub url: String,
     /// The class of the address it rebinds to.
@@ -490,6 +492,7 @@ pub fn rebinding(
             stub.script(&name, script);
             Rebinding {
                 url: format!("https://{name}{}/mcp", port_suffix(listeners, target)),
+                name,
                 class,
             }
         })

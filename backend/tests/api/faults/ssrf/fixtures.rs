@@ -120,6 +120,7 @@ pub fn ip(addr: &str) -> IpAddr {
 #[derive(Debug, Default)]
 pub struct Stub {
     answers: Mutex<HashMap<String, VecDeque<Vec<IpAddr>>>>,
+    asked: Mutex<HashMap<String, usize>>,
 }
 
 fn dns_key(name: &str) -> String {
@@ -134,10 +135,22 @@ impl Stub {
             .expect("stub lock")
             .insert(dns_key(name), answers.into());
     }
+
+    /// How often `name` was looked up.
+    pub fn asked(&self, name: &str) -> usize {
+        let asked = self.asked.lock().expect("stub lock");
+        asked.get(&dns_key(name)).copied().unwrap_or_default()
+    }
 }
 
 impl HostResolver for Stub {
     fn lookup<'a>(&'a self, host: &'a str) -> Lookup<'a> {
+        *self
+            .asked
+            .lock()
+            .expect("stub lock")
+            .entry(dns_key(host))
+            .or_default() += 1;
         let mut answers = self.answers.lock().expect("stub lock");
         let answer = match answers.get_mut(&dns_key(host)) {
             Some(queue) if queue.len() > 1 => queue.pop_front(),
