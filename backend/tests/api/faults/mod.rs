@@ -12,3 +12,4 @@ mod pg_cluster;
 mod postgres;
 mod process;
 mod real_server;
+mod ssrf;
