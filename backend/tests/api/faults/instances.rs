@@ -6,7 +6,9 @@
 //! approval was decided.
 //!
 //! Every instance polls the ledger only every 30 s, so a turn that wakes
-//! within milliseconds of a decision taken elsewhere woke by `NOTIFY`.
+//! within milliseconds of a decision taken elsewhere woke by `NOTIFY`. At
+//! the end the instance running a waiting turn is killed: the survivors
+//! end its card and turn within the heartbeat window.
 
 use super::real_server::{RealServer, browser};
 use crate::faults_report::check;
@@ -33,6 +35,11 @@ const ROUNDS: usize = 200;
 const WAKE_ROUNDS: usize = 100;
 /// Deciders per round, spread over the instances by the balancer.
 const DECIDERS: usize = 50;
+/// Heartbeat, staleness and recovery of every instance (seconds), short
+/// so a dead instance's turns are recovered within the test.
+const HEARTBEAT_SECS: u64 = 1;
+const STALE_SECS: u64 = 4;
+const RECOVERY_SECS: u64 = 1;
 /// Far above any latency the test accepts: a wake-up this test sees can
 /// only have come from NOTIFY.
 const POLL_MS: &str = "30000";
@@ -44,6 +51,15 @@ async fn start_instance(db: &TestDb, demo: &DemoServer) -> RealServer {
         &db.owner_url,
         &[
             ("COUNTERSIGN_APPROVAL_POLL_MS", POLL_MS.to_owned()),
+            (
+                "COUNTERSIGN_TURN_HEARTBEAT_SECS",
+                HEARTBEAT_SECS.to_string(),
+            ),
+            ("COUNTERSIGN_TURN_STALE_SECS", STALE_SECS.to_string()),
+            (
+                "COUNTERSIGN_RECOVERY_INTERVAL_SECS",
+                RECOVERY_SECS.to_string(),
+            ),
             (
                 "COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS",
                 demo.addr().to_string(),
@@ -200,7 +216,7 @@ async fn three_instances_behind_haproxy_decide_once_and_wake_by_notify() {
         start_instance(&db, &demo),
         start_instance(&db, &demo),
     );
-    let instances = [a, b, c];
+    let mut instances = [a, b, c];
     let balancer = start_balancer(&instances).await;
     let app = browser(&db, &format!("http://127.0.0.1:{}", balancer.port)).await;
 
@@ -368,6 +384,72 @@ async fn three_instances_behind_haproxy_decide_once_and_wake_by_notify() {
             && other.is_empty()
             && executions_ok == ROUNDS
             && demo.calls().total == before_race + ROUNDS,
+    );
+
+    // An instance dies mid-turn: its card and turn are ended by the
+    // survivors' recovery within the heartbeat window, on the stream the
+    // browser already has open on another instance.
+    aim_at(&app, after(stream_on)).await;
+    let res = app
+        .post(
+            &format!("/api/chats/{chat}/messages"),
+            &json!({"content": propose}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let doomed = served_by(&res);
+    let (_, card) = stream
+        .until("mcp_confirmation_required")
+        .await
+        .pop()
+        .expect("card");
+    let before_kill = demo.calls().total;
+    let index = NAMES
+        .iter()
+        .position(|n| *n == doomed)
+        .expect("a known name");
+    let killed = std::time::Instant::now();
+    instances[index].kill().await;
+    let ended = stream.until("turn_finished").await;
+    let truthful_after = killed.elapsed();
+    let resolved = ended
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_confirmation_resolved" && e["id"] == card["id"])
+        .map(|(_, e)| e["decision"].clone());
+    let turn_status = ended.last().map(|(_, e)| e["status"].clone());
+    let late = app
+        .post(
+            &format!(
+                "/api/mcp-pending-calls/{}",
+                card["id"].as_str().expect("id")
+            ),
+            &json!({"decision": "approve", "arguments_digest": card["arguments_digest"]}),
+        )
+        .await
+        .status();
+    let window = Duration::from_secs(STALE_SECS + 2 * RECOVERY_SECS + HEARTBEAT_SECS);
+    check(
+        "three instances: the instance running a turn is killed (SIGKILL) while its card waits",
+        &format!(
+            "the survivors end the card (expired) and the turn (failed) within the heartbeat \
+             window ({} s here: stale after {STALE_SECS} s, recovery every {RECOVERY_SECS} s); \
+             the stream on another instance says so; a late approval runs nothing",
+            window.as_secs()
+        ),
+        &format!(
+            "killed {doomed} (stream on {stream_on}); card {}, turn {}, {:.1} s after the kill; \
+             late approval {}; executions since {}",
+            resolved.clone().unwrap_or(Value::Null),
+            turn_status.clone().unwrap_or(Value::Null),
+            truthful_after.as_secs_f64(),
+            late.as_u16(),
+            demo.calls().total - before_kill
+        ),
+        resolved == Some(json!("expired"))
+            && turn_status == Some(json!("failed"))
+            && truthful_after <= window
+            && matches!(late, StatusCode::NOT_FOUND | StatusCode::GONE)
+            && demo.calls().total == before_kill,
     );
     drop(balancer);
     drop(instances);
