@@ -4,9 +4,8 @@
 //! hostile URLs, load — and prints one table: scenario | expected |
 //! observed | holds, ending with `N passed, N failed`.
 //!
-//! Each scenario is a test in `backend/tests/api/faults/` or
-//! `backend/tests/ssrf/faults.rs` that writes its row through
-//! `backend/tests/support/faults.rs` (JSON lines in
+//! Each scenario is a test in `backend/tests/api/faults/` that writes its
+//! row through `backend/tests/support/faults.rs` (JSON lines in
 //! `target/faults/report.jsonl`). The fast ones are plain tests, so
 //! `cargo xtask test` runs them too; the slow ones are
 //! `#[ignore = "slow: cargo xtask faults"]` and run only here. A test that
@@ -28,7 +27,7 @@ use std::{
 
 /// The test binaries that hold fault scenarios; every scenario's path
 /// contains `faults::`.
-const TEST_BINARIES: &[&str] = &["api", "ssrf"];
+const TEST_BINARIES: &[&str] = &["api"];
 
 /// One row of the table, as the scenarios write it.
 #[derive(Debug)]
