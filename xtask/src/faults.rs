@@ -75,6 +75,7 @@ pub fn faults() -> anyhow::Result<()> {
     let cluster = throwaway_cluster("pg-faults")?;
     let _stop = StopOnDrop(&cluster);
     let interop_dir = interop::prepare()?;
+    let schemathesis = interop::prepare_schemathesis()?;
     let pg_bin = tools::postgres_bin_dir()?;
 
     let mut test = cmd("cargo");
@@ -86,7 +87,8 @@ pub fn faults() -> anyhow::Result<()> {
         .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url())
         .env("COUNTERSIGN_INTEROP_DIR", &interop_dir)
         .env("COUNTERSIGN_FAULTS_REPORT", &report)
-        .env("COUNTERSIGN_FAULTS_PG_BIN", &pg_bin);
+        .env("COUNTERSIGN_FAULTS_PG_BIN", &pg_bin)
+        .env("COUNTERSIGN_FAULTS_SCHEMATHESIS", &schemathesis);
     let failed_tests = run_reading_failures(&mut test)?;
 
     let mut rows = read_rows(&report)?;

@@ -3,3 +3,5 @@
 //! approval or rule, none twice, no approval lost, the user always told —
 //! writing its row through [`crate::faults_report::check`]. Fast scenarios
 //! are plain tests; slow ones are `#[ignore = "slow: cargo xtask faults"]`.
+
+mod fuzz;
