@@ -75,6 +75,7 @@ pub fn faults() -> anyhow::Result<()> {
     let cluster = throwaway_cluster("pg-faults")?;
     let _stop = StopOnDrop(&cluster);
     let interop_dir = interop::prepare()?;
+    let schemathesis = interop::prepare_schemathesis()?;
     let pg_bin = tools::postgres_bin_dir()?;
     let haproxy = ensure_haproxy()?;
     // The MCP fault scenarios kill a real demo server process.
@@ -108,7 +109,8 @@ pub fn faults() -> anyhow::Result<()> {
         .env("COUNTERSIGN_FAULTS_REPORT", &report)
         .env("COUNTERSIGN_FAULTS_PG_BIN", &pg_bin)
         .env("COUNTERSIGN_FAULTS_HAPROXY", &haproxy)
-        .env("COUNTERSIGN_DEMO_MCP_BIN", &demo_bin);
+        .env("COUNTERSIGN_DEMO_MCP_BIN", &demo_bin)
+        .env("COUNTERSIGN_FAULTS_SCHEMATHESIS", &schemathesis);
     let failed_tests = run_reading_failures(&mut test)?;
 
     let mut rows = read_rows(&report)?;

@@ -4,6 +4,7 @@
 //! writing its row through [`crate::faults_report::check`]. Fast scenarios
 //! are plain tests; slow ones are `#[ignore = "slow: cargo xtask faults"]`.
 
+mod fuzz;
 mod hold;
 mod instances;
 mod load;
