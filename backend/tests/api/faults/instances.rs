@@ -190,6 +190,27 @@ async fn aim_at(app: &TestApp, target: &str) {
     panic!("round-robin never came round to {target}");
 }
 
+/// The message that makes the offline model propose a demo call.
+const PROPOSE: &str = r#"use demo__search_notes with {"query":"lease"}"#;
+
+/// Sends [`PROPOSE`] through the balancer; returns the instance that took
+/// it (and so runs the turn) and the card from `stream`.
+async fn propose_via(app: &TestApp, chat: &str, stream: &mut SseReader) -> (String, Value) {
+    let res = app
+        .post(
+            &format!("/api/chats/{chat}/messages"),
+            &json!({"content": PROPOSE}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let (_, card) = stream
+        .until("mcp_confirmation_required")
+        .await
+        .pop()
+        .expect("card");
+    (served_by(&res), card)
+}
+
 /// When the demo server started its most recent call.
 fn last_execution(demo: &DemoServer) -> OffsetDateTime {
     let log = demo.calls();
@@ -247,8 +268,7 @@ async fn three_instances_behind_haproxy_decide_once_and_wake_by_notify() {
     let mut stream = SseReader::from_response(res);
 
     let decide_on = after(stream_on);
-    let propose = r#"use demo__search_notes with {"query":"lease"}"#;
-    app.send(&chat, propose).await;
+    app.send(&chat, PROPOSE).await;
     let (_, card) = stream
         .until("mcp_confirmation_required")
         .await
@@ -289,19 +309,7 @@ async fn three_instances_behind_haproxy_decide_once_and_wake_by_notify() {
     let mut samples = Vec::with_capacity(WAKE_ROUNDS);
     let mut woke_elsewhere = 0usize;
     for _ in 0..WAKE_ROUNDS {
-        let res = app
-            .post(
-                &format!("/api/chats/{chat}/messages"),
-                &json!({"content": propose}),
-            )
-            .await;
-        assert_eq!(res.status(), StatusCode::ACCEPTED);
-        let turn_on = served_by(&res);
-        let (_, card) = stream
-            .until("mcp_confirmation_required")
-            .await
-            .pop()
-            .expect("card");
+        let (turn_on, card) = propose_via(&app, &chat, &mut stream).await;
         let decided_at = OffsetDateTime::now_utc();
         let res = app
             .post(
@@ -343,7 +351,7 @@ async fn three_instances_behind_haproxy_decide_once_and_wake_by_notify() {
     let mut executions_ok = 0usize;
     for _ in 0..ROUNDS {
         let before = demo.calls().total;
-        app.send(&chat, propose).await;
+        app.send(&chat, PROPOSE).await;
         let (_, card) = stream
             .until("mcp_confirmation_required")
             .await
@@ -390,19 +398,7 @@ async fn three_instances_behind_haproxy_decide_once_and_wake_by_notify() {
     // survivors' recovery within the heartbeat window, on the stream the
     // browser already has open on another instance.
     aim_at(&app, after(stream_on)).await;
-    let res = app
-        .post(
-            &format!("/api/chats/{chat}/messages"),
-            &json!({"content": propose}),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::ACCEPTED);
-    let doomed = served_by(&res);
-    let (_, card) = stream
-        .until("mcp_confirmation_required")
-        .await
-        .pop()
-        .expect("card");
+    let (doomed, card) = propose_via(&app, &chat, &mut stream).await;
     let before_kill = demo.calls().total;
     let index = NAMES
         .iter()

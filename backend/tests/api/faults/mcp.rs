@@ -20,7 +20,9 @@
 //! shows the token (or a URL, or a Rust debug string) fails the scenario.
 
 use crate::faults_report::check;
-use crate::helpers::{SseReader, TestApp, decide, event_of, ledger, seen, spawn_app_with, text_of};
+use crate::helpers::{
+    SseReader, TestApp, add_connector, decide, event_of, ledger, spawn_app_with, text_of,
+};
 use countersign::Config;
 use countersign::config::Secret;
 use countersign_api::PendingCallStatus;
@@ -68,30 +70,11 @@ async fn rig(
     })
     .await;
     app.signed_up_user().await;
-    let res = app
-        .post(
-            "/api/connectors",
-            &json!({"name": name, "url": url, "auth": {"type": "bearer", "token": TOKEN}}),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::CREATED, "add the connector");
-    let id = res.json::<Value>().await.expect("JSON")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let res = app
-        .post(&format!("/api/connectors/{id}/refresh"), &json!({}))
-        .await;
-    assert_eq!(res.status(), StatusCode::OK, "refresh");
-    let keep = seen(&app, &id, None).await;
-    let res = app
-        .request(
-            reqwest::Method::PUT,
-            &format!("/api/connectors/{id}/tools/review"),
-            Some(json!({"keep": keep, "decline": []})),
-        )
-        .await;
-    assert!(res.status().is_success(), "review: {}", res.status());
+    add_connector(
+        &app,
+        json!({"name": name, "url": url, "auth": {"type": "bearer", "token": TOKEN}}),
+    )
+    .await;
     let chat = app.create_chat("offline/demo").await;
     Rig {
         app,

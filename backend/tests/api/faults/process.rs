@@ -66,31 +66,7 @@ fn fast_recovery(config: &mut Config, hold: &HoldServer) {
 /// Adds the hold server as connector "Hold" and keeps its tools (model
 /// names `hold__hold`, `hold__note`).
 pub async fn add_hold_connector(app: &TestApp, hold: &HoldServer) -> String {
-    let res = app
-        .post(
-            "/api/connectors",
-            &json!({"name": "Hold", "url": hold.url()}),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::CREATED, "add the hold connector");
-    let id = res.json::<Value>().await.expect("JSON")["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let res = app
-        .post(&format!("/api/connectors/{id}/refresh"), &json!({}))
-        .await;
-    assert_eq!(res.status(), StatusCode::OK, "refresh");
-    let seen = helpers::seen(app, &id, None).await;
-    let res = app
-        .request(
-            reqwest::Method::PUT,
-            &format!("/api/connectors/{id}/tools/review"),
-            Some(json!({"keep": seen, "decline": []})),
-        )
-        .await;
-    assert!(res.status().is_success(), "review: {}", res.status());
-    id
+    helpers::add_connector(app, json!({"name": "Hold", "url": hold.url()})).await
 }
 
 /// One chat with a card in it, as the browser last saw it.
