@@ -43,7 +43,7 @@ use futures_util::stream;
 use rmcp::model::{JsonObject, Tool};
 use serde_json::{Value, json};
 
-use crate::state::DemoState;
+use crate::state::{DemoState, FaultCounters};
 
 /// The size of `fault_huge_body`'s text: 10 MB, under a 16 MiB client bound.
 pub const HUGE_BODY_BYTES: usize = 10_000_000;
@@ -137,17 +137,15 @@ pub(crate) fn descriptors() -> Vec<Tool> {
             Tool::new(
                 fault.tool_name(),
                 fault.description(),
-                crate::tools::object(json!({ "type": "object", "properties": {} })),
+                // No arguments. Built here, not with `tools::object`:
+                // `tools` lists these, so this module does not use it.
+                Arc::new(JsonObject::from_iter([
+                    ("type".to_owned(), json!("object")),
+                    ("properties".to_owned(), json!({})),
+                ])),
             )
         })
         .collect()
-}
-
-/// Counters of a fault-mode server beyond the call log.
-#[derive(Debug, Default)]
-pub(crate) struct FaultCounters {
-    /// Bytes of fault bodies handed to the connection so far.
-    pub(crate) body_bytes_written: Arc<AtomicUsize>,
 }
 
 /// axum middleware for `/mcp`: answers the fault tools' calls, passes

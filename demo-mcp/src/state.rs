@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{JsonObject, RequestStateCodec};
@@ -20,8 +20,6 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::sync::watch;
-
-use crate::faults::FaultCounters;
 
 /// A cheap-to-clone handle on one demo server's state.
 ///
@@ -257,6 +255,13 @@ impl CallLog {
     pub fn count(&self, tool: &str) -> usize {
         self.by_tool.get(tool).copied().unwrap_or(0)
     }
+}
+
+/// Counters of a fault-mode server (`crate::faults`) beyond the call log.
+#[derive(Debug, Default)]
+pub(crate) struct FaultCounters {
+    /// Bytes of fault bodies handed to the connection so far.
+    pub(crate) body_bytes_written: Arc<AtomicUsize>,
 }
 
 impl DemoState {
