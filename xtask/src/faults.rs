@@ -8,7 +8,7 @@
 //! row through `backend/tests/support/faults.rs` (JSON lines in
 //! `target/faults/report.jsonl`). The fast ones are plain tests, so
 //! `cargo xtask test` runs them too; the slow ones are
-//! `#[ignore = "slow: cargo xtask faults"]` and run only here. A test that
+//! `#[ignore = "slow, issue 15: run by cargo xtask faults"]` and run only here. A test that
 //! fails before it writes its row still gets one (`panicked`).
 
 use crate::{
