@@ -335,6 +335,7 @@ impl Row {
             tool_title: about.title.clone(),
             tool_description: about.description.clone(),
             risk: Some(about.risk.clone()),
+            provenance: None,
         }
     }
 
@@ -358,6 +359,7 @@ impl Row {
             decide_by: self.decide_by_rfc3339(),
             decide_in_secs,
             offered_grants: self.offered_grants(),
+            provenance: None,
         }
     }
 }
@@ -1111,6 +1113,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     sign_in_connector_id: None,
                     result: None,
                     result_chars: None,
+                    contains_instructions: false,
                 }
             }
         };

@@ -70,6 +70,9 @@ pub struct PendingCall {
     /// The grants the card may offer (see `mcp_confirmation_required`).
     #[serde(default = "every_grant")]
     pub offered_grants: Vec<GrantKind>,
+    /// Where each argument came from (see `mcp_confirmation_required`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::Provenance>,
 }
 
 /// `once`, `turn` and `always`: what a card offers unless the tool changed

@@ -2,6 +2,7 @@
 //! one of these as JSON, tagged by `type`; the SSE `id:` is the event's
 //! sequence number in the chat.
 
+use crate::provenance::Provenance;
 use crate::risk::ToolRisk;
 use crate::vocab::{
     CallOrigin, GrantKind, InputMode, InputRequestStatus, NoProseReason, Resolution,
@@ -106,6 +107,10 @@ pub enum ChatEvent {
         /// older server: the card treats the call as risky.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         risk: Option<ToolRisk>,
+        /// Where each argument came from, and the flows that make the
+        /// card warn (issue 16). Absent from an older server.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provenance: Option<Provenance>,
     },
     /// The user decided, or the call expired.
     McpConfirmationResolved {
@@ -200,6 +205,10 @@ pub enum ChatEvent {
         /// With `result`: how many characters the whole result had.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result_chars: Option<u64>,
+        /// The result contains text aimed at the assistant (instructions);
+        /// Countersign treated it as data. Absent (false) otherwise.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        contains_instructions: bool,
     },
     /// Something went wrong, in words a user can act on.
     Error {

@@ -16,6 +16,7 @@ pub mod connectors;
 pub mod error;
 pub mod events;
 pub mod inputs;
+pub mod provenance;
 pub mod risk;
 pub mod vocab;
 
@@ -30,12 +31,13 @@ pub use connectors::*;
 pub use error::ErrorBody;
 pub use events::{ChatEvent, ChatEventMessage};
 pub use inputs::{InputAnswer, InputAnswered, InputRequest};
+pub use provenance::Provenance;
 pub use risk::ToolRisk;
 pub use vocab::{
     ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, ConnectorStatus,
     Decision, GrantKind, InputAction, InputMode, InputRequestStatus, MessageStatus, NoProseReason,
-    OAuthStatus, PendingCallStatus, Resolution, ReviewState, RiskFlag, ToolCallStatus, TurnEnding,
-    UnknownWord,
+    OAuthStatus, PendingCallStatus, Resolution, ReviewState, RiskFlag, SpanEncoding,
+    ToolCallStatus, TurnEnding, UnknownWord, ValueOrigin,
 };
 
 /// The header every non-GET `/api` request carries, equal to the session's

@@ -253,6 +253,35 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// Where a string in a proposed call's arguments came from
+    /// (`provenance.values[].origin`, issue 16): the strongest origin of
+    /// any of its matched spans, else `model`.
+    pub enum ValueOrigin {
+        /// A long span of it was typed by the user in this chat.
+        Typed = "typed",
+        /// A long span of it is in an earlier tool result of this chat.
+        ToolResult = "tool_result",
+        /// No long span of it was seen before: the model wrote it.
+        Model = "model",
+    }
+}
+
+vocabulary! {
+    /// How a matched span was written in the argument: as it was, or
+    /// encoded (the match was found in the decoded text).
+    pub enum SpanEncoding {
+        /// As it was seen (after normalising case, width and spacing).
+        Plain = "plain",
+        /// Base64 (standard or URL-safe alphabet).
+        Base64 = "base64",
+        /// Percent-encoding (`%20`, `+` for space), as in a URL.
+        Percent = "percent",
+        /// Hexadecimal bytes.
+        Hex = "hex",
+    }
+}
+
+vocabulary! {
     /// A tool's review state (DESIGN §5): new → kept | declined;
     /// kept → changed when the server's descriptor moves.
     pub enum ReviewState {
@@ -578,6 +607,29 @@ mod tests {
             .filter(|s| s.is_terminal())
             .collect();
         assert_eq!(terminal, [&Executed, &Failed, &Denied, &Expired]);
+    }
+
+    #[test]
+    fn provenance_words_are_their_wire_words() {
+        use ValueOrigin::*;
+        check(
+            ValueOrigin::ALL,
+            &[
+                (Typed, "typed"),
+                (ToolResult, "tool_result"),
+                (Model, "model"),
+            ],
+        );
+        use SpanEncoding::*;
+        check(
+            SpanEncoding::ALL,
+            &[
+                (Plain, "plain"),
+                (Base64, "base64"),
+                (Percent, "percent"),
+                (Hex, "hex"),
+            ],
+        );
     }
 
     #[test]

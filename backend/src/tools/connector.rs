@@ -806,6 +806,7 @@ async fn report(
             sign_in_connector_id: sign_in.then(|| tool.connector_id.to_string()),
             result,
             result_chars,
+            contains_instructions: false,
         })
         .await;
     let mut result = match outcome {

@@ -1751,6 +1751,7 @@ mod tests {
             tool_title: Some("Search notes".into()),
             tool_description: Some("Searches the notes.".into()),
             risk: None,
+            provenance: None,
         }
     }
 
@@ -1782,6 +1783,7 @@ mod tests {
             sign_in_connector_id: None,
             result: None,
             result_chars: None,
+            contains_instructions: false,
         }
     }
 
@@ -2196,6 +2198,7 @@ mod tests {
                 sign_in_connector_id: Some("k1".into()),
                 result: None,
                 result_chars: None,
+                contains_instructions: false,
             },
         );
         let call = only_call(&transcript);
@@ -2239,6 +2242,7 @@ mod tests {
             sign_in_connector_id: None,
             result: None,
             result_chars: None,
+            contains_instructions: false,
         }
     }
 
@@ -2453,6 +2457,7 @@ mod tests {
                 sign_in_connector_id: None,
                 result: None,
                 result_chars: None,
+                contains_instructions: false,
             },
             tool_call("t1", "c2"),
             ran_under("t1", "c2", Some(CallOrigin::TurnGrant)),
