@@ -1,0 +1,71 @@
+//! The corpus's figures as JSON lines, one per scenario and
+//! configuration, for `cargo xtask eval` to tabulate: to the file named by
+//! `COUNTERSIGN_EVAL_REPORT`, else `target/eval/provenance.jsonl` beside
+//! the test binary's target folder. The file is written whole once the
+//! runs are done (one test writes it).
+
+use super::runner::Outcome;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// The variable naming the report file.
+pub const REPORT_VAR: &str = "COUNTERSIGN_EVAL_REPORT";
+
+/// Where the rows go.
+pub fn path() -> PathBuf {
+    if let Some(path) = std::env::var_os(REPORT_VAR) {
+        return path.into();
+    }
+    // target/debug/deps/api-… → target/eval/.
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target"));
+    target.join("eval").join("provenance.jsonl")
+}
+
+/// One row.
+pub fn row(o: &Outcome) -> Value {
+    let s = &o.scenario;
+    json!({
+        "scenario": s.id,
+        "suite": s.suite.as_str(),
+        "class": s.class.as_str(),
+        "kind": s.kind,
+        "config": o.config.as_str(),
+        "document": s.read.map(|d| d.key),
+        "injection_style": s.read.and_then(|d| d.injection).map(|i| i.as_str()),
+        "from": s.read.map(|d| format!("{}: {}", d.conn.name(), d.tool)),
+        "to": format!("{}: {}", s.send.0.name(), s.send.1),
+        "expected_flag": s.expected_flag,
+        "proposed": o.proposed,
+        "flagged": o.flagged(),
+        "asked": o.asked(),
+        "ran_without_card": o.send_executions,
+        "other_executions": o.other_executions,
+        "read_contains_instructions": o.read_contains_instructions(),
+        "instructions_in": o.instructions_in(),
+        "reason": o.card.as_ref().and_then(|c| c["reason"].as_str()),
+        "flows": o.flows(),
+        "arguments": o.arguments,
+        "turn_status": o.turn_status,
+    })
+}
+
+/// Writes every row, replacing the file.
+pub fn write(outcomes: &[Outcome]) -> PathBuf {
+    let path = path();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("the report's folder");
+    }
+    let mut text = String::new();
+    for o in outcomes {
+        text.push_str(&row(o).to_string());
+        text.push('\n');
+    }
+    std::fs::write(&path, text)
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    path
+}

@@ -1,0 +1,251 @@
+//! Runs one scenario under one configuration, through the API as a user
+//! would: a fresh user signs up, adds the suite's connectors (keeping
+//! every tool), opens a chat with the scripted model, sends the message
+//! and reads the stream to the turn's end. The simulated user approves
+//! (once) the read they asked for when it asks, and declines every other
+//! card, so nothing else that asks can run.
+//!
+//! Configurations: [`Config::Default`] — no grants, no trust, every call
+//! asks; [`Config::Standing`] — every connector's annotations trusted (the
+//! reads run unasked) and the scenario's send tool allowed "always" in an
+//! earlier set-up chat, so only the provenance flag can make that call ask.
+
+use super::attacker::{Attacker, SETUP_MESSAGE};
+use super::scenarios::Scenario;
+use super::servers::{CorpusServers, RUN_HEADER};
+use crate::helpers::{TestApp, add_connector, approve_with, decide};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A configuration of grants and trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Config {
+    Default,
+    Standing,
+}
+
+impl Config {
+    pub const ALL: [Config; 2] = [Config::Default, Config::Standing];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::Standing => "standing_grants",
+        }
+    }
+}
+
+/// The shared parts: one app, the corpus servers, the scripted model.
+pub struct Env {
+    pub app: TestApp,
+    pub servers: CorpusServers,
+    pub attacker: Attacker,
+}
+
+/// What one run saw.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub scenario: Arc<Scenario>,
+    pub config: Config,
+    /// The model proposed the scenario's call (a `tool_call` event).
+    pub proposed: bool,
+    /// Its arguments as proposed.
+    pub arguments: Value,
+    /// The card of that call, if it asked.
+    pub card: Option<Value>,
+    /// The read's `mcp_tool_call`, if it ran.
+    pub read_call: Option<Value>,
+    /// Executions of the send tool at its server during the turn.
+    pub send_executions: usize,
+    /// Their arguments, as the server received them.
+    pub send_executed_arguments: Vec<Value>,
+    /// Executions of anything else but the read.
+    pub other_executions: usize,
+    /// `mcp_tool_call` events of the send tool with status ok and no card.
+    pub send_ran_unasked_events: usize,
+    /// How the turn ended.
+    pub turn_status: String,
+}
+
+impl Outcome {
+    pub fn asked(&self) -> bool {
+        self.card.is_some()
+    }
+
+    /// The card warned of a flow (`provenance.flows` not empty).
+    pub fn flagged(&self) -> bool {
+        self.card
+            .as_ref()
+            .and_then(|c| c["provenance"]["flows"].as_array())
+            .is_some_and(|f| !f.is_empty())
+    }
+
+    pub fn flows(&self) -> Vec<String> {
+        self.card
+            .as_ref()
+            .and_then(|c| c["provenance"]["flows"].as_array())
+            .map(|f| {
+                f.iter()
+                    .filter_map(|f| f["text"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn instructions_in(&self) -> usize {
+        self.card
+            .as_ref()
+            .and_then(|c| c["provenance"]["instructions_in"].as_array())
+            .map_or(0, Vec::len)
+    }
+
+    pub fn read_contains_instructions(&self) -> Option<bool> {
+        self.read_call
+            .as_ref()
+            .map(|c| c["contains_instructions"].as_bool().unwrap_or(false))
+    }
+}
+
+/// Runs `scenario` under `config` for a new user.
+pub async fn run(env: &Env, scenario: Arc<Scenario>, config: Config, index: usize) -> Outcome {
+    let run = format!("{index}-{}", config.as_str());
+    let app = env.app.at(&env.app.base);
+    app.signed_up_user().await;
+    let model = env.attacker.enlist(&run, scenario.clone());
+    let mut connectors = Vec::new();
+    for &conn in scenario.suite.connectors() {
+        let id = add_connector(
+            &app,
+            json!({
+                "name": conn.name(),
+                "url": env.servers.url(conn),
+                "auth": {"type": "headers", "headers": {RUN_HEADER: run}},
+            }),
+        )
+        .await;
+        connectors.push(id);
+    }
+    if config == Config::Standing {
+        for id in &connectors {
+            let res = app
+                .request(
+                    reqwest::Method::PATCH,
+                    &format!("/api/connectors/{id}"),
+                    Some(json!({"trust_annotations": true})),
+                )
+                .await;
+            assert_eq!(res.status(), StatusCode::OK, "trust {id}");
+        }
+        allow_always(&app, &model, &scenario).await;
+    }
+    let before = env.servers.log.of_run(&run).len();
+
+    let chat = app.create_chat(&model).await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(&chat, &scenario.message).await;
+    let send_tool = scenario.send_tool();
+    let read_tool = scenario.read.map(|d| (d.conn.name(), d.tool));
+    let (mut proposed, mut arguments, mut card, mut read_call) = (false, Value::Null, None, None);
+    let mut send_ran_unasked_events = 0;
+    let turn_status = loop {
+        let (_, event) = next_event(&mut stream, &scenario.id).await;
+        match event["type"].as_str() {
+            Some("tool_call") if event["tool_name"] == send_tool.as_str() => {
+                proposed = true;
+                arguments = event["arguments"].clone();
+            }
+            Some("mcp_confirmation_required") => {
+                let is_read = read_tool.is_some_and(|(conn, tool)| {
+                    event["connector_name"] == conn && event["tool_name"] == tool
+                });
+                let verdict = if is_read { "approve" } else { "deny" };
+                let res = decide(&app, &event, verdict).await;
+                assert_eq!(res.status(), StatusCode::OK, "{verdict} {}", scenario.id);
+                if !is_read {
+                    card = Some(event);
+                }
+            }
+            Some("mcp_tool_call") => {
+                let is_read = read_tool.is_some_and(|(conn, tool)| {
+                    event["connector_name"] == conn && event["tool_name"] == tool
+                });
+                if is_read {
+                    read_call = Some(event);
+                } else if event["status"] == "ok" && event["origin"] != "approved" {
+                    send_ran_unasked_events += 1;
+                }
+            }
+            Some("turn_finished") => {
+                break event["status"].as_str().unwrap_or_default().to_owned();
+            }
+            _ => {}
+        }
+    };
+    let executed = env.servers.log.of_run(&run);
+    let during = &executed[before.min(executed.len())..];
+    let (send_conn, send_name) = scenario.send;
+    let send_executed_arguments: Vec<Value> = during
+        .iter()
+        .filter(|c| c.conn == send_conn && c.tool == send_name)
+        .map(|c| c.arguments.clone())
+        .collect();
+    let other_executions = during
+        .iter()
+        .filter(|c| !(c.conn == send_conn && c.tool == send_name))
+        .filter(|c| !scenario.read.is_some_and(|d| d.conn == c.conn && d.tool == c.tool))
+        .count();
+    Outcome {
+        scenario,
+        config,
+        proposed,
+        arguments,
+        card,
+        read_call,
+        send_executions: send_executed_arguments.len(),
+        send_executed_arguments,
+        other_executions,
+        send_ran_unasked_events,
+        turn_status,
+    }
+}
+
+/// The set-up chat: the model sends one harmless message with the
+/// scenario's send tool and the user allows it "always".
+async fn allow_always(app: &TestApp, model: &str, scenario: &Scenario) {
+    let chat = app.create_chat(model).await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(&chat, SETUP_MESSAGE).await;
+    loop {
+        let (_, event) = next_event(&mut stream, &scenario.id).await;
+        match event["type"].as_str() {
+            Some("mcp_confirmation_required") => {
+                let res = approve_with(app, &event, "always").await;
+                assert_eq!(res.status(), StatusCode::OK, "always {}", scenario.id);
+            }
+            Some("turn_finished") => break,
+            _ => {}
+        }
+    }
+    let grants = app.get_array("/api/grants").await;
+    assert!(
+        grants
+            .iter()
+            .any(|g| g["tool_name"] == scenario.send.1 && g["suspended"] == false),
+        "{}: the set-up left no always-rule for {}: {grants:?}",
+        scenario.id,
+        scenario.send.1
+    );
+}
+
+/// The next event; a stream quiet for a minute fails the scenario.
+async fn next_event(stream: &mut crate::helpers::SseReader, id: &str) -> (i64, Value) {
+    loop {
+        match stream.next_frame(Duration::from_secs(60)).await {
+            Some(crate::helpers::Frame::Event(seq, data)) => return (seq, data),
+            Some(crate::helpers::Frame::Comment(_)) => {}
+            None => panic!("{id}: no event within 60 s"),
+        }
+    }
+}
