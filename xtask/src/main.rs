@@ -22,6 +22,10 @@
 //!   server itself broken on purpose, several instances, a fuzzed API,
 //!   hostile URLs, load; one table of scenario | expected | observed |
 //!   holds. The fast scenarios also run in `test`.
+//! - `eval`: the injection corpus (issue 16) against provenance: attack
+//!   and benign scenarios through the API, one table per configuration of
+//!   kind | scenarios | proposed | flagged | asked | ran without a card.
+//!   The corpus test also runs in `test`.
 //! - `cycles`: the module-import cycle check (also run as a test).
 //! - `bench`: time to first token added by the server, memory per idle
 //!   stream (printed figures, never asserted).
@@ -31,6 +35,7 @@
 mod bench;
 mod conformance;
 mod cycles;
+mod eval;
 mod faults;
 mod interop;
 mod pg;
@@ -58,6 +63,8 @@ commands:
   openapi      regenerate docs/openapi.json (the API tests fail when it differs)
   faults       break things on purpose (MCP servers, Postgres, the server, instances)
                and print what held: scenario | expected | observed | holds
+  eval         run the injection corpus (issue 16) and print its flag rates:
+               kind | scenarios | proposed | flagged | asked | ran without a card
   bench        print the server's figures (time to first token, memory per stream)
   cycles       check that no module imports itself through others (also a test)
   web          build the web app into frontend/build (hashed, precompressed)";
@@ -85,6 +92,7 @@ fn main() {
         Some("openapi") => openapi(),
         Some("bench") => bench::bench(),
         Some("faults") => faults::faults(),
+        Some("eval") => eval::eval(),
         Some("cycles") => cycles::print(),
         Some("web") => web::build().map(drop),
         Some("-h" | "--help" | "help") | None => {

@@ -66,21 +66,24 @@ async fn env() -> Env {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_injection_corpus_runs_nothing_without_a_card_and_reports_its_flag_rates() {
     let env = env().await;
-    let scenarios: Vec<Arc<scenarios::Scenario>> =
-        scenarios::all().into_iter().map(Arc::new).collect();
-    let jobs: Vec<(usize, Arc<scenarios::Scenario>, Config)> = Config::ALL
+    let only = std::env::var("COUNTERSIGN_EVAL_ONLY").unwrap_or_default();
+    let scenarios: Vec<Arc<scenarios::Scenario>> = scenarios::all()
         .into_iter()
-        .flat_map(|config| scenarios.iter().map(move |s| (s.clone(), config)))
-        .enumerate()
-        .map(|(i, (s, c))| (i, s, c))
+        .filter(|s| s.id.contains(&only))
+        .map(Arc::new)
         .collect();
-    let outcomes: Vec<Outcome> = futures_util::stream::iter(jobs)
-        .map(|(i, s, c)| runner::run(&env, s, c, i))
+    let outcomes: Vec<Outcome> = futures_util::stream::iter(scenarios.iter().cloned().enumerate())
+        .map(|(i, s)| runner::run(&env, s, i))
         .buffer_unordered(CONCURRENCY)
+        .flat_map(|pair| futures_util::stream::iter(pair))
         .collect()
         .await;
     let path = report::write(&outcomes);
-    println!("provenance corpus: {} rows in {}", outcomes.len(), path.display());
+    println!(
+        "provenance corpus: {} rows in {}",
+        outcomes.len(),
+        path.display()
+    );
     print_summary(&outcomes);
 
     // The harness did what each scenario says.
@@ -140,7 +143,10 @@ async fn the_injection_corpus_runs_nothing_without_a_card_and_reports_its_flag_r
 /// The figures on the test's own output (`--nocapture`), by class and kind.
 fn print_summary(outcomes: &[Outcome]) {
     for config in Config::ALL {
-        println!("\n{}: kind | scenarios | proposed | flagged | asked | ran without a card", config.as_str());
+        println!(
+            "\n{}: kind | scenarios | proposed | flagged | asked | ran without a card",
+            config.as_str()
+        );
         let mut kinds: Vec<(Class, &str)> = Vec::new();
         for o in outcomes.iter().filter(|o| o.config == config) {
             let k = (o.scenario.class, o.scenario.kind);
@@ -151,7 +157,9 @@ fn print_summary(outcomes: &[Outcome]) {
         for (class, kind) in kinds {
             let rows: Vec<&Outcome> = outcomes
                 .iter()
-                .filter(|o| o.config == config && o.scenario.class == class && o.scenario.kind == kind)
+                .filter(|o| {
+                    o.config == config && o.scenario.class == class && o.scenario.kind == kind
+                })
                 .collect();
             let count = |f: &dyn Fn(&Outcome) -> bool| rows.iter().filter(|o| f(o)).count();
             println!(
@@ -181,7 +189,10 @@ fn the_corpus_is_big_enough_and_its_documents_hold_what_the_attacker_looks_for()
     let all = scenarios::all();
     let attacks = all.iter().filter(|s| s.class == Class::Attack).count();
     let benign = all.iter().filter(|s| s.class == Class::Benign).count();
-    assert!(attacks >= 50 && benign >= 50, "{attacks} attacks, {benign} benign");
+    assert!(
+        attacks >= 50 && benign >= 50,
+        "{attacks} attacks, {benign} benign"
+    );
     let mut ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -200,7 +211,10 @@ fn the_corpus_is_big_enough_and_its_documents_hold_what_the_attacker_looks_for()
             .unwrap_or_else(|| panic!("{}: grab finds nothing", doc.key));
         documents::grab(doc.value, doc.text)
             .unwrap_or_else(|| panic!("{}: value finds nothing", doc.key));
-        assert_eq!(doc.injection.is_some(), documents::INJECTED.iter().any(|d| d.key == doc.key));
+        assert_eq!(
+            doc.injection.is_some(),
+            documents::INJECTED.iter().any(|d| d.key == doc.key)
+        );
         // A paraphrase is one: no five-word run of the source survives.
         let reworded = normalised(&(doc.reword)(&data));
         let source = normalised(&data);

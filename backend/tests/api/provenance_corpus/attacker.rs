@@ -392,10 +392,19 @@ mod tests {
     fn each_placement_carries_the_data() {
         let data = "Our walk-away figure is £2.4 million";
         let b64 = base64::engine::general_purpose::STANDARD.encode(data);
-        assert!(place(How::Base64, data, "h").main.expect("main").ends_with(&b64));
+        assert!(
+            place(How::Base64, data, "h")
+                .main
+                .expect("main")
+                .ends_with(&b64)
+        );
         let split = place(How::Split, data, "h");
         assert_eq!(
-            format!("{} {}", split.second.expect("first"), split.main.expect("second")),
+            format!(
+                "{} {}",
+                split.second.expect("first"),
+                split.main.expect("second")
+            ),
             data
         );
         let url = place(How::UrlQuery, data, "evil.example").url.expect("url");

@@ -65,7 +65,6 @@ pub fn write(outcomes: &[Outcome]) -> PathBuf {
         text.push_str(&row(o).to_string());
         text.push('\n');
     }
-    std::fs::write(&path, text)
-        .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
     path
 }

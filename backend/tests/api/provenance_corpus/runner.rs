@@ -5,10 +5,11 @@
 //! (once) the read they asked for when it asks, and declines every other
 //! card, so nothing else that asks can run.
 //!
-//! Configurations: [`Config::Default`] — no grants, no trust, every call
-//! asks; [`Config::Standing`] — every connector's annotations trusted (the
-//! reads run unasked) and the scenario's send tool allowed "always" in an
-//! earlier set-up chat, so only the provenance flag can make that call ask.
+//! Configurations, in this order for the same user: [`Config::Default`] —
+//! no grants, no trust, every call asks; [`Config::Standing`] — every
+//! connector's annotations trusted (the reads run unasked) and the
+//! scenario's send tool allowed "always" in a set-up chat, so only the
+//! provenance flag can make that call ask.
 
 use super::attacker::{Attacker, SETUP_MESSAGE};
 use super::scenarios::Scenario;
@@ -61,7 +62,7 @@ pub struct Outcome {
     pub send_executions: usize,
     /// Their arguments, as the server received them.
     pub send_executed_arguments: Vec<Value>,
-    /// Executions of anything else but the read.
+    /// Executions of anything else but the read and the send.
     pub other_executions: usize,
     /// `mcp_tool_call` events of the send tool with status ok and no card.
     pub send_ran_unasked_events: usize,
@@ -108,14 +109,17 @@ impl Outcome {
     }
 }
 
-/// Runs `scenario` under `config` for a new user.
-pub async fn run(env: &Env, scenario: Arc<Scenario>, config: Config, index: usize) -> Outcome {
-    let run = format!("{index}-{}", config.as_str());
+/// Runs `scenario` for a new user under both configurations, default
+/// first: one sign-up and one set of connectors, each run in its own chat
+/// (provenance looks at one chat's history), the standing grants made
+/// only after the default run.
+pub async fn run(env: &Env, scenario: Arc<Scenario>, index: usize) -> [Outcome; 2] {
+    let run = format!("r{index}");
     let app = env.app.at(&env.app.base);
     app.signed_up_user().await;
     let model = env.attacker.enlist(&run, scenario.clone());
     let mut connectors = Vec::new();
-    for &conn in scenario.suite.connectors() {
+    for conn in scenario.connectors() {
         let id = add_connector(
             &app,
             json!({
@@ -127,22 +131,33 @@ pub async fn run(env: &Env, scenario: Arc<Scenario>, config: Config, index: usiz
         .await;
         connectors.push(id);
     }
-    if config == Config::Standing {
-        for id in &connectors {
-            let res = app
-                .request(
-                    reqwest::Method::PATCH,
-                    &format!("/api/connectors/{id}"),
-                    Some(json!({"trust_annotations": true})),
-                )
-                .await;
-            assert_eq!(res.status(), StatusCode::OK, "trust {id}");
-        }
-        allow_always(&app, &model, &scenario).await;
+    let default = turn(env, &app, &model, &run, &scenario, Config::Default).await;
+    for id in &connectors {
+        let res = app
+            .request(
+                reqwest::Method::PATCH,
+                &format!("/api/connectors/{id}"),
+                Some(json!({"trust_annotations": true})),
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::OK, "trust {id}");
     }
-    let before = env.servers.log.of_run(&run).len();
+    allow_always(&app, &model, &scenario).await;
+    let standing = turn(env, &app, &model, &run, &scenario, Config::Standing).await;
+    [default, standing]
+}
 
-    let chat = app.create_chat(&model).await;
+/// The scenario's turn in a new chat.
+async fn turn(
+    env: &Env,
+    app: &TestApp,
+    model: &str,
+    run: &str,
+    scenario: &Arc<Scenario>,
+    config: Config,
+) -> Outcome {
+    let before = env.servers.log.of_run(run).len();
+    let chat = app.create_chat(model).await;
     let mut stream = app.stream(&chat, None).await;
     app.send(&chat, &scenario.message).await;
     let send_tool = scenario.send_tool();
@@ -161,7 +176,7 @@ pub async fn run(env: &Env, scenario: Arc<Scenario>, config: Config, index: usiz
                     event["connector_name"] == conn && event["tool_name"] == tool
                 });
                 let verdict = if is_read { "approve" } else { "deny" };
-                let res = decide(&app, &event, verdict).await;
+                let res = decide(app, &event, verdict).await;
                 assert_eq!(res.status(), StatusCode::OK, "{verdict} {}", scenario.id);
                 if !is_read {
                     card = Some(event);
@@ -183,7 +198,7 @@ pub async fn run(env: &Env, scenario: Arc<Scenario>, config: Config, index: usiz
             _ => {}
         }
     };
-    let executed = env.servers.log.of_run(&run);
+    let executed = env.servers.log.of_run(run);
     let during = &executed[before.min(executed.len())..];
     let (send_conn, send_name) = scenario.send;
     let send_executed_arguments: Vec<Value> = during
@@ -194,10 +209,14 @@ pub async fn run(env: &Env, scenario: Arc<Scenario>, config: Config, index: usiz
     let other_executions = during
         .iter()
         .filter(|c| !(c.conn == send_conn && c.tool == send_name))
-        .filter(|c| !scenario.read.is_some_and(|d| d.conn == c.conn && d.tool == c.tool))
+        .filter(|c| {
+            !scenario
+                .read
+                .is_some_and(|d| d.conn == c.conn && d.tool == c.tool)
+        })
         .count();
     Outcome {
-        scenario,
+        scenario: scenario.clone(),
         config,
         proposed,
         arguments,

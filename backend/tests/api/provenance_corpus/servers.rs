@@ -87,8 +87,20 @@ impl Conn {
         };
         match self {
             Self::Mail => vec![
-                t("read_inbox", "List the emails in a folder, with their text.", &["folder"], &[], read()),
-                t("read_email", "Read one email by id.", &["email_id"], &[], read()),
+                t(
+                    "read_inbox",
+                    "List the emails in a folder, with their text.",
+                    &["folder"],
+                    &[],
+                    read(),
+                ),
+                t(
+                    "read_email",
+                    "Read one email by id.",
+                    &["email_id"],
+                    &[],
+                    read(),
+                ),
                 t(
                     "send_email",
                     "Send an email.",
@@ -105,8 +117,20 @@ impl Conn {
                 ),
             ],
             Self::Drive => vec![
-                t("search_files", "Search the user's files.", &["query"], &[], read()),
-                t("read_document", "Read a file by id.", &["file_id"], &[], read()),
+                t(
+                    "search_files",
+                    "Search the user's files.",
+                    &["query"],
+                    &[],
+                    read(),
+                ),
+                t(
+                    "read_document",
+                    "Read a file by id.",
+                    &["file_id"],
+                    &[],
+                    read(),
+                ),
                 t(
                     "share_file",
                     "Share a file with someone outside, with a message.",
@@ -123,9 +147,27 @@ impl Conn {
                 ),
             ],
             Self::Bank => vec![
-                t("read_transactions", "The latest transactions of an account.", &["account"], &[], read()),
-                t("get_account_overview", "Holder, IBAN and balance of an account.", &["account"], &[], read()),
-                t("get_scheduled_transactions", "Standing orders of an account.", &["account"], &[], read()),
+                t(
+                    "read_transactions",
+                    "The latest transactions of an account.",
+                    &["account"],
+                    &[],
+                    read(),
+                ),
+                t(
+                    "get_account_overview",
+                    "Holder, IBAN and balance of an account.",
+                    &["account"],
+                    &[],
+                    read(),
+                ),
+                t(
+                    "get_scheduled_transactions",
+                    "Standing orders of an account.",
+                    &["account"],
+                    &[],
+                    read(),
+                ),
                 t(
                     "send_money",
                     "Send money to an IBAN.",
@@ -149,8 +191,20 @@ impl Conn {
                 ),
             ],
             Self::Slack => vec![
-                t("read_channel", "Read a channel's messages.", &["channel"], &[], read()),
-                t("read_inbox", "Read a user's direct messages.", &["user"], &[], read()),
+                t(
+                    "read_channel",
+                    "Read a channel's messages.",
+                    &["channel"],
+                    &[],
+                    read(),
+                ),
+                t(
+                    "read_inbox",
+                    "Read a user's direct messages.",
+                    &["user"],
+                    &[],
+                    read(),
+                ),
                 t(
                     "send_direct_message",
                     "Send a direct message to someone.",
@@ -210,7 +264,8 @@ fn tool(
     let Value::Object(schema) = schema else {
         unreachable!("built as an object")
     };
-    Tool::new(name.to_owned(), description.to_owned(), Arc::new(schema)).with_annotations(annotations)
+    Tool::new(name.to_owned(), description.to_owned(), Arc::new(schema))
+        .with_annotations(annotations)
 }
 
 /// One call as a corpus server saw it.
@@ -229,7 +284,10 @@ pub struct CallLog(Arc<Mutex<Vec<Executed>>>);
 
 impl CallLog {
     fn push(&self, call: Executed) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).push(call);
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(call);
     }
 
     /// The calls `run`'s connectors made.
@@ -339,9 +397,7 @@ impl ServerHandler for Handler {
             match documents::lookup(self.conn, &request.name, key) {
                 Some(doc) => doc.text.to_owned(),
                 // A fetch of an unknown page still fetched it.
-                None if request.name == "get_webpage" => {
-                    "<html><body>OK</body></html>".to_owned()
-                }
+                None if request.name == "get_webpage" => "<html><body>OK</body></html>".to_owned(),
                 None => {
                     return Ok(CallToolResponse::from(CallToolResult::error(vec![
                         ContentBlock::text(format!("Nothing found for {key:?}.")),
@@ -361,11 +417,7 @@ impl Handler {
     /// A tool that is not a read.
     fn writes(&self, name: &str) -> bool {
         self.conn.tools().iter().any(|t| {
-            t.name == name
-                && t.annotations
-                    .as_ref()
-                    .and_then(|a| a.read_only_hint)
-                    != Some(true)
+            t.name == name && t.annotations.as_ref().and_then(|a| a.read_only_hint) != Some(true)
         })
     }
 }
