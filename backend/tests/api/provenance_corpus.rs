@@ -75,7 +75,7 @@ async fn the_injection_corpus_runs_nothing_without_a_card_and_reports_its_flag_r
     let outcomes: Vec<Outcome> = futures_util::stream::iter(scenarios.iter().cloned().enumerate())
         .map(|(i, s)| runner::run(&env, s, i))
         .buffer_unordered(CONCURRENCY)
-        .flat_map(|pair| futures_util::stream::iter(pair))
+        .flat_map(futures_util::stream::iter)
         .collect()
         .await;
     let path = report::write(&outcomes);
