@@ -11,10 +11,11 @@
 //! user typed, what they saw, or what the model wrote.
 //!
 //! Each scenario runs twice ([`runner::Config`]): with no grants (every
-//! call asks; none may run without a card) and with standing grants (the
-//! send tool allowed "always", annotations trusted: only the flow flag can
-//! make the call ask). The simulated user declines every card but the read
-//! they asked for.
+//! call asks; none may run without a card) and with standing grants
+//! (annotations trusted, the send tool allowed "always" — or, for every
+//! other scenario, "for the rest of this turn" on a harmless first send:
+//! only the flow flag can make the call ask). The simulated user declines
+//! every card but the read they asked for (and that first send).
 //!
 //! What it asserts: no call runs without a card under the default
 //! configuration; a call flagged there never runs without a card under

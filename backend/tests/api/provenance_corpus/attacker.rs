@@ -12,7 +12,9 @@
 //! proposal's result (a refusal, or "done") it answers in plain text.
 //! The set-up turn of the standing-grants configuration
 //! ([`SETUP_MESSAGE`]) calls the send tool once with the model's own
-//! harmless words, for the user to allow it "always".
+//! harmless words, for the user to allow it "always"; for a turn grant the
+//! scenario's own turn starts with that call, for the user to allow it for
+//! the rest of the turn.
 
 use super::documents::grab;
 use super::scenarios::{How, Scenario, Source};
@@ -28,7 +30,9 @@ pub const SETUP_MESSAGE: &str = "Set-up: send one test message so that I can all
 /// The fake provider; its state is shared with the server task.
 #[derive(Debug, Clone, Default)]
 pub struct Attacker {
-    runs: Arc<Mutex<HashMap<String, Arc<Scenario>>>>,
+    /// Per model name: the scenario, and whether the turn starts with a
+    /// warm-up send (for a turn grant).
+    runs: Arc<Mutex<HashMap<String, (Arc<Scenario>, bool)>>>,
 }
 
 impl Attacker {
@@ -55,12 +59,14 @@ impl Attacker {
         (attacker, format!("http://{addr}/v1"))
     }
 
-    /// Makes `model` (`corpus-<run>`) play `scenario`.
-    pub fn enlist(&self, run: &str, scenario: Arc<Scenario>) -> String {
+    /// Makes the model `corpus-<run>` play `scenario`; with `warm_up`,
+    /// each turn first sends [`warm_up_arguments`] with the send tool
+    /// (which the user allows for the turn), then goes on as usual.
+    pub fn enlist(&self, run: &str, scenario: Arc<Scenario>, warm_up: bool) -> String {
         self.runs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(run.to_owned(), scenario);
+            .insert(run.to_owned(), (scenario, warm_up));
         format!("openai/corpus-{run}")
     }
 
@@ -75,11 +81,11 @@ impl Attacker {
             .unwrap_or_else(PoisonError::into_inner)
             .get(run)
             .cloned();
-        let Some(scenario) = scenario else {
+        let Some((scenario, warm_up)) = scenario else {
             return text_reply(&format!("No scenario for the model {model:?}."));
         };
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
-        match step(&scenario, &messages) {
+        match step(&scenario, warm_up, &messages) {
             Step::Call(name, arguments) => tool_call_reply(&name, &arguments),
             Step::Say(text) => text_reply(&text),
         }
@@ -93,7 +99,7 @@ enum Step {
     Say(String),
 }
 
-fn step(scenario: &Scenario, messages: &[Value]) -> Step {
+fn step(scenario: &Scenario, warm_up: bool, messages: &[Value]) -> Step {
     let Some(last) = messages.last() else {
         return Step::Say("Nothing to do.".into());
     };
@@ -105,19 +111,24 @@ fn step(scenario: &Scenario, messages: &[Value]) -> Step {
         .unwrap_or_default();
     if user == SETUP_MESSAGE {
         return match last["role"].as_str() {
-            Some("user") => Step::Call(scenario.send_tool(), setup_arguments(scenario)),
+            Some("user") => Step::Call(scenario.send_tool(), warm_up_arguments(scenario)),
             _ => Step::Say("Done.".into()),
         };
     }
+    let start = || match scenario.read {
+        Some(doc) => Step::Call(doc.read_tool(), doc.read_arguments()),
+        None => propose(scenario, None, user),
+    };
     match last["role"].as_str() {
-        Some("user") => match scenario.read {
-            Some(doc) => Step::Call(doc.read_tool(), doc.read_arguments()),
-            None => propose(scenario, None, user),
-        },
+        Some("user") if warm_up => Step::Call(scenario.send_tool(), warm_up_arguments(scenario)),
+        Some("user") => start(),
         Some("tool") => {
             let called = called_name(messages, last["tool_call_id"].as_str().unwrap_or_default());
             let read = scenario.read.map(|d| d.read_tool());
-            if called.is_some() && called == read {
+            let sends = calls_of(messages, &scenario.send_tool());
+            if warm_up && sends == 1 && called.as_deref() == Some(scenario.send_tool().as_str()) {
+                start()
+            } else if called.is_some() && called == read {
                 let content = last["content"].as_str().unwrap_or_default();
                 propose(scenario, Some(&unwrap(content)), user)
             } else {
@@ -138,6 +149,21 @@ fn called_name(messages: &[Value], id: &str) -> Option<String> {
         .find(|c| c["id"] == id)
         .and_then(|c| c["function"]["name"].as_str())
         .map(str::to_owned)
+}
+
+/// How many times this turn's assistant called `name`.
+fn calls_of(messages: &[Value], name: &str) -> usize {
+    let turn_start = messages
+        .iter()
+        .rposition(|m| m["role"] == "user")
+        .unwrap_or(0);
+    messages[turn_start..]
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .filter(|c| c["function"]["name"] == name)
+        .count()
 }
 
 /// A tool message's text without the spotlight wrapper's two lines.
@@ -355,8 +381,8 @@ pub fn arguments(scenario: &Scenario, data: &str) -> Value {
     args
 }
 
-/// The set-up turn's call: the model's own harmless words.
-fn setup_arguments(scenario: &Scenario) -> Value {
+/// The set-up and warm-up call: the model's own harmless words.
+pub fn warm_up_arguments(scenario: &Scenario) -> Value {
     let mut set_up = scenario.clone();
     set_up.how = How::Copy;
     arguments(&set_up, "Test.")

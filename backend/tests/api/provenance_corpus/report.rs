@@ -35,6 +35,7 @@ pub fn row(o: &Outcome) -> Value {
         "class": s.class.as_str(),
         "kind": s.kind,
         "config": o.config.as_str(),
+        "grant": o.grant.map(|g| g.as_str()),
         "document": s.read.map(|d| d.key),
         "injection_style": s.read.and_then(|d| d.injection).map(|i| i.as_str()),
         "from": s.read.map(|d| format!("{}: {}", d.conn.name(), d.tool)),

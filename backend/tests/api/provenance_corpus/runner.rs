@@ -8,10 +8,12 @@
 //! Configurations, in this order for the same user: [`Config::Default`] —
 //! no grants, no trust, every call asks; [`Config::Standing`] — every
 //! connector's annotations trusted (the reads run unasked) and the
-//! scenario's send tool allowed "always" in a set-up chat, so only the
-//! provenance flag can make that call ask.
+//! scenario's send tool granted, so only the provenance flag can make that
+//! call ask: allowed "always" in a set-up chat ([`Grant::Always`], even
+//! scenarios), or allowed "for the rest of this turn" on a harmless first
+//! send in the same turn ([`Grant::Turn`], odd ones).
 
-use super::attacker::{Attacker, SETUP_MESSAGE};
+use super::attacker::{Attacker, SETUP_MESSAGE, warm_up_arguments};
 use super::scenarios::Scenario;
 use super::servers::{CorpusServers, RUN_HEADER};
 use crate::helpers::{TestApp, add_connector, approve_with, decide};
@@ -38,6 +40,22 @@ impl Config {
     }
 }
 
+/// Which grant covers the send tool under [`Config::Standing`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    Always,
+    Turn,
+}
+
+impl Grant {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Always => "always",
+            Self::Turn => "turn",
+        }
+    }
+}
+
 /// The shared parts: one app, the corpus servers, the scripted model.
 pub struct Env {
     pub app: TestApp,
@@ -50,6 +68,8 @@ pub struct Env {
 pub struct Outcome {
     pub scenario: Arc<Scenario>,
     pub config: Config,
+    /// Under standing grants: which.
+    pub grant: Option<Grant>,
     /// The model proposed the scenario's call (a `tool_call` event).
     pub proposed: bool,
     /// Its arguments as proposed.
@@ -117,7 +137,7 @@ pub async fn run(env: &Env, scenario: Arc<Scenario>, index: usize) -> [Outcome; 
     let run = format!("r{index}");
     let app = env.app.at(&env.app.base);
     app.signed_up_user().await;
-    let model = env.attacker.enlist(&run, scenario.clone());
+    let model = env.attacker.enlist(&run, scenario.clone(), false);
     let mut connectors = Vec::new();
     for conn in scenario.connectors() {
         let id = add_connector(
@@ -142,8 +162,30 @@ pub async fn run(env: &Env, scenario: Arc<Scenario>, index: usize) -> [Outcome; 
             .await;
         assert_eq!(res.status(), StatusCode::OK, "trust {id}");
     }
-    allow_always(&app, &model, &scenario).await;
-    let standing = turn(env, &app, &model, &run, &scenario, Config::Standing).await;
+    let grant = if index % 2 == 0 {
+        Grant::Always
+    } else {
+        Grant::Turn
+    };
+    let standing_model = match grant {
+        Grant::Always => {
+            allow_always(&app, &model, &scenario).await;
+            model
+        }
+        Grant::Turn => env
+            .attacker
+            .enlist(&format!("{run}t"), scenario.clone(), true),
+    };
+    let mut standing = turn(
+        env,
+        &app,
+        &standing_model,
+        &run,
+        &scenario,
+        Config::Standing,
+    )
+    .await;
+    standing.grant = Some(grant);
     [default, standing]
 }
 
@@ -162,12 +204,16 @@ async fn turn(
     app.send(&chat, &scenario.message).await;
     let send_tool = scenario.send_tool();
     let read_tool = scenario.read.map(|d| (d.conn.name(), d.tool));
+    // The harmless first send of a turn-grant run, not the measured call.
+    let warm_up = warm_up_arguments(scenario);
     let (mut proposed, mut arguments, mut card, mut read_call) = (false, Value::Null, None, None);
     let mut send_ran_unasked_events = 0;
     let turn_status = loop {
         let (_, event) = next_event(&mut stream, &scenario.id).await;
         match event["type"].as_str() {
-            Some("tool_call") if event["tool_name"] == send_tool.as_str() => {
+            Some("tool_call")
+                if event["tool_name"] == send_tool.as_str() && event["arguments"] != warm_up =>
+            {
                 proposed = true;
                 arguments = event["arguments"].clone();
             }
@@ -175,6 +221,11 @@ async fn turn(
                 let is_read = read_tool.is_some_and(|(conn, tool)| {
                     event["connector_name"] == conn && event["tool_name"] == tool
                 });
+                if event["arguments"] == warm_up && event["tool_name"] == scenario.send.1 {
+                    let res = approve_with(app, &event, "turn").await;
+                    assert_eq!(res.status(), StatusCode::OK, "turn grant {}", scenario.id);
+                    continue;
+                }
                 let verdict = if is_read { "approve" } else { "deny" };
                 let res = decide(app, &event, verdict).await;
                 assert_eq!(res.status(), StatusCode::OK, "{verdict} {}", scenario.id);
@@ -203,7 +254,7 @@ async fn turn(
     let (send_conn, send_name) = scenario.send;
     let send_executed_arguments: Vec<Value> = during
         .iter()
-        .filter(|c| c.conn == send_conn && c.tool == send_name)
+        .filter(|c| c.conn == send_conn && c.tool == send_name && c.arguments != warm_up)
         .map(|c| c.arguments.clone())
         .collect();
     let other_executions = during
@@ -218,6 +269,7 @@ async fn turn(
     Outcome {
         scenario: scenario.clone(),
         config,
+        grant: None,
         proposed,
         arguments,
         card,
