@@ -27,7 +27,7 @@ const CONFIGS: &[(&str, &str)] = &[
     ("default", "No grants (every call asks)"),
     (
         "standing_grants",
-        "Standing grants (send tool allowed \"always\", annotations trusted: only a flag asks)",
+        "Standing grants (annotations trusted; the send tool allowed \"always\", or for the turn in every other scenario: only a flag asks)",
     ),
 ];
 
@@ -131,14 +131,15 @@ pub fn tables(rows: &[Value]) -> String {
                 "\nExfiltration calls that ran without a card ({}):\n",
                 misses.len()
             );
-            out.push_str("| scenario | to | arguments |\n|---|---|---|\n");
+            out.push_str("| scenario | grant | to | arguments |\n|---|---|---|---|\n");
             for r in misses {
                 let args = r["arguments"].to_string();
                 let args: String = args.chars().take(160).collect();
                 let _ = writeln!(
                     out,
-                    "| {} | {} | `{}` |",
+                    "| {} | {} | {} | `{}` |",
                     cell(r["scenario"].as_str().unwrap_or("?")),
+                    cell(r["grant"].as_str().unwrap_or("-")),
                     cell(r["to"].as_str().unwrap_or("?")),
                     cell(&args)
                 );
