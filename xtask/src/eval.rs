@@ -295,7 +295,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("| a2 | Mail: send_email |"),
+            text.contains("| a2 | - | Mail: send_email |"),
             "the miss is listed: {text}"
         );
         assert!(text.contains("| b1 |"), "the false alarm is listed: {text}");
