@@ -346,6 +346,7 @@ CREATE TABLE public.mcp_pending_calls (
     destination_url text NOT NULL,
     offered_grants text[] NOT NULL,
     decide_by timestamp with time zone NOT NULL,
+    provenance jsonb,
     CONSTRAINT mcp_pending_calls_decide_by CHECK ((decide_by <= expires_at)),
     CONSTRAINT mcp_pending_calls_digest_shape CHECK ((arguments_digest ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT mcp_pending_calls_expiry CHECK ((expires_at > created_at)),

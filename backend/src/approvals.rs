@@ -27,11 +27,13 @@ use crate::{
     metrics::Decided,
 };
 use countersign_api::{
-    ChatEvent, GrantKind, PendingCall, PendingCallStatus, Resolution, ToolCallStatus, ToolRisk,
+    ChatEvent, GrantKind, PendingCall, PendingCallStatus, Provenance, Resolution, ToolCallStatus,
+    ToolRisk,
 };
 use hmac::{Hmac, KeyInit as _, Mac as _};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
+use sqlx::types::Json;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, OnceLock},
@@ -250,6 +252,8 @@ pub struct Row {
     pub decided_at: Option<OffsetDateTime>,
     /// When its execution was claimed (`approved → executing`).
     pub claimed_at: Option<OffsetDateTime>,
+    /// Where its arguments came from (none on rows from before issue 16).
+    pub provenance: Option<Json<Provenance>>,
 }
 
 impl Row {
@@ -335,7 +339,7 @@ impl Row {
             tool_title: about.title.clone(),
             tool_description: about.description.clone(),
             risk: Some(about.risk.clone()),
-            provenance: None,
+            provenance: self.provenance.as_ref().map(|p| Box::new(p.0.clone())),
         }
     }
 
@@ -359,7 +363,7 @@ impl Row {
             decide_by: self.decide_by_rfc3339(),
             decide_in_secs,
             offered_grants: self.offered_grants(),
-            provenance: None,
+            provenance: self.provenance.as_ref().map(|p| p.0.clone()),
         }
     }
 }
@@ -408,6 +412,9 @@ pub struct Proposal<'a> {
     /// policy says always asks; no "Always allow" under a policy that
     /// forbids it). "Allow once" is always among them.
     pub offered_grants: &'a [GrantKind],
+    /// Where the arguments came from (stored with the row: positions and
+    /// digests, never a copy of the matched text).
+    pub provenance: &'a Provenance,
 }
 
 /// Writes a `pending` row, expiring `COUNTERSIGN_APPROVAL_TTL_SECS` from
@@ -457,15 +464,16 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
         r#"insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
              connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
              arguments_digest, descriptor_digest, destination, destination_url, reason,
-             offered_grants, hmac_key_id, hmac, expires_at, decide_by)
+             offered_grants, hmac_key_id, hmac, expires_at, decide_by, provenance)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                 $18, $19, $20, $21)
+                 $18, $19, $20, $21, $22)
          returning id as "id: _", user_id as "user_id: _", chat_id as "chat_id: _",
                    turn_id as "turn_id: _", call_id, connector_id as "connector_id: _",
                    connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
                    arguments_digest, descriptor_digest, destination, destination_url, reason,
                    offered_grants as offered_grants_stored, status as "status: _", grant_kind,
-                   hmac_key_id, hmac, error, expires_at, decide_by, decided_at, claimed_at"#,
+                   hmac_key_id, hmac, error, expires_at, decide_by, decided_at, claimed_at,
+                   provenance as "provenance: Json<Provenance>""#,
         id as PendingCallId,
         p.ctx.user_id as UserId,
         p.ctx.chat_id as ChatId,
@@ -487,6 +495,7 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
         &hmac,
         expires_at,
         decide_by,
+        Json(p.provenance) as _,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -513,7 +522,8 @@ pub async fn live_for_user(
                   connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
                   arguments_digest, descriptor_digest, destination, destination_url, reason,
                   offered_grants as offered_grants_stored, status as "status: _", grant_kind,
-                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at, claimed_at
+                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at, claimed_at,
+                  provenance as "provenance: Json<Provenance>"
              from mcp_pending_calls
             where user_id = $1 and status = 'pending' and expires_at > now()
             order by created_at"#,
@@ -799,7 +809,8 @@ pub async fn claim(state: &AppState, id: PendingCallId) -> Result<Option<Row>, s
                   connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
                   arguments_digest, descriptor_digest, destination, destination_url, reason,
                   offered_grants as offered_grants_stored, status as "status: _", grant_kind,
-                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at, claimed_at"#,
+                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at, claimed_at,
+                  provenance as "provenance: Json<Provenance>""#,
         id as PendingCallId,
     )
     .fetch_optional(&mut *tx)
@@ -1114,6 +1125,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     result: None,
                     result_chars: None,
                     contains_instructions: false,
+                    connector_id: None,
                 }
             }
         };

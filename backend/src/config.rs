@@ -338,6 +338,25 @@ pub struct Config {
     /// The offline demo model's pause between words (milliseconds).
     #[arg(long, env = "COUNTERSIGN_DEMO_WORD_DELAY_MS", default_value_t = 40)]
     pub demo_word_delay_ms: u64,
+
+    /// Provenance (issue 16): a part of an argument counts as seen when it
+    /// shares at least this many normalised characters with a message or
+    /// tool result (0: rule off).
+    #[arg(long, env = "COUNTERSIGN_PROVENANCE_MIN_CHARS", default_value_t = 24)]
+    pub provenance_min_chars: usize,
+
+    /// … or a run of at least this many words (0: rule off).
+    #[arg(long, env = "COUNTERSIGN_PROVENANCE_MIN_WORDS", default_value_t = 5)]
+    pub provenance_min_words: usize,
+
+    /// … or one word of at least this many characters with digits in it,
+    /// such as an account number (0: rule off).
+    #[arg(
+        long,
+        env = "COUNTERSIGN_PROVENANCE_MIN_TOKEN_CHARS",
+        default_value_t = 8
+    )]
+    pub provenance_min_token_chars: usize,
 }
 
 impl Config {
@@ -385,6 +404,18 @@ impl Config {
             turn_stale_secs: 30,
             recovery_interval_secs: 60,
             tools_max_age_secs: 3600,
+            provenance_min_chars: 24,
+            provenance_min_words: 5,
+            provenance_min_token_chars: 8,
+        }
+    }
+
+    /// The provenance thresholds.
+    pub fn provenance(&self) -> crate::provenance::Settings {
+        crate::provenance::Settings {
+            min_chars: self.provenance_min_chars,
+            min_words: self.provenance_min_words,
+            min_token_chars: self.provenance_min_token_chars,
         }
     }
 

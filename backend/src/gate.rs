@@ -18,6 +18,12 @@
 //!    and `destructiveHint` is absent or JSON `false` — and no stored
 //!    `requires_confirmation = true` says otherwise.
 //!
+//! A call whose arguments carry text from a tool result to another
+//! connector, or to a tool not declared closed-world (a *flow*,
+//! `crate::provenance`), always asks too: no turn grant, always-allow rule
+//! or trusted annotation lets it run unseen, and its card offers only
+//! "Allow once".
+//!
 //! Admin policy (DESIGN §5) is stricter than any of these and wins over
 //! every grant: a tool its `always_ask_tools` names asks whatever grant or
 //! trust exists; `forbid_always_allow` makes always-rules stop applying
@@ -63,6 +69,9 @@ pub struct Facts<'a> {
     pub always_grant: AlwaysGrant,
     /// What the instance's policy says about this call.
     pub policy: PolicyFacts,
+    /// The arguments carry text from a tool result elsewhere
+    /// (`Provenance::flagged`).
+    pub carries_results: bool,
 }
 
 /// The admin policy as it bears on one call (`crate::policy::Policy`, read
@@ -118,6 +127,9 @@ pub enum AskBecause {
     AlwaysAllowForbidden,
     /// The user trusts the annotations, but the policy forbids it.
     TrustForbidden,
+    /// The arguments carry text from a tool result to another connector
+    /// or to a tool that may reach outside.
+    CarriesToolResults,
 }
 
 impl AskBecause {
@@ -138,6 +150,9 @@ impl AskBecause {
             }
             Self::TrustForbidden => {
                 "your administrator has turned off trusting servers' safety annotations"
+            }
+            Self::CarriesToolResults => {
+                "this call sends text from a tool's result elsewhere, so it always asks"
             }
         }
     }
@@ -165,6 +180,9 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
     }
     if facts.policy.always_ask {
         return Decision::Ask(AskBecause::PolicyAlwaysAsks);
+    }
+    if facts.carries_results {
+        return Decision::Ask(AskBecause::CarriesToolResults);
     }
     if facts.turn_grant {
         return Decision::Run(RunBecause::TurnGrant);
@@ -203,11 +221,12 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
 }
 
 /// The grants a card for this call may offer: only those the gate would
-/// honour on the next call. A tool that changed since review, or one the
-/// policy says always asks, gets "Allow once" only; under
+/// honour on the next call. A tool that changed since review, one the
+/// policy says always asks, or a call that carries a tool's result
+/// elsewhere gets "Allow once" only; under
 /// `forbid_always_allow`, no "Always allow".
 pub fn offered_grants(facts: &Facts<'_>) -> &'static [GrantKind] {
-    if facts.changed_since_review || facts.policy.always_ask {
+    if facts.changed_since_review || facts.policy.always_ask || facts.carries_results {
         &[GrantKind::Once]
     } else if facts.policy.forbid_always_allow {
         &[GrantKind::Once, GrantKind::Turn]
@@ -244,7 +263,39 @@ mod tests {
             turn_grant: false,
             always_grant: AlwaysGrant::None,
             policy: PolicyFacts::default(),
+            carries_results: false,
         }
+    }
+
+    /// A flow (text from a tool result going elsewhere) asks whatever
+    /// grant, rule, trust or annotations exist, and its card offers only
+    /// "Allow once" (issue 16).
+    #[test]
+    fn a_call_carrying_tool_results_elsewhere_asks_whatever_else_holds() {
+        let safe = json!({"readOnlyHint": true, "openWorldHint": false});
+        let mut cases = 0;
+        for turn_grant in [false, true] {
+            for always_grant in [AlwaysGrant::None, AlwaysGrant::Current, AlwaysGrant::Stale] {
+                for trust in [false, true] {
+                    for cached in [None, Some(false), Some(true)] {
+                        let f = Facts {
+                            carries_results: true,
+                            turn_grant,
+                            always_grant,
+                            ..facts(Some(&safe), trust, cached)
+                        };
+                        assert_eq!(
+                            decide(&f),
+                            Decision::Ask(AskBecause::CarriesToolResults),
+                            "{f:?}"
+                        );
+                        assert_eq!(offered_grants(&f), &[GrantKind::Once], "{f:?}");
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 36);
     }
 
     #[test]
@@ -425,7 +476,12 @@ mod tests {
                             for always_grant in always {
                                 for trust in bools {
                                     for cached in [None, Some(false), Some(true)] {
-                                        for annotations in [&safe, &risky] {
+                                        for (annotations, carries) in [
+                                            (&safe, false),
+                                            (&risky, false),
+                                            (&safe, true),
+                                            (&risky, true),
+                                        ] {
                                             cases += 1;
                                             let policy = PolicyFacts {
                                                 always_ask,
@@ -440,6 +496,7 @@ mod tests {
                                                 turn_grant,
                                                 always_grant,
                                                 policy,
+                                                carries_results: carries,
                                             };
                                             let verdict = decide(&f);
                                             let rule_applies = !forbid_always
@@ -451,6 +508,7 @@ mod tests {
                                                 && annotations == &safe;
                                             let runs = !changed
                                                 && !always_ask
+                                                && !carries
                                                 && (turn_grant
                                                     || rule_applies
                                                     || (!stale_blocks && trusted));
@@ -487,7 +545,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 2 * 2 * 2 * 2 * 2 * 3 * 2 * 3 * 2);
+        assert_eq!(cases, 2 * 2 * 2 * 2 * 2 * 3 * 2 * 3 * 4);
     }
 
     #[test]
@@ -512,17 +570,18 @@ mod tests {
     }
 
     /// A card never offers a grant the gate would not honour on the next
-    /// call: every offered "turn" or "always" makes the same tool run.
+    /// call: every offered "turn" or "always" makes the same call run.
     #[test]
     fn a_card_offers_only_grants_the_gate_honours() {
         let risky = json!({"destructiveHint": true});
         let bools = [false, true];
-        for changed in bools {
+        for (changed, carries_results) in [(false, false), (true, false), (false, true)] {
             for always_ask in bools {
                 for forbid_always in bools {
                     for forbid_trust in bools {
                         let f = Facts {
                             changed_since_review: changed,
+                            carries_results,
                             policy: PolicyFacts {
                                 always_ask,
                                 forbid_always_allow: forbid_always,

@@ -51,6 +51,7 @@ pub mod metrics;
 pub mod models;
 pub mod policy;
 pub mod probe;
+pub mod provenance;
 pub mod secrets;
 pub mod ssrf;
 pub mod telemetry;

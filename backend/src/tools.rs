@@ -8,10 +8,12 @@ pub mod connector;
 
 use crate::{
     AppState,
+    ids::ConnectorId,
     llm::{ToolCall, ToolSpec},
+    provenance::{Seen, SeenBy},
 };
-use countersign_api::ChatEvent;
-use std::{fmt::Debug, future::Future, pin::Pin};
+use countersign_api::{ChatEvent, provenance::Source};
+use std::{fmt::Debug, future::Future, pin::Pin, sync::Mutex};
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -36,6 +38,69 @@ pub struct ToolRun<'a> {
     pub events: &'a dyn EventSink,
     /// Turns `true` when the user stops the turn.
     pub cancel: watch::Receiver<bool>,
+    /// What this turn's calls returned so far.
+    pub seen: &'a TurnSeen,
+}
+
+/// What this turn's tool calls returned, as the model got it: what a later
+/// call of the turn is traced against (`crate::provenance`).
+#[derive(Debug, Default)]
+pub struct TurnSeen {
+    results: Mutex<Vec<SeenResult>>,
+}
+
+#[derive(Debug, Clone)]
+struct SeenResult {
+    source: Source,
+    connector_id: ConnectorId,
+    text: String,
+    contains_instructions: bool,
+}
+
+impl TurnSeen {
+    /// Records a result.
+    pub fn add(
+        &self,
+        source: Source,
+        connector_id: ConnectorId,
+        text: String,
+        contains_instructions: bool,
+    ) {
+        self.lock().push(SeenResult {
+            source,
+            connector_id,
+            text,
+            contains_instructions,
+        });
+    }
+
+    /// The results, as provenance sources.
+    pub fn results(&self) -> Vec<Seen> {
+        self.lock()
+            .iter()
+            .map(|r| Seen {
+                by: SeenBy::Tool {
+                    source: r.source.clone(),
+                    connector_id: r.connector_id,
+                },
+                text: r.text.clone(),
+            })
+            .collect()
+    }
+
+    /// The results that hold instructions aimed at the assistant.
+    pub fn instructions_in(&self) -> Vec<Source> {
+        self.lock()
+            .iter()
+            .filter(|r| r.contains_instructions)
+            .map(|r| r.source.clone())
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<SeenResult>> {
+        // A panic elsewhere while holding it leaves plain data behind.
+        self.results.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Debug for ToolRun<'_> {

@@ -18,7 +18,7 @@ use crate::{
     ids::{ChatId, TurnId},
     llm::{self, ChatRequest, LlmEvent, Message, ToolCall},
     models,
-    tools::{BoxFuture, EventSink, NotRun, ToolContext, ToolRun},
+    tools::{BoxFuture, EventSink, NotRun, ToolContext, ToolRun, TurnSeen},
 };
 use countersign_api::{
     ChatEvent, ChatEventMessage, MessageStatus, NoProseReason, ToolCallStatus, TurnEnding,
@@ -480,6 +480,8 @@ async fn drive(
         return (String::new(), Ending::Failed);
     };
     let mut text = String::new();
+    // What the turn's calls return, for the provenance of later calls.
+    let seen = TurnSeen::default();
 
     for step in 0..state.config.max_tool_steps {
         if is_cancelled(cancel) {
@@ -512,6 +514,7 @@ async fn drive(
             cancel,
             outcome_of_calls,
             &mut setup.messages,
+            &seen,
         )
         .await
         {
@@ -680,6 +683,7 @@ async fn run_calls(
     cancel: &mut watch::Receiver<bool>,
     outcome_of_calls: &mut Outcome,
     messages: &mut Vec<Message>,
+    seen: &TurnSeen,
 ) -> Option<Ending> {
     for call in calls {
         if is_cancelled(cancel) {
@@ -690,6 +694,7 @@ async fn run_calls(
             ctx: emitter.ctx,
             events: emitter,
             cancel: cancel.clone(),
+            seen,
         };
         let outcome = state.tools.call(&run, call).await;
         match outcome.not_run {

@@ -109,8 +109,9 @@ pub enum ChatEvent {
         risk: Option<ToolRisk>,
         /// Where each argument came from, and the flows that make the
         /// card warn (issue 16). Absent from an older server.
+        // Boxed, so the other events stay small.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        provenance: Option<Provenance>,
+        provenance: Option<Box<Provenance>>,
     },
     /// The user decided, or the call expired.
     McpConfirmationResolved {
@@ -209,6 +210,10 @@ pub enum ChatEvent {
         /// Countersign treated it as data. Absent (false) otherwise.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         contains_instructions: bool,
+        /// The connector's id (absent from an older server): a later
+        /// call's provenance tells results of this connector from others'.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        connector_id: Option<String>,
     },
     /// Something went wrong, in words a user can act on.
     Error {

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Provenance {
-    /// One entry per string in the arguments (object keys are not values).
+    /// One entry per string in the arguments: string values, object keys
+    /// and numbers (as their JSON text).
     #[serde(default)]
     pub values: Vec<ArgumentValue>,
     /// Text from tool results that this call would send elsewhere: each
@@ -44,6 +45,9 @@ pub struct ArgumentValue {
     /// Where it is in the arguments: an RFC 6901 JSON Pointer (`/body`,
     /// `/to/0`).
     pub path: String,
+    /// The string is the object key at `path`, not its value.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub key: bool,
     /// `tool_result` if any span came from a tool result, else `typed`
     /// if any was typed by the user, else `model`.
     pub origin: ValueOrigin,
@@ -83,7 +87,7 @@ pub struct Source {
     pub connector_name: String,
     /// The tool.
     pub tool_name: String,
-    /// When it returned (RFC 3339, the database's clock).
+    /// When it returned (RFC 3339).
     pub at: String,
 }
 

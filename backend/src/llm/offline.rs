@@ -7,7 +7,9 @@
 //!   that call (matching `TOOL` against the offered tools, `.` and `_`
 //!   alike).
 //! - `use A with {…} then use B with {…}` proposes the calls one after
-//!   another, each after the previous one's result.
+//!   another, each after the previous one's result; a string of B's that
+//!   says `{{result}}` gets A's result in its place (a model copying what a
+//!   tool returned).
 //! - When it is handed tool results, it summarises them.
 
 use super::{ChatRequest, LlmEvent, LlmStream, Message, StopReason, ToolCall};
@@ -53,7 +55,9 @@ pub fn plan(request: &ChatRequest) -> Plan {
         .unwrap_or_default();
     let requested = parse_tool_requests(last_user);
     if !results.is_empty() && results.len() < requested.len() {
-        let (tool, arguments) = requested[results.len()].clone();
+        let (tool, mut arguments) = requested[results.len()].clone();
+        // The latest result comes first.
+        fill_result(&mut arguments, &strip_delimiters(results[0].1));
         let name = offered_name(request, &tool);
         return Plan::Call(
             format!("Next, I will call {}.", label_of(request, &name)),
@@ -112,6 +116,23 @@ pub fn plan(request: &ChatRequest) -> Plan {
          use notes.search with {{\"query\":\"lease\"}}"
     ))
 }
+
+/// Puts the previous call's result wherever a string says `{{result}}`,
+/// as a model that copies what a tool returned would (the demo of a flow on
+/// the approval card, issue 16).
+fn fill_result(arguments: &mut Value, result: &str) {
+    match arguments {
+        Value::String(s) if s.contains(RESULT_PLACEHOLDER) => {
+            *s = s.replace(RESULT_PLACEHOLDER, result.trim());
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| fill_result(v, result)),
+        Value::Object(map) => map.values_mut().for_each(|v| fill_result(v, result)),
+        _ => {}
+    }
+}
+
+/// What a later call's argument writes to copy the previous result.
+pub const RESULT_PLACEHOLDER: &str = "{{result}}";
 
 /// The offered tool `asked` means (`.` and `_` alike), or `asked` itself.
 fn offered_name(request: &ChatRequest, asked: &str) -> String {
@@ -357,6 +378,26 @@ mod tests {
             plan(&request(after_both, &["x__a", "x__b"])),
             Plan::Say(_)
         ));
+    }
+
+    #[test]
+    fn a_later_call_can_copy_the_previous_result() {
+        let ask = user(
+            r#"use a with {"q":"x"} then use b with {"body":"FYI: {{result}}","n":[ "{{result}}" ]}"#,
+        );
+        let result = Message::ToolResult {
+            call_id: "c".into(),
+            name: "x__a".into(),
+            content: "<tool_result-ab tool=\"x__a\" trust=\"untrusted\">\nThe memo says 42.\n</tool_result-ab>".into(),
+            is_error: false,
+        };
+        let Plan::Call(_, second) = plan(&request(vec![ask, result], &["x__a", "x__b"])) else {
+            panic!("expected the second call");
+        };
+        assert_eq!(
+            second.arguments,
+            json!({"body": "FYI: The memo says 42.", "n": ["The memo says 42."]})
+        );
     }
 
     #[test]

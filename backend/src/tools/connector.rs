@@ -27,11 +27,12 @@ use crate::{
     llm::{ToolCall, ToolSpec},
     mcp::Elicitation,
     policy::{self, Policy},
+    provenance::{self, Seen, SeenBy},
     tools::ToolContext,
 };
 use countersign_api::{
-    ActivityDecision, ActivityKind, ActivityOutcome, CallOrigin, ChatEvent, GrantKind, Resolution,
-    ToolCallStatus,
+    ActivityDecision, ActivityKind, ActivityOutcome, CallOrigin, ChatEvent, GrantKind, Provenance,
+    Resolution, ToolCallStatus, provenance::Source,
 };
 use serde_json::{Map, Value, json};
 use std::{sync::Arc, time::Instant};
@@ -79,7 +80,13 @@ impl Kept {
     }
 
     /// The gate's facts for a call of this tool.
-    fn facts(&self, policy: &Policy, turn_grant: bool, always_grant: AlwaysGrant) -> Facts<'_> {
+    fn facts(
+        &self,
+        policy: &Policy,
+        turn_grant: bool,
+        always_grant: AlwaysGrant,
+        carries_results: bool,
+    ) -> Facts<'_> {
         Facts {
             changed_since_review: self.changed_since_review(),
             annotations: self.reviewed().get("annotations"),
@@ -88,11 +95,25 @@ impl Kept {
             turn_grant,
             always_grant,
             policy: policy.facts(&self.url, &self.tool_name),
+            carries_results,
         }
     }
 
+    /// The gate's verdict for a call that carries no tool result elsewhere.
     fn decision(&self, policy: &Policy, turn_grant: bool, always_grant: AlwaysGrant) -> Decision {
-        gate::decide(&self.facts(policy, turn_grant, always_grant))
+        gate::decide(&self.facts(policy, turn_grant, always_grant, false))
+    }
+
+    /// Where a call of this tool goes, for its provenance: the reviewed
+    /// annotations say whether it is closed-world (never the server's new,
+    /// unreviewed ones).
+    fn target(&self) -> provenance::Target<'_> {
+        provenance::Target {
+            connector_id: self.connector_id,
+            connector_name: &self.connector_name,
+            tool_name: &self.tool_name,
+            closed_world: provenance::Target::closed_world_in(self.reviewed().get("annotations")),
+        }
     }
 
     /// What the card says about the tool: the reviewed title and
@@ -598,14 +619,92 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     .await?;
     let always = always_grant(state, user_id, &tool).await?;
     let policy = policy::current(&state.db).await?;
-    let facts = tool.facts(&policy, turn_grant, always);
+    // Where the arguments came from, read now: a flow asks, whatever else.
+    let seen = seen_in_chat(run).await?;
+    let provenance = provenance::trace(
+        &call.arguments,
+        &seen,
+        &tool.target(),
+        &state.config.provenance(),
+        run.seen.instructions_in(),
+    );
+    let facts = tool.facts(&policy, turn_grant, always, provenance.flagged());
     match gate::decide(&facts) {
         Decision::Run(because) => Ok(run_unasked(run, call, &tool, arguments, because).await),
         Decision::Ask(because) => {
             let offered = gate::offered_grants(&facts);
-            ask_and_wait(run, call, &tool, because.text(), offered).await
+            ask_and_wait(run, call, &tool, because.text(), offered, &provenance).await
         }
     }
+}
+
+/// What the chat has seen, for a call's provenance: the user's messages,
+/// the results of earlier turns as the chat stores them (the start of each,
+/// `mcp_tool_call.result`), and this turn's results as the model got them.
+async fn seen_in_chat(run: &ToolRun<'_>) -> Result<Vec<Seen>, sqlx::Error> {
+    let ctx = run.ctx;
+    let mut tx = db::user_tx(&run.state.db, ctx.user_id).await?;
+    let typed = sqlx::query_scalar!(
+        "select content from messages where chat_id = $1 and role = 'user' order by created_at",
+        ctx.chat_id as ChatId,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let earlier = sqlx::query!(
+        r#"select data, created_at from chat_events
+            where chat_id = $1 and type = 'mcp_tool_call' and turn_id is distinct from $2
+              and data ? 'result'
+            order by seq"#,
+        ctx.chat_id as ChatId,
+        ctx.turn_id as TurnId,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let mut seen: Vec<Seen> = typed
+        .into_iter()
+        .map(|text| Seen {
+            by: SeenBy::User,
+            text,
+        })
+        .collect();
+    for row in earlier {
+        let Ok(ChatEvent::McpToolCall {
+            id,
+            connector_id,
+            connector_name,
+            tool_name,
+            result: Some(text),
+            ..
+        }) = serde_json::from_value::<ChatEvent>(row.data)
+        else {
+            continue;
+        };
+        // An event from before connector ids were recorded: its connector
+        // is unknown, so any flow from it counts as another connector's.
+        let connector_id = connector_id
+            .and_then(|id| id.parse::<Uuid>().ok())
+            .map_or(ConnectorId(Uuid::nil()), ConnectorId);
+        seen.push(Seen {
+            by: SeenBy::Tool {
+                source: Source {
+                    call: id,
+                    connector_name,
+                    tool_name,
+                    at: rfc3339(row.created_at),
+                },
+                connector_id,
+            },
+            text,
+        });
+    }
+    seen.extend(run.seen.results());
+    Ok(seen)
+}
+
+fn rfc3339(at: time::OffsetDateTime) -> String {
+    at.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// The call's lines in the activity log, under `call_ref` (the model's
@@ -670,6 +769,7 @@ async fn ask_and_wait(
     tool: &Kept,
     reason: &str,
     offered_grants: &[GrantKind],
+    provenance: &Provenance,
 ) -> Result<ToolOutcome, sqlx::Error> {
     let state = run.state;
     let row = approvals::propose(
@@ -686,6 +786,7 @@ async fn ask_and_wait(
             destination_url: &tool.url,
             reason,
             offered_grants,
+            provenance,
         },
     )
     .await?;
@@ -791,6 +892,30 @@ async fn report(
         }
         Err(_) => (None, None),
     };
+    // What the model will see of a result is what later calls of this
+    // turn are traced against, and what is searched for instructions.
+    let contains_instructions = match &outcome {
+        Ok(text) => {
+            let seen: String = text
+                .chars()
+                .take(crate::turns::MAX_TOOL_RESULT_CHARS)
+                .collect();
+            let marked = provenance::contains_instructions(&seen);
+            run.seen.add(
+                Source {
+                    call: id.to_owned(),
+                    connector_name: tool.connector_name.clone(),
+                    tool_name: tool.tool_name.clone(),
+                    at: rfc3339(time::OffsetDateTime::now_utc()),
+                },
+                tool.connector_id,
+                seen,
+                marked,
+            );
+            marked
+        }
+        Err(_) => false,
+    };
     run.events
         .emit(ChatEvent::McpToolCall {
             turn_id: run.ctx.turn_id.to_string(),
@@ -806,7 +931,8 @@ async fn report(
             sign_in_connector_id: sign_in.then(|| tool.connector_id.to_string()),
             result,
             result_chars,
-            contains_instructions: false,
+            contains_instructions,
+            connector_id: Some(tool.connector_id.to_string()),
         })
         .await;
     let mut result = match outcome {

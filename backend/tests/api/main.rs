@@ -26,6 +26,7 @@ mod metrics;
 mod mfa;
 mod oauth_flow;
 mod oauth_store;
+mod provenance;
 mod provenance_corpus;
 mod py_oauth;
 mod rls;

@@ -1784,6 +1784,7 @@ mod tests {
             result: None,
             result_chars: None,
             contains_instructions: false,
+            connector_id: None,
         }
     }
 
@@ -2199,6 +2200,7 @@ mod tests {
                 result: None,
                 result_chars: None,
                 contains_instructions: false,
+                connector_id: None,
             },
         );
         let call = only_call(&transcript);
@@ -2243,6 +2245,7 @@ mod tests {
             result: None,
             result_chars: None,
             contains_instructions: false,
+            connector_id: None,
         }
     }
 
@@ -2458,6 +2461,7 @@ mod tests {
                 result: None,
                 result_chars: None,
                 contains_instructions: false,
+                connector_id: None,
             },
             tool_call("t1", "c2"),
             ran_under("t1", "c2", Some(CallOrigin::TurnGrant)),
