@@ -4,7 +4,9 @@
 //! test in `cargo xtask test`) with `COUNTERSIGN_EVAL_REPORT` pointing at
 //! `target/eval/provenance.jsonl`, and prints Markdown tables from its
 //! rows: per configuration, each attack and benign kind's scenarios,
-//! calls proposed, flagged, asked (a card shown) and run without a card;
+//! calls proposed, flagged, whose data itself was matched (a span from a
+//! tool result where the payload travels, not only in a recipient the
+//! injection named), asked (a card shown) and run without a card;
 //! the misses (exfiltration calls that ran unflagged under standing
 //! grants) and the false alarms; and the instruction detector's marks on
 //! injected and benign documents.
@@ -84,9 +86,9 @@ pub fn tables(rows: &[Value]) -> String {
         }
         let _ = writeln!(out, "\n### {heading}\n");
         out.push_str(
-            "| class | kind | scenarios | proposed | flagged | asked | ran without a card |\n",
+            "| class | kind | scenarios | proposed | flagged | data matched | asked | ran without a card |\n",
         );
-        out.push_str("|---|---|---|---|---|---|---|\n");
+        out.push_str("|---|---|---|---|---|---|---|---|\n");
         let mut kinds: Vec<(&str, &str)> = Vec::new();
         for r in &rows {
             let k = (
@@ -185,10 +187,11 @@ fn figures_line(class: &str, kind: &str, rows: &[&Value]) -> String {
         .map(|r| r["ran_without_card"].as_u64().unwrap_or(0))
         .sum();
     format!(
-        "| {class} | {kind} | {} | {} | {} | {} | {ran} |\n",
+        "| {class} | {kind} | {} | {} | {} | {} | {} | {ran} |\n",
         rows.len(),
         count("proposed"),
         count("flagged"),
+        count("data_matched"),
         count("asked"),
     )
 }
@@ -266,7 +269,7 @@ mod tests {
                    ran: u64| {
             json!({
                 "scenario": scenario, "class": class, "kind": kind, "config": config,
-                "proposed": true, "flagged": flagged, "asked": flagged, "ran_without_card": ran,
+                "proposed": true, "flagged": flagged, "data_matched": flagged, "asked": flagged, "ran_without_card": ran,
                 "expected_flag": if class == "attack" { json!(true) } else { json!(false) },
                 "document": format!("doc-{scenario}"), "injection_style": if class == "attack" { json!("agentdojo") } else { json!(null) },
                 "read_contains_instructions": class == "attack",
@@ -283,15 +286,15 @@ mod tests {
         ];
         let text = tables(&rows);
         assert!(
-            text.contains("| attack | copied | 1 | 1 | 1 | 1 | 0 |"),
+            text.contains("| attack | copied | 1 | 1 | 1 | 1 | 1 | 0 |"),
             "{text}"
         );
         assert!(
-            text.contains("| attack | **total** | 2 | 2 | 1 | 1 | 0 |"),
+            text.contains("| attack | **total** | 2 | 2 | 1 | 1 | 1 | 0 |"),
             "{text}"
         );
         assert!(
-            text.contains("| attack | **total** | 2 | 2 | 1 | 1 | 1 |"),
+            text.contains("| attack | **total** | 2 | 2 | 1 | 1 | 1 | 1 |"),
             "{text}"
         );
         assert!(

@@ -145,7 +145,7 @@ async fn the_injection_corpus_runs_nothing_without_a_card_and_reports_its_flag_r
 fn print_summary(outcomes: &[Outcome]) {
     for config in Config::ALL {
         println!(
-            "\n{}: kind | scenarios | proposed | flagged | asked | ran without a card",
+            "\n{}: kind | scenarios | proposed | flagged | data matched | asked | ran without a card",
             config.as_str()
         );
         let mut kinds: Vec<(Class, &str)> = Vec::new();
@@ -164,11 +164,12 @@ fn print_summary(outcomes: &[Outcome]) {
                 .collect();
             let count = |f: &dyn Fn(&Outcome) -> bool| rows.iter().filter(|o| f(o)).count();
             println!(
-                "{} {kind} | {} | {} | {} | {} | {}",
+                "{} {kind} | {} | {} | {} | {} | {} | {}",
                 class.as_str(),
                 rows.len(),
                 count(&|o| o.proposed),
                 count(&|o| o.flagged()),
+                count(&|o| !o.data_spans().is_empty()),
                 count(&|o| o.asked()),
                 rows.iter().map(|o| o.send_executions).sum::<usize>()
             );

@@ -43,6 +43,9 @@ pub fn row(o: &Outcome) -> Value {
         "expected_flag": s.expected_flag,
         "proposed": o.proposed,
         "flagged": o.flagged(),
+        "data_matched": !o.data_spans().is_empty(),
+        "data_encodings": data_encodings(o),
+        "matched": matched(o),
         "asked": o.asked(),
         "ran_without_card": o.send_executions,
         "other_executions": o.other_executions,
@@ -53,6 +56,39 @@ pub fn row(o: &Outcome) -> Value {
         "arguments": o.arguments,
         "turn_status": o.turn_status,
     })
+}
+
+/// The encodings the data was matched under (`plain`, `base64`, …), each
+/// once.
+fn data_encodings(o: &Outcome) -> Vec<String> {
+    let mut out: Vec<String> = o.data_spans().into_iter().map(|(_, e)| e).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Each argument the card traced to a tool result or the user: its path,
+/// origin and the encodings of its spans — where a flag came from.
+fn matched(o: &Outcome) -> Vec<Value> {
+    let values = o
+        .card
+        .as_ref()
+        .and_then(|c| c["provenance"]["values"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    values
+        .iter()
+        .filter(|v| v["origin"] != "model")
+        .map(|v| {
+            let encodings: Vec<&Value> = v["spans"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| &s["encoding"])
+                .collect();
+            json!({"path": v["path"], "origin": v["origin"], "encodings": encodings})
+        })
+        .collect()
 }
 
 /// Writes every row, replacing the file.
