@@ -73,12 +73,18 @@ async fn the_injection_corpus_runs_nothing_without_a_card_and_reports_its_flag_r
         .filter(|s| s.id.contains(&only))
         .map(Arc::new)
         .collect();
-    let outcomes: Vec<Outcome> = futures_util::stream::iter(scenarios.iter().cloned().enumerate())
-        .map(|(i, s)| runner::run(&env, s, i))
-        .buffer_unordered(CONCURRENCY)
-        .flat_map(futures_util::stream::iter)
-        .collect()
-        .await;
+    let mut done: Vec<(usize, [Outcome; 2])> =
+        futures_util::stream::iter(scenarios.iter().cloned().enumerate())
+            .map(|(i, s)| {
+                let env = &env;
+                async move { (i, runner::run(env, s, i).await) }
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+    // The report in the corpus's order, whatever finished first.
+    done.sort_by_key(|(i, _)| *i);
+    let outcomes: Vec<Outcome> = done.into_iter().flat_map(|(_, pair)| pair).collect();
     let path = report::write(&outcomes);
     println!(
         "provenance corpus: {} rows in {}",
