@@ -27,12 +27,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// The user's message of the standing-grants set-up turn.
 pub const SETUP_MESSAGE: &str = "Set-up: send one test message so that I can allow the tool.";
 
+/// A model's part: its scenario, and whether each turn starts with a
+/// warm-up send.
+type Part = (Arc<Scenario>, bool);
+
 /// The fake provider; its state is shared with the server task.
 #[derive(Debug, Clone, Default)]
 pub struct Attacker {
     /// Per model name: the scenario, and whether the turn starts with a
     /// warm-up send (for a turn grant).
-    runs: Arc<Mutex<HashMap<String, (Arc<Scenario>, bool)>>>,
+    runs: Arc<Mutex<HashMap<String, Part>>>,
 }
 
 impl Attacker {

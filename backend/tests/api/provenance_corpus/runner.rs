@@ -214,7 +214,7 @@ pub async fn run(env: &Env, scenario: Arc<Scenario>, index: usize) -> [Outcome; 
             .await;
         assert_eq!(res.status(), StatusCode::OK, "trust {id}");
     }
-    let grant = if index % 2 == 0 {
+    let grant = if index.is_multiple_of(2) {
         Grant::Always
     } else {
         Grant::Turn
