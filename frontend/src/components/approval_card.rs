@@ -25,8 +25,9 @@ use leptos::web_sys::js_sys::Date;
 use crate::api;
 use crate::components::{OriginChip, SignInAgainButton, StepUp, ToolResultFold};
 use crate::model::approval::{
-    ArgPiece, always_question, argument_pieces, card_status, card_title, clock_offset_ms,
-    countdown_text, duration_text, remaining_secs, risk_view,
+    ArgPiece, FLOW_NOTE, always_question, argument_pieces_with, card_status, card_title,
+    clock_offset_ms, countdown_text, duration_text, instructions_note, origin_lines,
+    remaining_secs, risk_view,
 };
 use crate::model::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 use crate::session::SessionState;
@@ -188,10 +189,17 @@ pub fn ApprovalCard(
     let pieces = Memo::new(move |_| {
         approval.with(|a| {
             a.as_ref()
-                .map(|a| argument_pieces(&a.arguments))
+                .map(|a| argument_pieces_with(&a.arguments, a.provenance.as_deref()))
                 .unwrap_or_default()
         })
     });
+    // Where the arguments came from (issue 16): the flows that make it
+    // ask, the results of this reply that held instructions, and each
+    // argument's origin.
+    let provenance = move || approval.with(|a| a.as_ref().and_then(|a| a.provenance.clone()));
+    let flows = move || provenance().map(|p| p.flows).filter(|f| !f.is_empty());
+    let instructions = move || provenance().and_then(|p| instructions_note(&p));
+    let origins = move || provenance().map(|p| origin_lines(&p, crate::clock::minutes_east_at));
     let key = move || {
         status.with(|s| {
             s.as_ref()
@@ -268,6 +276,22 @@ pub fn ApprovalCard(
                 data-testid="approval-evidence"
                 hidden=move || folded() && !details_open.get()
             >
+            // Text from a tool's result leaving for elsewhere: first, in
+            // the danger colours.
+            {move || flows().map(|flows| view! {
+                <div class="approval-flows" data-testid="approval-flows">
+                    <p class="approval-flows-title">"This call sends text from a tool\u{2019}s result elsewhere"</p>
+                    <ul>
+                        {flows.into_iter().map(|flow| view! {
+                            <li data-testid="approval-flow">{flow.text}</li>
+                        }).collect_view()}
+                    </ul>
+                    <p class="approval-flows-note">{FLOW_NOTE}</p>
+                </div>
+            })}
+            {move || instructions().map(|text| view! {
+                <p class="approval-instructions" data-testid="approval-instructions">{text}</p>
+            })}
             // The tool as the user reviewed it: its title and description
             // (text only, never markup), then its declared risk.
             <div class="approval-about" data-testid="approval-about">
@@ -317,10 +341,47 @@ pub fn ApprovalCard(
                                 <LongValue preview=preview literal=literal chars=chars />
                             }
                             .into_any(),
+                            // Seen before: highlighted, named in the list below.
+                            ArgPiece::Marked(runs) => runs
+                                .into_iter()
+                                .map(|run| match run.mark {
+                                    Some(mark) => view! {
+                                        <mark
+                                            class="arg-seen"
+                                            class:flow=mark.flow
+                                            data-origin=mark.origin.as_str()
+                                            data-testid="approval-seen"
+                                            title=mark.label
+                                        >
+                                            {run.text}
+                                        </mark>
+                                    }
+                                    .into_any(),
+                                    None => view! { <span>{run.text}</span> }.into_any(),
+                                })
+                                .collect_view()
+                                .into_any(),
                         })
                         .collect_view()
                 }}
             </div>
+            {move || origins().map(|lines| {
+                let rest = if lines.is_empty() {
+                    "Written by the model: nothing in these arguments was seen earlier in this chat."
+                } else {
+                    "Everything else was written by the model."
+                };
+                view! {
+                <ul class="approval-origins" data-testid="approval-origins" aria-label="Where the arguments came from">
+                    {lines.into_iter().map(|line| view! {
+                        <li class:flow=line.flow data-testid="approval-origin">
+                            <code>{line.what}</code>": "{line.words}
+                        </li>
+                    }).collect_view()}
+                    <li class="approval-origins-rest">{rest}</li>
+                </ul>
+                }
+            })}
             </div>
             <Show when=counting_down>
                 <p class="approval-countdown" role="timer" data-testid="approval-countdown">

@@ -75,6 +75,11 @@ pub fn ToolCallBlock(
 #[component]
 pub fn ToolResultFold(result: ToolResult) -> impl IntoView {
     view! {
+        {result.contains_instructions.then(|| view! {
+            <p class="tool-result-instructions" data-testid="tool-result-instructions">
+                "This result contains instructions; Countersign treated them as data."
+            </p>
+        })}
         <details class="tool-result" data-testid="tool-result">
             <summary>{result.label()}</summary>
             <pre class="tool-result-text" data-testid="tool-result-text">{result.text}</pre>

@@ -10,7 +10,10 @@
 //! `expires_at`, which disables the buttons early (the server would answer
 //! 410 anyway) — never the other way round.
 
-use countersign_api::{PendingCallStatus, RiskFlag, ToolCallStatus, ToolRisk};
+use countersign_api::provenance::Span;
+use countersign_api::{
+    PendingCallStatus, Provenance, RiskFlag, SpanEncoding, ToolCallStatus, ToolRisk, ValueOrigin,
+};
 use serde_json::Value;
 
 use crate::model::transcript::{ApprovalState, Grant, Origin, ToolState};
@@ -297,6 +300,10 @@ pub fn origin_text(origin: &Origin, minutes_east_at: impl Fn(f64) -> i64) -> Str
 pub enum ArgPiece {
     /// Pretty JSON shown as is.
     Code(String),
+    /// A string (or key, or number) with parts seen before in the chat:
+    /// its JSON text in runs, the seen ones marked. Never folded, so the
+    /// marks are in sight.
+    Marked(Vec<ArgRun>),
     /// A long string value: the start shown, the whole JSON string (quotes
     /// and escapes included) one click away.
     Long {
@@ -309,21 +316,149 @@ pub enum ArgPiece {
     },
 }
 
+/// A run of a marked string's JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgRun {
+    /// The JSON text (escaped as in the literal; quotes in the first and
+    /// last runs).
+    pub text: String,
+    /// Where it was seen, if it was.
+    pub mark: Option<ArgMark>,
+}
+
+/// What a marked run is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgMark {
+    /// `typed` or `tool_result`.
+    pub origin: ValueOrigin,
+    /// In words: "Typed by you", "From Demo: search_notes", with the
+    /// encoding it was found under.
+    pub label: String,
+    /// The text would leave for elsewhere (one of the card's flows).
+    pub flow: bool,
+}
+
 /// `value` as pretty JSON (exactly `serde_json::to_string_pretty`'s text
 /// when the [`ArgPiece::Code`] texts and [`ArgPiece::Long`] literals are
 /// joined), with every string longer than [`FOLD_AFTER_CHARS`] as a
 /// foldable piece. Nothing is ever cut.
 pub fn argument_pieces(value: &Value) -> Vec<ArgPiece> {
+    argument_pieces_with(value, None)
+}
+
+/// [`argument_pieces`], with the parts `provenance` traced marked.
+pub fn argument_pieces_with(value: &Value, provenance: Option<&Provenance>) -> Vec<ArgPiece> {
     let mut pieces = Vec::new();
     let mut code = String::new();
-    write_value(value, 0, &mut code, &mut pieces);
+    let marks = Marks(provenance);
+    write_value(value, 0, &mut String::new(), &marks, &mut code, &mut pieces);
     if !code.is_empty() {
         pieces.push(ArgPiece::Code(code));
     }
     pieces
 }
 
-fn write_value(value: &Value, depth: usize, code: &mut String, pieces: &mut Vec<ArgPiece>) {
+/// The spans of a card's provenance, by pointer.
+struct Marks<'a>(Option<&'a Provenance>);
+
+impl Marks<'_> {
+    /// The runs of `text` (a key, a string's content or a number's JSON
+    /// text) at `path`, when any part of it was seen before.
+    fn runs(&self, path: &str, key: bool, text: &str, quoted: bool) -> Option<Vec<ArgRun>> {
+        let provenance = self.0?;
+        let value = provenance
+            .values
+            .iter()
+            .find(|v| v.path == path && v.key == key && !v.spans.is_empty())?;
+        let chars: Vec<char> = text.chars().collect();
+        let escape = |part: &[char]| {
+            let part: String = part.iter().collect();
+            if quoted {
+                let lit = literal(&part);
+                lit[1..lit.len() - 1].to_owned()
+            } else {
+                part
+            }
+        };
+        let mut runs = Vec::new();
+        if quoted {
+            runs.push(ArgRun {
+                text: "\"".into(),
+                mark: None,
+            });
+        }
+        let mut at = 0;
+        for span in &value.spans {
+            let (start, end) = (span.start as usize, (span.end as usize).min(chars.len()));
+            if start < at || start >= end {
+                continue;
+            }
+            if start > at {
+                runs.push(ArgRun {
+                    text: escape(&chars[at..start]),
+                    mark: None,
+                });
+            }
+            runs.push(ArgRun {
+                text: escape(&chars[start..end]),
+                mark: Some(mark_of(provenance, span)),
+            });
+            at = end;
+        }
+        if at < chars.len() {
+            runs.push(ArgRun {
+                text: escape(&chars[at..]),
+                mark: None,
+            });
+        }
+        if quoted {
+            runs.push(ArgRun {
+                text: "\"".into(),
+                mark: None,
+            });
+        }
+        Some(runs)
+    }
+}
+
+fn mark_of(provenance: &Provenance, span: &Span) -> ArgMark {
+    let encoded = match span.encoding {
+        SpanEncoding::Base64 => ", base64-encoded",
+        SpanEncoding::Percent => ", URL-encoded",
+        SpanEncoding::Hex => ", hex-encoded",
+        _ => "",
+    };
+    match &span.source {
+        Some(source) if span.origin == ValueOrigin::ToolResult => ArgMark {
+            origin: ValueOrigin::ToolResult,
+            label: format!(
+                "From {}: {}{encoded}",
+                source.connector_name, source.tool_name
+            ),
+            flow: provenance.flows.iter().any(|f| f.from.call == source.call),
+        },
+        _ => ArgMark {
+            origin: ValueOrigin::Typed,
+            label: format!("Typed by you{encoded}"),
+            flow: false,
+        },
+    }
+}
+
+fn write_value(
+    value: &Value,
+    depth: usize,
+    path: &mut String,
+    marks: &Marks<'_>,
+    code: &mut String,
+    pieces: &mut Vec<ArgPiece>,
+) {
+    let marked = |runs: Vec<ArgRun>, code: &mut String, pieces: &mut Vec<ArgPiece>| {
+        if !code.is_empty() {
+            pieces.push(ArgPiece::Code(std::mem::take(code)));
+        }
+        pieces.push(ArgPiece::Marked(runs));
+    };
     match value {
         Value::Object(map) if !map.is_empty() => {
             code.push('{');
@@ -333,9 +468,16 @@ fn write_value(value: &Value, depth: usize, code: &mut String, pieces: &mut Vec<
                 }
                 code.push('\n');
                 indent(code, depth + 1);
-                code.push_str(&literal(key));
+                let len = path.len();
+                path.push('/');
+                path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                match marks.runs(path, true, key, true) {
+                    Some(runs) => marked(runs, code, pieces),
+                    None => code.push_str(&literal(key)),
+                }
                 code.push_str(": ");
-                write_value(item, depth + 1, code, pieces);
+                write_value(item, depth + 1, path, marks, code, pieces);
+                path.truncate(len);
             }
             code.push('\n');
             indent(code, depth);
@@ -349,11 +491,21 @@ fn write_value(value: &Value, depth: usize, code: &mut String, pieces: &mut Vec<
                 }
                 code.push('\n');
                 indent(code, depth + 1);
-                write_value(item, depth + 1, code, pieces);
+                let len = path.len();
+                path.push('/');
+                path.push_str(&index.to_string());
+                write_value(item, depth + 1, path, marks, code, pieces);
+                path.truncate(len);
             }
             code.push('\n');
             indent(code, depth);
             code.push(']');
+        }
+        Value::String(text) if let Some(runs) = marks.runs(path, false, text, true) => {
+            marked(runs, code, pieces);
+        }
+        Value::Number(n) if let Some(runs) = marks.runs(path, false, &n.to_string(), false) => {
+            marked(runs, code, pieces);
         }
         Value::String(text) if text.chars().count() > FOLD_AFTER_CHARS => {
             if !code.is_empty() {
@@ -373,6 +525,87 @@ fn write_value(value: &Value, depth: usize, code: &mut String, pieces: &mut Vec<
     }
 }
 
+/// What the card says under a flow's warning.
+pub const FLOW_NOTE: &str = "Calls like this always ask: no \u{201c}Allow for this turn\u{201d}, \
+\u{201c}Always allow\u{201d} or trusted annotations let them run unseen.";
+
+/// One argument's origin, in words, for the list under the arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OriginLine {
+    /// The argument (`text`, `to/0`; a key says so).
+    pub what: String,
+    /// "typed by you", "from Demo: search_notes (result at 04:10)",
+    /// "written by the model" — the parts, when several.
+    pub words: String,
+    /// Some of it would leave for elsewhere.
+    pub flow: bool,
+}
+
+/// Each string's origin, for every string with a part seen before (the
+/// rest: "Everything else was written by the model").
+pub fn origin_lines(provenance: &Provenance, minutes_east: impl Fn(f64) -> i64) -> Vec<OriginLine> {
+    provenance
+        .values
+        .iter()
+        .filter(|v| !v.spans.is_empty())
+        .map(|v| {
+            let mut parts: Vec<String> = Vec::new();
+            let mut flow = false;
+            for span in &v.spans {
+                let part = match &span.source {
+                    Some(source) if span.origin == ValueOrigin::ToolResult => {
+                        flow |= provenance.flows.iter().any(|f| f.from.call == source.call);
+                        let at = parse_rfc3339_ms(&source.at)
+                            .map(|ms| format!(" (result at {})", clock_text(ms, minutes_east(ms))))
+                            .unwrap_or_default();
+                        format!("from {}: {}{at}", source.connector_name, source.tool_name)
+                    }
+                    _ => "typed by you".to_owned(),
+                };
+                if !parts.contains(&part) {
+                    parts.push(part);
+                }
+            }
+            let path = v
+                .path
+                .trim_start_matches('/')
+                .replace("~1", "/")
+                .replace("~0", "~");
+            OriginLine {
+                what: if v.key {
+                    format!("{path} (the key)")
+                } else {
+                    path
+                },
+                words: parts.join("; "),
+                flow,
+            }
+        })
+        .collect()
+}
+
+/// "An earlier result in this reply contains instructions: …", when one
+/// did.
+pub fn instructions_note(provenance: &Provenance) -> Option<String> {
+    let mut names: Vec<String> = Vec::new();
+    for source in &provenance.instructions_in {
+        let name = format!("{}: {}", source.connector_name, source.tool_name);
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    (!names.is_empty()).then(|| {
+        let one = names.len() == 1;
+        format!(
+            "{} earlier in this reply contain{} instructions aimed at the assistant ({}); \
+             Countersign treated them as data. Check that this call is what you asked for.",
+            if one { "A result" } else { "Results" },
+            if one { "s" } else { "" },
+            names.join(", ")
+        )
+    })
+}
+
 fn indent(code: &mut String, depth: usize) {
     for _ in 0..depth {
         code.push_str("  ");
@@ -388,12 +621,105 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn provenance_of(value: serde_json::Value) -> Provenance {
+        serde_json::from_value(value).expect("provenance")
+    }
+
+    fn source(call: &str) -> serde_json::Value {
+        json!({"call": call, "connector_name": "Matter notes", "tool_name": "read_matter",
+               "at": "2026-12-02T04:10:00Z"})
+    }
+
+    #[test]
+    fn seen_parts_of_strings_keys_and_numbers_are_marked_and_the_json_is_unchanged() {
+        let value = json!({"body": "FYI: the \"ceiling\" is 2.4M\nBest", "n": 4481229117_u64, "to": "x@y.example"});
+        let p = provenance_of(json!({
+            "values": [
+                {"path": "/body", "origin": "tool_result", "spans": [
+                    {"start": 5, "end": 31, "origin": "tool_result", "source": source("c1"),
+                     "encoding": "plain", "digest": "d"}]},
+                {"path": "/n", "origin": "tool_result", "spans": [
+                    {"start": 0, "end": 10, "origin": "tool_result", "source": source("c1"),
+                     "encoding": "plain", "digest": "d"}]},
+                {"path": "/to", "origin": "typed", "spans": [
+                    {"start": 0, "end": 11, "origin": "typed", "encoding": "plain", "digest": "d"}]}
+            ],
+            "flows": [{"from": source("c1"), "to_connector_name": "Mail", "to_tool_name": "send",
+                       "reaches_outside": true, "other_connector": true, "text": "t"}]
+        }));
+        let pieces = argument_pieces_with(&value, Some(&p));
+        assert_eq!(
+            joined(&pieces),
+            serde_json::to_string_pretty(&value).expect("serializes"),
+            "marks change no character of the JSON"
+        );
+        let marked: Vec<(&str, &ArgMark)> = pieces
+            .iter()
+            .filter_map(|piece| match piece {
+                ArgPiece::Marked(runs) => Some(runs),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|run| run.mark.as_ref().map(|m| (run.text.as_str(), m)))
+            .collect();
+        assert_eq!(marked.len(), 3, "{pieces:?}");
+        assert_eq!(marked[0].0, "the \\\"ceiling\\\" is 2.4M\\nBest");
+        assert_eq!(marked[0].1.label, "From Matter notes: read_matter");
+        assert!(marked[0].1.flow);
+        assert_eq!(marked[1].0, "4481229117");
+        assert_eq!(marked[2].1.label, "Typed by you");
+        assert!(!marked[2].1.flow);
+        // Without provenance, nothing is marked.
+        assert!(
+            argument_pieces(&value)
+                .iter()
+                .all(|p| !matches!(p, ArgPiece::Marked(_)))
+        );
+    }
+
+    #[test]
+    fn origins_and_instructions_are_put_in_words() {
+        let p = provenance_of(json!({
+            "values": [
+                {"path": "/body", "origin": "tool_result", "spans": [
+                    {"start": 0, "end": 5, "origin": "typed", "encoding": "plain", "digest": "d"},
+                    {"start": 6, "end": 30, "origin": "tool_result", "source": source("c1"),
+                     "encoding": "base64", "digest": "d"}]},
+                {"path": "/a~1b", "key": true, "origin": "typed", "spans": [
+                    {"start": 0, "end": 3, "origin": "typed", "encoding": "plain", "digest": "d"}]},
+                {"path": "/subject", "origin": "model", "spans": []}
+            ],
+            "flows": [{"from": source("c1"), "to_connector_name": "Mail", "to_tool_name": "send",
+                       "reaches_outside": true, "other_connector": true, "text": "t"}],
+            "instructions_in": [source("c1"), source("c2")]
+        }));
+        let lines = origin_lines(&p, |_| 0);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].what, "body");
+        assert_eq!(
+            lines[0].words,
+            "typed by you; from Matter notes: read_matter (result at 04:10)"
+        );
+        assert!(lines[0].flow);
+        assert_eq!(lines[1].what, "a/b (the key)");
+        assert_eq!(
+            instructions_note(&p).as_deref(),
+            Some(
+                "A result earlier in this reply contains instructions aimed at the assistant \
+                 (Matter notes: read_matter); Countersign treated them as data. Check that this \
+                 call is what you asked for."
+            )
+        );
+        assert_eq!(instructions_note(&Provenance::default()), None);
+    }
+
     fn joined(pieces: &[ArgPiece]) -> String {
         pieces
             .iter()
             .map(|piece| match piece {
-                ArgPiece::Code(code) => code.as_str(),
-                ArgPiece::Long { literal, .. } => literal.as_str(),
+                ArgPiece::Code(code) => code.clone(),
+                ArgPiece::Long { literal, .. } => literal.clone(),
+                ArgPiece::Marked(runs) => runs.iter().map(|r| r.text.as_str()).collect(),
             })
             .collect()
     }
@@ -432,7 +758,7 @@ mod tests {
                     literal,
                     chars,
                 } => Some((preview, literal, *chars)),
-                ArgPiece::Code(_) => None,
+                ArgPiece::Code(_) | ArgPiece::Marked(_) => None,
             })
             .collect();
         assert_eq!(longs.len(), 2, "both long values fold: {pieces:?}");

@@ -33,7 +33,7 @@
 
 use countersign_api::{
     CallOrigin, ChatDetail, ChatEvent, GrantKind, InputAction, InputMode, InputRequestStatus,
-    MessageStatus, Resolution, ToolCallStatus, ToolRisk, TurnEnding,
+    MessageStatus, Provenance, Resolution, ToolCallStatus, ToolRisk, TurnEnding,
 };
 
 /// The chat's turns, oldest first, and how far the stream has been applied.
@@ -120,6 +120,9 @@ pub struct ToolResult {
     pub text: String,
     /// How many characters the whole result had.
     pub total_chars: u64,
+    /// The server found text aimed at the assistant in it (and treated it
+    /// as data).
+    pub contains_instructions: bool,
 }
 
 impl ToolResult {
@@ -274,6 +277,9 @@ pub struct Approval {
     /// Its risk as its reviewed annotations declare it (`None` from an
     /// older server: shown as risky).
     pub risk: Option<ToolRisk>,
+    /// Where the arguments came from, and the flows that make it warn
+    /// (`None` from an older server).
+    pub provenance: Option<Box<Provenance>>,
     /// Where the decision stands.
     pub state: ApprovalState,
     /// Once approved: what the user allowed (from the server, or this
@@ -908,6 +914,7 @@ impl Transcript {
                 tool_title,
                 tool_description,
                 risk,
+                provenance,
                 ..
             } => {
                 let evidence = Approval {
@@ -915,6 +922,7 @@ impl Transcript {
                     tool_title,
                     tool_description,
                     risk,
+                    provenance,
                     id: id.clone(),
                     connector_id,
                     connector_name,
@@ -1006,12 +1014,14 @@ impl Transcript {
                 sign_in_connector_id,
                 result,
                 result_chars,
+                contains_instructions,
                 ..
             } => {
                 let result = result.map(|text| {
                     Box::new(ToolResult {
                         total_chars: result_chars.unwrap_or(text.chars().count() as u64),
                         text,
+                        contains_instructions,
                     })
                 });
                 let state = if status == ToolCallStatus::Ok {
@@ -2304,6 +2314,7 @@ mod tests {
         let result = |text: &str, total_chars| ToolResult {
             text: text.into(),
             total_chars,
+            contains_instructions: false,
         };
         assert_eq!(result("3 notes", 7).label(), "Result (7 characters)");
         assert_eq!(result("x", 1).label(), "Result (1 character)");
