@@ -3,7 +3,8 @@
 
 use leptos::prelude::*;
 
-use crate::components::{ApprovalCard, InputCard, ToolCallBlock};
+use crate::components::{ApprovalCard, ToolCallBlock};
+use crate::lazy::LazyInputCard;
 use crate::model::markdown::render_markdown;
 use crate::model::transcript::{Segment, Transcript, TurnStatus};
 
@@ -104,7 +105,7 @@ fn CallInputs(transcript: RwSignal<Transcript>, current: Memo<Option<Segment>>) 
     });
     view! {
         <For each=move || ids.get() key=|id| id.clone() let:id>
-            <InputCard transcript=transcript input_id=id />
+            <LazyInputCard transcript=transcript input_id=id />
         </For>
     }
 }
