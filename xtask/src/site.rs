@@ -131,15 +131,19 @@ pub fn assemble(source: &Path, pkg: &Path, chunks: &[String], out: &Path) -> any
     let wasm = put(hashed_name(WASM, &wasm_bytes), &wasm_bytes)?;
     let mut glue_text = String::from_utf8(read(pkg, GLUE)?).context("the glue is not UTF-8")?;
     let split_loader = match split_loader {
-        Some(loader) if glue_text.contains(&format!("\"./{SPLIT_LOADER}\"")) => {
+        Some(loader) if glue_text.contains(&format!("from \"./{SPLIT_LOADER}\"")) => {
             let mut covered = loader.clone().into_bytes();
             covered.extend_from_slice(glue_text.as_bytes());
             covered.extend_from_slice(&wasm_bytes);
             let served = hashed_name(SPLIT_LOADER, &covered);
             // One `import * as importN from "./__wasm_split.js"` per
-            // chunk loader function.
-            glue_text =
-                glue_text.replace(&format!("\"./{SPLIT_LOADER}\""), &format!("\"./{served}\""));
+            // chunk loader function. Only the module specifiers change:
+            // the keys of the imports object are the wasm's own import
+            // names, which stay `./__wasm_split.js`.
+            glue_text = glue_text.replace(
+                &format!("from \"./{SPLIT_LOADER}\""),
+                &format!("from \"./{served}\""),
+            );
             Some((served, loader))
         }
         // Nothing is lazy: the glue imports no chunk loader.
@@ -272,6 +276,7 @@ mod tests {
         std::fs::write(
             pkg.join(GLUE),
             "import * as import1 from \"./__wasm_split.js\";\n".repeat(2)
+                + "const imports = { \"./__wasm_split.js\": import1 };\n"
                 + &"export default function init() {}\n".repeat(20),
         )?;
         std::fs::write(pkg.join(WASM), vec![0u8; 4096])?;
@@ -323,8 +328,15 @@ mod tests {
         );
         let glue_text = std::fs::read_to_string(out.join("assets").join(&glue))?;
         assert_eq!(
-            glue_text.matches(&format!("\"./{split_loader}\"")).count(),
+            glue_text
+                .matches(&format!("from \"./{split_loader}\""))
+                .count(),
             2,
+            "{glue_text}"
+        );
+        // The wasm still names its import module as it was linked.
+        assert!(
+            glue_text.contains("{ \"./__wasm_split.js\": import1 }"),
             "{glue_text}"
         );
         let split_text = std::fs::read_to_string(out.join("assets").join(&split_loader))?;
