@@ -854,6 +854,38 @@ pub async fn record(
     Ok(())
 }
 
+/// How long [`record_until_stored`] keeps trying.
+pub const RECORD_RETRY_FOR: Duration = Duration::from_secs(120);
+
+/// [`record`], tried again (every 250 ms, then up to every 2 s) while the
+/// database cannot take it, for at most [`RECORD_RETRY_FOR`]: the call ran
+/// and its outcome is known, so a Postgres restart must not turn it into
+/// "outcome unknown". Safe to repeat: `record` changes only an `executing`
+/// row. Returns the last error when it gave up (the row then stays
+/// `executing` until recovery fails it as "interrupted; outcome unknown").
+pub async fn record_until_stored(
+    state: &AppState,
+    id: PendingCallId,
+    error: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    let give_up = tokio::time::Instant::now() + RECORD_RETRY_FOR;
+    let mut pause = Duration::from_millis(250);
+    loop {
+        match record(state, id, error).await {
+            Ok(()) => return Ok(()),
+            Err(err) if tokio::time::Instant::now() + pause < give_up => {
+                tracing::warn!(
+                    error = %err, pending.id = %id,
+                    "cannot record a call's outcome yet; retrying (it ran: it is never re-run)"
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
+
 /// Whether an earlier call of this turn to this connector + tool, **with
 /// this descriptor digest**, was approved "for the rest of this turn" and
 /// ran. A tool that changed (and was kept again) mid-turn asks again.

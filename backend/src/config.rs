@@ -311,6 +311,24 @@ pub struct Config {
     #[arg(long, env = "COUNTERSIGN_APPROVAL_RETENTION_SECS", default_value_t = 24 * 3600)]
     pub approval_retention_secs: u64,
 
+    /// How often each instance proves that the turns it runs are alive
+    /// (seconds): one UPDATE for all of them, which also carries a stored
+    /// Stop.
+    #[arg(long, env = "COUNTERSIGN_TURN_HEARTBEAT_SECS", default_value_t = 5)]
+    pub turn_heartbeat_secs: u64,
+
+    /// A running turn whose heartbeat is older than this (seconds) lost its
+    /// process: recovery ends it as failed and closes its calls (DESIGN
+    /// §6.9). Above the heartbeat interval.
+    #[arg(long, env = "COUNTERSIGN_TURN_STALE_SECS", default_value_t = 30)]
+    pub turn_stale_secs: u64,
+
+    /// Recovery runs at start-up and then this often (seconds): the
+    /// approval ledger, input requests and turns whose process died end
+    /// truthfully, their chats told.
+    #[arg(long, env = "COUNTERSIGN_RECOVERY_INTERVAL_SECS", default_value_t = 60)]
+    pub recovery_interval_secs: u64,
+
     /// A connector's tool list older than this (seconds) is refreshed
     /// before a turn offers its tools, so a changed descriptor suspends its
     /// always-allow rule before the next call.
@@ -363,6 +381,9 @@ impl Config {
             approval_poll_ms: 1500,
             approval_notify: true,
             approval_retention_secs: 24 * 3600,
+            turn_heartbeat_secs: 5,
+            turn_stale_secs: 30,
+            recovery_interval_secs: 60,
             tools_max_age_secs: 3600,
         }
     }

@@ -3,9 +3,15 @@
 //! Every event of a turn is appended to `chat_events` with the chat's next
 //! sequence number and announced with `pg_notify` in the same transaction,
 //! so listeners hear of it only once it is committed. Each instance keeps
-//! one `LISTEN` connection ([`EventHub`]) and fans notifications out to its
-//! streams through a broadcast channel; streams then read the events from
-//! Postgres, so a missed or lagging wake-up costs latency, never an event.
+//! one `LISTEN` connection ([`EventHub`]) and wakes the streams of that
+//! chat only (a watch of the highest sequence number heard, per chat with
+//! streams open here); streams then read the events from Postgres, so a
+//! missed wake-up costs latency, never an event.
+//!
+//! A lost `LISTEN` connection (a Postgres restart) is noticed, logged and
+//! restored by the hub itself; until it is, `/readyz` answers 503, and once
+//! it is, the approval watcher and every stream read the database again, so
+//! the NOTIFYs sent meanwhile cost latency, not decisions or events.
 //!
 //! The hub also carries turn cancellations (`countersign_cancel`) to
 //! whichever instance runs the turn, and approval decisions
@@ -141,11 +147,98 @@ pub async fn request_cancel(tx: &mut Tx, turn_id: Uuid) -> Result<(), sqlx::Erro
     Ok(())
 }
 
+/// How long to wait between attempts to reconnect a lost `LISTEN`
+/// connection (each attempt itself waits for the pool's connect timeout).
+const RELISTEN_EVERY: Duration = Duration::from_millis(500);
+
+/// A new connection of `pool` listening on every channel.
+async fn subscribed(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.eager_reconnect(false);
+    listener
+        .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL, APPROVALS_CHANNEL])
+        .await?;
+    Ok(listener)
+}
+
+/// The hub's `LISTEN` task, until the hub is dropped: notifications are
+/// dispatched; a lost connection (sqlx's `Ok(None)`, or any error) marks
+/// the hub not listening, is logged, and is replaced by a new connection
+/// that listens again (sqlx's own eager reconnect is off: it would restore
+/// `LISTEN` without telling), after which the hub catches up
+/// ([`EventHub::restored`]).
+async fn listen_loop(pool: PgPool, mut listener: PgListener, hub: std::sync::Weak<EventHub>) {
+    loop {
+        let received = listener.try_recv().await;
+        let Some(live) = hub.upgrade() else { return };
+        let lost = match received {
+            Ok(Some(notification)) => {
+                live.dispatch(notification.channel(), notification.payload());
+                continue;
+            }
+            Ok(None) => "the connection closed".to_owned(),
+            Err(err) => err.to_string(),
+        };
+        live.listening
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        tracing::warn!(error = %lost, "event listener lost its connection; reconnecting");
+        drop(live);
+        drop(listener);
+        listener = loop {
+            if hub.strong_count() == 0 {
+                return;
+            }
+            match subscribed(&pool).await {
+                Ok(listener) => break listener,
+                Err(err) => {
+                    tracing::warn!(error = %err, "event listener cannot reconnect yet");
+                    tokio::time::sleep(RELISTEN_EVERY).await;
+                }
+            }
+        };
+        let Some(live) = hub.upgrade() else { return };
+        tracing::warn!("event listener reconnected; LISTEN restored");
+        live.restored();
+    }
+}
+
+/// The streams of one chat on this instance.
+#[derive(Debug)]
+struct ChatEntry {
+    streams: usize,
+    seq: watch::Sender<i64>,
+}
+
+/// One stream's subscription to its chat's wake-ups.
+#[derive(Debug)]
+pub struct ChatWakeups {
+    hub: std::sync::Arc<EventHub>,
+    chat_id: Uuid,
+    /// The highest sequence number heard of; changes on each wake-up.
+    pub seq: watch::Receiver<i64>,
+}
+
+impl Drop for ChatWakeups {
+    fn drop(&mut self) {
+        let mut chats = self.hub.lock_chats();
+        if let Some(entry) = chats.get_mut(&self.chat_id) {
+            entry.streams -= 1;
+            if entry.streams == 0 {
+                chats.remove(&self.chat_id);
+            }
+        }
+    }
+}
+
 /// This instance's end of `LISTEN`: wake-ups for streams, cancellations
 /// for the turns it runs.
 #[derive(Debug)]
 pub struct EventHub {
-    appended: broadcast::Sender<Appended>,
+    /// Per chat with streams open on this instance: the highest sequence
+    /// number heard of. A wake-up reaches only its own chat's streams
+    /// (one broadcast to every stream woke 10,000 idle streams for each
+    /// event of any chat).
+    chats: Mutex<HashMap<Uuid, ChatEntry>>,
     running: Mutex<HashMap<Uuid, watch::Sender<bool>>>,
     closing: watch::Sender<bool>,
     /// "Read the approval ledger again": `true` when a `NOTIFY` said a
@@ -153,45 +246,62 @@ pub struct EventHub {
     approvals: broadcast::Sender<bool>,
     /// Set once this instance's turn heartbeat loop runs.
     heartbeat: std::sync::atomic::AtomicBool,
+    /// Whether the `LISTEN` connection is up (`/readyz` says 503 while it
+    /// is not).
+    listening: std::sync::atomic::AtomicBool,
+    /// Bumped each time `LISTEN` is restored after a lost connection:
+    /// streams re-read the log at once (NOTIFYs sent meanwhile are lost).
+    restored: watch::Sender<u64>,
 }
 
 impl EventHub {
     /// A hub that hears only this process (tests of single pieces).
     pub fn local() -> std::sync::Arc<Self> {
         std::sync::Arc::new(Self {
-            appended: broadcast::channel(1024).0,
+            chats: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
             closing: watch::channel(false).0,
             approvals: broadcast::channel(64).0,
             heartbeat: std::sync::atomic::AtomicBool::new(false),
+            listening: std::sync::atomic::AtomicBool::new(true),
+            restored: watch::channel(0).0,
         })
     }
 
-    /// Starts listening on a dedicated connection of `pool`. The listener
-    /// reconnects by itself; notifications sent while it is away are lost,
-    /// which streams make up for by re-reading the log on every keep-alive.
+    /// Starts listening on a dedicated connection of `pool`, and keeps
+    /// listening: a lost connection is noticed (its `LISTEN` is then down:
+    /// [`EventHub::listening`] is false), reconnected, and `LISTEN`
+    /// restored, after which everything that may have missed a NOTIFY
+    /// meanwhile reads the database again — the approval watcher and every
+    /// stream (they read the log from their last sequence number).
     pub async fn listen(pool: &PgPool) -> Result<std::sync::Arc<Self>, sqlx::Error> {
         let hub = Self::local();
-        let mut listener = PgListener::connect_with(pool).await?;
-        listener
-            .listen_all([EVENTS_CHANNEL, CANCEL_CHANNEL, APPROVALS_CHANNEL])
-            .await?;
-        let weak = std::sync::Arc::downgrade(&hub);
-        tokio::spawn(async move {
-            loop {
-                let notification = match listener.recv().await {
-                    Ok(n) => n,
-                    Err(err) => {
-                        tracing::warn!(error = %err, "event listener lost its connection; retrying");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                        continue;
-                    }
-                };
-                let Some(hub) = weak.upgrade() else { return };
-                hub.dispatch(notification.channel(), notification.payload());
-            }
-        });
+        let listener = subscribed(pool).await?;
+        tokio::spawn(listen_loop(
+            pool.clone(),
+            listener,
+            std::sync::Arc::downgrade(&hub),
+        ));
         Ok(hub)
+    }
+
+    /// Whether this instance hears the other instances now (its `LISTEN`
+    /// connection is up). A hub that hears only this process always does.
+    pub fn listening(&self) -> bool {
+        self.listening.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Changes each time `LISTEN` is restored after a lost connection.
+    pub fn subscribe_restored(&self) -> watch::Receiver<u64> {
+        self.restored.subscribe()
+    }
+
+    /// `LISTEN` is back: whatever waited for a NOTIFY reads again.
+    fn restored(&self) {
+        self.listening
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.restored.send_modify(|n| *n += 1);
+        self.wake_approvals();
     }
 
     fn dispatch(&self, channel: &str, payload: &str) {
@@ -204,8 +314,7 @@ impl EventHub {
                     })
                 });
                 if let Some(appended) = parsed {
-                    // No subscribers is fine.
-                    let _ = self.appended.send(appended);
+                    self.appended(appended);
                 }
             }
             APPROVALS_CHANNEL => {
@@ -234,9 +343,47 @@ impl EventHub {
         let _ = rx.wait_for(|closing| *closing).await;
     }
 
-    /// Wake-ups of every chat; streams filter their own.
-    pub fn subscribe(&self) -> broadcast::Receiver<Appended> {
-        self.appended.subscribe()
+    /// Wakes the streams of `appended`'s chat open here, if any.
+    fn appended(&self, appended: Appended) {
+        let chats = self.lock_chats();
+        if let Some(entry) = chats.get(&appended.chat_id) {
+            entry.seq.send_if_modified(|heard| {
+                let newer = appended.seq > *heard;
+                if newer {
+                    *heard = appended.seq;
+                }
+                newer
+            });
+        }
+    }
+
+    fn lock_chats(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, ChatEntry>> {
+        self.chats
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Wake-ups of one chat, for a stream; dropping it unsubscribes.
+    pub fn subscribe_chat(self: &std::sync::Arc<Self>, chat_id: Uuid) -> ChatWakeups {
+        let seq = {
+            let mut chats = self.lock_chats();
+            let entry = chats.entry(chat_id).or_insert_with(|| ChatEntry {
+                streams: 0,
+                seq: watch::Sender::new(0),
+            });
+            entry.streams += 1;
+            entry.seq.subscribe()
+        };
+        ChatWakeups {
+            hub: self.clone(),
+            chat_id,
+            seq,
+        }
+    }
+
+    /// Chats with streams subscribed here.
+    pub fn chats_followed(&self) -> usize {
+        self.lock_chats().len()
     }
 
     /// Wake-ups of the approval watcher.
@@ -286,5 +433,44 @@ impl EventHub {
         self.running
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_wake_up_reaches_only_its_own_chats_streams_and_unsubscribing_forgets_the_chat() {
+        let hub = EventHub::local();
+        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let mut first = hub.subscribe_chat(a);
+        let second = hub.subscribe_chat(a);
+        let other = hub.subscribe_chat(b);
+        assert_eq!(hub.chats_followed(), 2);
+
+        hub.dispatch(EVENTS_CHANNEL, &format!("{a} 7"));
+        assert!(
+            first.seq.has_changed().expect("open"),
+            "chat a's stream woke"
+        );
+        assert_eq!(*first.seq.borrow_and_update(), 7);
+        assert!(!other.seq.has_changed().expect("open"), "chat b's did not");
+        // An older number (a late NOTIFY) wakes no one.
+        hub.dispatch(EVENTS_CHANNEL, &format!("{a} 3"));
+        assert!(!first.seq.has_changed().expect("open"));
+
+        drop(first);
+        assert_eq!(hub.chats_followed(), 2, "a still has a stream");
+        drop(second);
+        assert_eq!(
+            hub.chats_followed(),
+            1,
+            "a is forgotten with its last stream"
+        );
+        hub.dispatch(EVENTS_CHANNEL, &format!("{a} 9"));
+        assert!(!other.seq.has_changed().expect("open"));
+        drop(other);
+        assert_eq!(hub.chats_followed(), 0);
     }
 }

@@ -22,6 +22,7 @@ pub mod request_id;
 pub mod security;
 pub mod session;
 pub mod stream;
+pub mod stream_sessions;
 pub mod web_app;
 
 use crate::AppState;
@@ -181,6 +182,36 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// Recovery (DESIGN §6.9), at start-up and then every
+/// `COUNTERSIGN_RECOVERY_INTERVAL_SECS`, of whatever a process that died
+/// left open, on any instance: ledger rows (closed, never re-run), input
+/// requests, and the turns themselves, each chat told, so every card and
+/// every turn ends truthfully within the heartbeat window without the user
+/// doing anything. This instance's own turns beat first, so after a
+/// database outage longer than the window they do not look dead to it.
+async fn recovery(state: AppState) {
+    let stale_secs = state.config.turn_stale_secs as f64;
+    let every = std::time::Duration::from_secs(state.config.recovery_interval_secs.max(1));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(err) = crate::turns::beat(&state).await {
+            tracing::warn!(error = %err, "heartbeat before recovery failed; recovery skipped");
+            continue;
+        }
+        if let Err(err) = crate::approvals::recover(&state, stale_secs).await {
+            tracing::warn!(error = %err, "approval ledger recovery failed");
+        }
+        if let Err(err) = crate::inputs::recover(&state, stale_secs).await {
+            tracing::warn!(error = %err, "input request recovery failed");
+        }
+        if let Err(err) = crate::turns::reap_all_stale(&state).await {
+            tracing::warn!(error = %err, "turn recovery failed");
+        }
+    }
+}
+
 /// Serves `router(state)` on `listener` until `shutdown` resolves, then
 /// ends open event streams and finishes in-flight requests.
 pub async fn serve(
@@ -188,27 +219,8 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // Start-up recovery of the approval ledger, then again every minute:
-    // calls of turns that no longer run anywhere are closed, never re-run.
-    let recovery = tokio::spawn({
-        let state = state.clone();
-        async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
-            loop {
-                tick.tick().await;
-                if let Err(err) =
-                    crate::approvals::recover(&state, crate::turns::STALE_AFTER_SECS).await
-                {
-                    tracing::warn!(error = %err, "approval ledger recovery failed");
-                }
-                if let Err(err) =
-                    crate::inputs::recover(&state, crate::turns::STALE_AFTER_SECS).await
-                {
-                    tracing::warn!(error = %err, "input request recovery failed");
-                }
-            }
-        }
-    });
+    // Start-up recovery, then again every COUNTERSIGN_RECOVERY_INTERVAL_SECS.
+    let recovery = tokio::spawn(recovery(state.clone()));
     let hub = state.hub.clone();
     let shutdown = async move {
         shutdown.await;

@@ -81,6 +81,8 @@ pub struct AppState {
     pub approval_keys: Arc<approvals::ApprovalKeys>,
     /// This instance's watcher of pending-call decisions.
     pub watcher: Arc<approvals::Watcher>,
+    /// The sessions of this instance's open streams, re-checked together.
+    pub stream_sessions: Arc<http::stream_sessions::StreamSessions>,
     /// Test seams in the approval lifecycle (none in production).
     pub approval_hooks: approvals::Hooks,
     /// Encryption of secrets at rest; `None` without `COUNTERSIGN_SECRET_KEY`.
@@ -118,6 +120,14 @@ impl AppState {
             config.approval_wait_secs < config.approval_ttl_secs,
             "COUNTERSIGN_APPROVAL_WAIT_SECS must be below COUNTERSIGN_APPROVAL_TTL_SECS"
         );
+        anyhow::ensure!(
+            config.turn_heartbeat_secs >= 1 && config.turn_heartbeat_secs < config.turn_stale_secs,
+            "COUNTERSIGN_TURN_HEARTBEAT_SECS must be at least 1 and below COUNTERSIGN_TURN_STALE_SECS"
+        );
+        anyhow::ensure!(
+            config.recovery_interval_secs >= 1,
+            "COUNTERSIGN_RECOVERY_INTERVAL_SECS must be at least 1"
+        );
         let approval_keys = Arc::new(approvals::ApprovalKeys::from_config(&config)?);
         let resolver: Arc<dyn ssrf::HostResolver> = Arc::new(ssrf::SystemResolver);
         let connector_http = ssrf::guarded_client(
@@ -134,6 +144,7 @@ impl AppState {
             tools: Arc::new(tools::connector::ConnectorTools),
             approval_keys,
             watcher: Arc::default(),
+            stream_sessions: Arc::default(),
             approval_hooks: approvals::Hooks::default(),
             secrets,
             resolver,

@@ -6,8 +6,10 @@
 //!
 //! Stop: `cancel` sets `cancel_requested` and notifies every instance; the
 //! one running the turn stops generating and keeps the partial text,
-//! marked `stopped`. A running turn whose task died (its heartbeat is old)
-//! is marked failed the next time its chat is used.
+//! marked `stopped`. A running turn whose task died (its heartbeat is older
+//! than `COUNTERSIGN_TURN_STALE_SECS`) is marked failed, with events saying
+//! so, by the periodic recovery ([`reap_all_stale`]) or the next time its
+//! chat is used, whichever comes first.
 
 use crate::{
     AppState,
@@ -31,10 +33,6 @@ pub const MAX_MESSAGE_CHARS: usize = 100_000;
 pub const MAX_TOOL_RESULT_CHARS: usize = 20_000;
 /// Text deltas are coalesced for this long before they are written.
 const FLUSH_EVERY: Duration = Duration::from_millis(40);
-/// How often a running turn proves it is alive.
-const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
-/// A running turn silent for this long lost its process.
-pub const STALE_AFTER_SECS: f64 = 30.0;
 
 /// Shown when a turn ends with no text and no reason for it.
 pub const EMPTY_RESPONSE: &str = "The model returned an empty response.";
@@ -75,16 +73,16 @@ pub enum TurnError {
     Database(#[from] sqlx::Error),
 }
 
-/// Marks running turns of `chat_id` whose task stopped beating as failed,
-/// with events saying so. Returns how many.
-async fn reap_stale(tx: &mut Tx, chat_id: Uuid) -> Result<usize, sqlx::Error> {
+/// Marks running turns of `chat_id` whose task stopped beating for
+/// `stale_secs` as failed, with events saying so. Returns how many.
+async fn reap_stale(tx: &mut Tx, chat_id: Uuid, stale_secs: f64) -> Result<usize, sqlx::Error> {
     let reaped: Vec<Uuid> = sqlx::query_scalar!(
         "update turns set status = 'failed', error = 'interrupted', finished_at = now()
           where chat_id = $1 and status = 'running'
             and heartbeat_at < now() - make_interval(secs => $2)
           returning id",
         chat_id,
-        STALE_AFTER_SECS,
+        stale_secs,
     )
     .fetch_all(&mut **tx)
     .await?;
@@ -114,6 +112,37 @@ async fn reap_stale(tx: &mut Tx, chat_id: Uuid) -> Result<usize, sqlx::Error> {
         .await?;
     }
     Ok(reaped.len())
+}
+
+/// Periodic recovery of turns (every chat): each running turn whose
+/// heartbeat is older than `COUNTERSIGN_TURN_STALE_SECS` lost its process,
+/// and ends as [`reap_stale`] ends it, so its chat shows no reply still
+/// being written. Each chat in its owner's transaction. Returns how many.
+pub async fn reap_all_stale(state: &AppState) -> Result<usize, sqlx::Error> {
+    let stale_secs = state.config.turn_stale_secs as f64;
+    let mut tx = db::service_tx(&state.db).await?;
+    let chats = sqlx::query!(
+        "select distinct user_id, chat_id from turns
+          where status = 'running' and heartbeat_at < now() - make_interval(secs => $1)",
+        stale_secs,
+    )
+    .map(|r| (r.user_id, r.chat_id))
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let mut reaped = 0;
+    for (user_id, chat_id) in chats {
+        let mut tx = db::user_tx(&state.db, user_id).await?;
+        reaped += reap_stale(&mut tx, chat_id, stale_secs).await?;
+        tx.commit().await?;
+    }
+    if reaped > 0 {
+        tracing::warn!(
+            turns = reaped,
+            "ended turns whose process stopped (interrupted)"
+        );
+    }
+    Ok(reaped)
 }
 
 /// Starts a turn with the user's message and spawns its task. Returns the
@@ -146,7 +175,7 @@ pub async fn start(
     let Some((model, title)) = chat else {
         return Err(TurnError::ChatNotFound);
     };
-    reap_stale(&mut tx, chat_id).await?;
+    reap_stale(&mut tx, chat_id, state.config.turn_stale_secs as f64).await?;
 
     let turn_id = Uuid::new_v4();
     let inserted = sqlx::query!(
@@ -377,47 +406,49 @@ pub async fn run(state: AppState, ctx: ToolContext, model: String) {
 }
 
 /// Proves that every turn this instance runs is alive, in one UPDATE every
-/// `HEARTBEAT_EVERY` (not one per turn: a thousand turns waiting for
-/// approvals would otherwise cost 12,000 writes a minute), and turns a
-/// stored Stop into a local cancel (for a Stop that arrived before the turn
-/// registered, or whose NOTIFY was lost). One loop per instance, started
-/// with its first turn.
+/// `COUNTERSIGN_TURN_HEARTBEAT_SECS` (not one per turn: a thousand turns
+/// waiting for approvals would otherwise cost 12,000 writes a minute), and
+/// turns a stored Stop into a local cancel (for a Stop that arrived before
+/// the turn registered, or whose NOTIFY was lost). One loop per instance,
+/// started with its first turn.
 async fn heartbeat(state: AppState) {
-    let mut tick = tokio::time::interval(HEARTBEAT_EVERY);
+    let mut tick =
+        tokio::time::interval(Duration::from_secs(state.config.turn_heartbeat_secs.max(1)));
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             () = state.hub.closed() => return,
         }
-        let running = state.hub.running_turns();
-        if running.is_empty() {
-            continue;
-        }
-        let result = async {
-            let mut tx = db::service_tx(&state.db).await?;
-            let rows = sqlx::query!(
-                "update turns set heartbeat_at = now() where id = any($1) and status = 'running'
-                 returning id, cancel_requested",
-                &running,
-            )
-            .map(|r| (r.id, r.cancel_requested))
-            .fetch_all(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            Ok::<_, sqlx::Error>(rows)
-        }
-        .await;
-        match result {
-            Ok(rows) => {
-                for (turn_id, cancel) in rows {
-                    if cancel {
-                        state.hub.cancel_local(turn_id);
-                    }
-                }
-            }
-            Err(err) => tracing::warn!(error = %err, turns = running.len(), "heartbeat failed"),
+        if let Err(err) = beat(&state).await {
+            tracing::warn!(error = %err, "heartbeat failed");
         }
     }
+}
+
+/// One heartbeat of this instance's running turns (the loop's, and the
+/// recovery's before it reaps: after a database outage longer than the
+/// stale window this instance's own live turns must not look dead to it).
+pub async fn beat(state: &AppState) -> Result<(), sqlx::Error> {
+    let running = state.hub.running_turns();
+    if running.is_empty() {
+        return Ok(());
+    }
+    let mut tx = db::service_tx(&state.db).await?;
+    let rows = sqlx::query!(
+        "update turns set heartbeat_at = now() where id = any($1) and status = 'running'
+         returning id, cancel_requested",
+        &running,
+    )
+    .map(|r| (r.id, r.cancel_requested))
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    for (turn_id, cancel) in rows {
+        if cancel {
+            state.hub.cancel_local(turn_id);
+        }
+    }
+    Ok(())
 }
 
 fn is_cancelled(cancel: &watch::Receiver<bool>) -> bool {

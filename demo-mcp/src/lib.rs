@@ -25,6 +25,10 @@
 //! - `conformance` — that suite's other fixtures (prompts, resources, a
 //!   resource template, completion, logging), served and declared only in
 //!   the same mode;
+//! - [`faults`] — fault modes: tools whose calls are answered wrongly on
+//!   purpose (a hang, garbage, a cut event stream, huge bodies, a JSON-RPC
+//!   error, HTTP 500, a dropped connection), listed only with
+//!   `--fault-modes` ([`DemoState::with_fault_modes`]);
 //! - `guard` — loopback-only listening, `Host`/`Origin` checks;
 //! - [`oauth`] — OAuth mode: `/mcp` needs a bearer token that the server's
 //!   own loopback authorization server issued (metadata, registration,
@@ -41,6 +45,7 @@
 
 mod admin;
 mod conformance;
+pub mod faults;
 mod guard;
 mod mcp;
 pub mod oauth;
@@ -114,12 +119,17 @@ fn app(
 ) -> Router {
     let allowed = guard::Allowed::for_addr(addr);
     let mcp = mcp::service(state.clone(), &allowed, config);
-    let mut mcp_routes =
-        Router::new()
-            .route_service("/mcp", mcp)
-            .layer(axum::middleware::map_response(
-                stringly::stringify_annotations,
-            ));
+    // The fault layer sits outside the annotation rewrite: its answers are
+    // exactly what it wrote.
+    let mut mcp_routes = Router::new()
+        .route_service("/mcp", mcp)
+        .layer(axum::middleware::map_response(
+            stringly::stringify_annotations,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            faults::misbehave,
+        ));
     if let Some(server) = &oauth {
         mcp_routes = mcp_routes.layer(axum::middleware::from_fn_with_state(
             server.clone(),

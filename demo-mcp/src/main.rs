@@ -1,5 +1,5 @@
 //! `countersign-demo-mcp [--bind 127.0.0.1:PORT] [--oauth [--token-ttl-secs N]]
-//! [--conformance-fixtures]`:
+//! [--conformance-fixtures] [--fault-modes]`:
 //! runs the demo MCP server until Ctrl-C or SIGTERM. A thin shim over the
 //! library.
 
@@ -10,12 +10,14 @@ use std::time::Duration;
 const DEFAULT_BIND: &str = "127.0.0.1:3100";
 /// How long an access token lives in OAuth mode unless `--token-ttl-secs`.
 const DEFAULT_TOKEN_TTL_SECS: u64 = 3600;
-const USAGE: &str = "usage: countersign-demo-mcp [--bind 127.0.0.1:PORT] [--oauth [--token-ttl-secs N]] [--conformance-fixtures]\n\
+const USAGE: &str = "usage: countersign-demo-mcp [--bind 127.0.0.1:PORT] [--oauth [--token-ttl-secs N]] [--conformance-fixtures] [--fault-modes]\n\
     Serves the Countersign demo MCP server at http://ADDR/mcp (loopback only; default 127.0.0.1:3100).\n\
     --oauth: /mcp then needs a bearer token from the server's own authorization server\n\
     (sign-in page at http://ADDR/authorize), whose access tokens live N seconds (default 3600).\n\
     --conformance-fixtures also serves the tools, prompts, resources, completion and logging\n\
-    the MCP conformance suite's server scenarios look for.";
+    the MCP conformance suite's server scenarios look for.\n\
+    --fault-modes also lists the fault_* tools, whose calls are answered wrongly on purpose,\n\
+    and prints `call arrived: TOOL` on stdout as each tool call arrives.";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -44,6 +46,7 @@ async fn run(
         bind,
         token_ttl,
         fixtures,
+        faults,
     }: Args,
 ) -> std::io::Result<()> {
     if !bind.ip().is_loopback() {
@@ -64,10 +67,32 @@ async fn run(
     }
     let state = if fixtures {
         countersign_demo_mcp::DemoState::with_conformance_fixtures()
+    } else if faults {
+        countersign_demo_mcp::DemoState::with_fault_modes()
     } else {
         countersign_demo_mcp::DemoState::new()
     };
+    if faults {
+        tokio::spawn(print_arrivals(state.clone()));
+    }
     countersign_demo_mcp::serve_with(listener, state, oauth, shutdown_signal()).await
+}
+
+/// Prints `call arrived: TOOL` for each tool call as it arrives, so a
+/// test driving this process can await an arrival (and then kill it).
+async fn print_arrivals(state: countersign_demo_mcp::DemoState) {
+    use std::io::Write as _;
+    let mut seen = state.watch_calls();
+    let mut printed = 0;
+    while seen.changed().await.is_ok() {
+        let calls = state.calls().calls;
+        let mut out = std::io::stdout().lock();
+        for call in calls.iter().skip(printed) {
+            let _ = writeln!(out, "call arrived: {}", call.tool);
+        }
+        let _ = out.flush();
+        printed = calls.len();
+    }
 }
 
 /// What the command line asked for.
@@ -79,6 +104,8 @@ struct Args {
     token_ttl: Option<Duration>,
     /// `--conformance-fixtures`: the conformance suite's fixtures too.
     fixtures: bool,
+    /// `--fault-modes`: the fault tools too, and arrivals on stdout.
+    faults: bool,
 }
 
 /// `Ok(None)` means `--help`.
@@ -87,6 +114,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
     let mut oauth = false;
     let mut ttl_secs = None;
     let mut fixtures = false;
+    let mut faults = false;
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((flag, value)) if flag.starts_with("--") => {
@@ -105,6 +133,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
             "--bind" => bind = value("an address")?,
             "--oauth" if inline.is_none() => oauth = true,
             "--conformance-fixtures" if inline.is_none() => fixtures = true,
+            "--fault-modes" if inline.is_none() => faults = true,
             "--token-ttl-secs" => {
                 let text = value("a number of seconds")?;
                 ttl_secs = Some(text.parse::<u64>().ok().filter(|secs| *secs > 0).ok_or(
@@ -115,6 +144,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
             }
             _ => return Err(format!("unexpected argument {arg:?}")),
         }
+    }
+    if fixtures && faults {
+        return Err("--conformance-fixtures and --fault-modes do not go together".into());
     }
     if ttl_secs.is_some() && !oauth {
         return Err("--token-ttl-secs only applies with --oauth".into());
@@ -127,6 +159,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
         bind,
         token_ttl,
         fixtures,
+        faults,
     }))
 }
 
@@ -202,11 +235,16 @@ mod tests {
                     bind: addr(bind),
                     token_ttl: ttl.map(Duration::from_secs),
                     fixtures: false,
+                    faults: false,
                 })),
                 "{why}"
             );
         }
         assert_eq!(parse(&["--help"]), Ok(None));
+        assert_eq!(
+            parse(&["--fault-modes"]).map(|a| a.map(|a| a.faults)),
+            Ok(Some(true))
+        );
     }
 
     #[test]
@@ -238,6 +276,11 @@ mod tests {
                 "--oauth takes no value",
             ),
             (&["--bind", "localhost"][..], "IP:PORT", "not an address"),
+            (
+                &["--fault-modes", "--conformance-fixtures"][..],
+                "do not go together",
+                "two test modes at once",
+            ),
             (
                 &["--frobnicate"][..],
                 "unexpected argument",

@@ -1,6 +1,6 @@
 //! The server's shared, in-memory state: the notebook the note tools work
 //! on, the shape of the tool list (drift and the late arrival), the log
-//! of executed calls and, when the conformance fixtures are served, the
+//! of executed calls, the fault tools' counters when they are served and, when the conformance fixtures are served, the
 //! key that seals their `requestState` ([`Sealer`]).
 //!
 //! Everything here is deliberately volatile: a restart (or `POST
@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rmcp::model::{JsonObject, RequestStateCodec};
@@ -44,6 +45,12 @@ struct Inner {
     fixtures: Option<Sealer>,
     /// New sessions may only negotiate 2025-11-25 (`initialize`).
     legacy_only: std::sync::atomic::AtomicBool,
+    /// Set when the fault tools are served (`crate::faults`): their
+    /// counters beyond the call log.
+    faults: Option<FaultCounters>,
+    /// How many calls the call log holds; bumped on every record, so a
+    /// test (or the binary's `--fault-modes` output) can await an arrival.
+    calls_seen: watch::Sender<usize>,
 }
 
 /// Which of the admin changes to the tool list are in effect.
@@ -250,6 +257,13 @@ impl CallLog {
     }
 }
 
+/// Counters of a fault-mode server (`crate::faults`) beyond the call log.
+#[derive(Debug, Default)]
+pub(crate) struct FaultCounters {
+    /// Bytes of fault bodies handed to the connection so far.
+    pub(crate) body_bytes_written: Arc<AtomicUsize>,
+}
+
 impl DemoState {
     /// Fresh state: the original tool list, the seeded notebook, no calls.
     pub fn new() -> Self {
@@ -264,8 +278,21 @@ impl DemoState {
         Self::with(Some(Sealer::new()))
     }
 
+    /// Fresh state that also lists the fault tools (`crate::faults`):
+    /// calls the server answers wrongly on purpose (hang, garbage, a cut
+    /// stream, huge bodies, a JSON-RPC error, HTTP 500, a dropped
+    /// connection). Never the product's demo connector.
+    pub fn with_fault_modes() -> Self {
+        let mut state = Self::with(None);
+        Arc::get_mut(&mut state.inner)
+            .expect("a fresh state has one handle")
+            .faults = Some(FaultCounters::default());
+        state
+    }
+
     fn with(fixtures: Option<Sealer>) -> Self {
         let (list_version, _) = watch::channel(0);
+        let (calls_seen, _) = watch::channel(0);
         Self {
             inner: Arc::new(Inner {
                 shape: Mutex::new(ToolSetShape::default()),
@@ -275,8 +302,29 @@ impl DemoState {
                 legacy_peers: Mutex::new(Vec::new()),
                 fixtures,
                 legacy_only: std::sync::atomic::AtomicBool::new(false),
+                faults: None,
+                calls_seen,
             }),
         }
+    }
+
+    /// The fault tools' counters, when they are served.
+    pub(crate) fn fault_counters(&self) -> Option<&FaultCounters> {
+        self.inner.faults.as_ref()
+    }
+
+    /// How many bytes of the fault tools' bodies (`fault_huge_body`,
+    /// `fault_oversized_body`) were handed to connections so far: less
+    /// than the body's size when the client stopped reading.
+    pub fn body_bytes_written(&self) -> usize {
+        self.fault_counters()
+            .map_or(0, |c| c.body_bytes_written.load(Ordering::Relaxed))
+    }
+
+    /// A receiver of the call log's length, changed on every recorded
+    /// call: await an arrival instead of polling.
+    pub fn watch_calls(&self) -> watch::Receiver<usize> {
+        self.inner.calls_seen.subscribe()
     }
 
     /// The conformance fixtures' seal, when they are served.
@@ -371,11 +419,16 @@ impl DemoState {
             .format(&Rfc3339)
             .expect("a current UTC time formats as RFC 3339");
         tracing::info!(tool.name = tool, "executing demo tool call");
-        lock(&self.inner.calls).push(CallRecord {
-            tool: tool.to_owned(),
-            arguments: arguments.clone(),
-            at,
-        });
+        let total = {
+            let mut calls = lock(&self.inner.calls);
+            calls.push(CallRecord {
+                tool: tool.to_owned(),
+                arguments: arguments.clone(),
+                at,
+            });
+            calls.len()
+        };
+        self.inner.calls_seen.send_replace(total);
     }
 
     pub(crate) fn search_notes(&self, query: &str) -> Vec<Note> {

@@ -229,12 +229,18 @@ impl DemoState {
     ///
     /// With the conformance fixtures (`--conformance-fixtures`), the
     /// `conformance` tools are listed too and `stringly_annotated`, whose
-    /// hints are schema-invalid on purpose, is not.
+    /// hints are schema-invalid on purpose, is not. With fault modes
+    /// ([`DemoState::with_fault_modes`]) the `crate::faults` tools are
+    /// listed too.
     pub fn tools(&self) -> Vec<Tool> {
         let mut tools = descriptors(self.shape());
         if self.fixtures().is_some() {
             tools.retain(|tool| tool.name != STRINGLY_ANNOTATED);
             tools.extend(conformance::descriptors());
+            tools.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        if self.fault_counters().is_some() {
+            tools.extend(crate::faults::descriptors());
             tools.sort_by(|a, b| a.name.cmp(&b.name));
         }
         tools

@@ -103,6 +103,28 @@ pub struct Grant {
     pub created_at: String,
 }
 
+/// The schema of [`ActivityEntry::outcome`]: a word of the vocabulary, or
+/// `unknown` on an administrator's entry (the fuzz test found the document
+/// leaving that out).
+#[cfg(feature = "openapi")]
+fn entry_outcome_schema() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Ref, Type};
+    OneOfBuilder::new()
+        .item(Ref::from_schema_name("ActivityOutcome"))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(["unknown"]))
+                .description(Some(
+                    "On `policy_changed` and `user_changed` entries, which record no call.",
+                )),
+        )
+        .description(Some(
+            "`running`, `not_run`, `ok` or `error`; `unknown` on `policy_changed` and `user_changed` entries, which record no call.",
+        ))
+        .into()
+}
+
 /// One line of the activity log (`GET /api/activity`): never arguments,
 /// only their digest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,7 +155,10 @@ pub struct ActivityEntry {
     pub decision: Option<ActivityDecision>,
     /// With `approved`: `once`, `turn` or `always`.
     pub grant: Option<GrantKind>,
-    /// `running`, `not_run`, `ok` or `error`.
+    /// `running`, `not_run`, `ok` or `error`; `unknown` on `policy_changed`
+    /// and `user_changed` entries, which record no call (so written in the
+    /// chain, which cannot change).
+    #[cfg_attr(feature = "openapi", schema(schema_with = entry_outcome_schema))]
     pub outcome: ActivityOutcome,
     /// Why, when not ok.
     pub error: Option<String>,

@@ -4,18 +4,18 @@
 //! hostile URLs, load — and prints one table: scenario | expected |
 //! observed | holds, ending with `N passed, N failed`.
 //!
-//! Each scenario is a test in `backend/tests/api/faults/` or
-//! `backend/tests/ssrf/faults.rs` that writes its row through
-//! `backend/tests/support/faults.rs` (JSON lines in
+//! Each scenario is a test in `backend/tests/api/faults/` that writes its
+//! row through `backend/tests/support/faults.rs` (JSON lines in
 //! `target/faults/report.jsonl`). The fast ones are plain tests, so
 //! `cargo xtask test` runs them too; the slow ones are
-//! `#[ignore = "slow: cargo xtask faults"]` and run only here. A test that
+//! `#[ignore = "slow, issue 15: run by cargo xtask faults"]` and run only here. A test that
 //! fails before it writes its row still gets one (`panicked`).
 
 use crate::{
     interop,
     pg::{StopOnDrop, throwaway_cluster},
     proc::{cmd, describe, on_path, output, run},
+    run::server_bin,
     tools,
 };
 use anyhow::Context as _;
@@ -27,7 +27,7 @@ use std::{
 
 /// The test binaries that hold fault scenarios; every scenario's path
 /// contains `faults::`.
-const TEST_BINARIES: &[&str] = &["api", "ssrf"];
+const TEST_BINARIES: &[&str] = &["api"];
 
 /// One row of the table, as the scenarios write it.
 #[derive(Debug)]
@@ -75,8 +75,12 @@ pub fn faults() -> anyhow::Result<()> {
     let cluster = throwaway_cluster("pg-faults")?;
     let _stop = StopOnDrop(&cluster);
     let interop_dir = interop::prepare()?;
+    let schemathesis = interop::prepare_schemathesis()?;
     let pg_bin = tools::postgres_bin_dir()?;
     let haproxy = ensure_haproxy()?;
+    // The MCP fault scenarios kill a real demo server process.
+    run(cmd("cargo").args(["build", "-p", "countersign-demo-mcp"]))?;
+    let demo_bin = server_bin().with_file_name("countersign-demo-mcp");
 
     // The load scenario measures the release build, as the bench does.
     run(cmd("cargo").args(["build", "--release", "-p", "countersign"]))?;
@@ -104,7 +108,9 @@ pub fn faults() -> anyhow::Result<()> {
         .env("COUNTERSIGN_INTEROP_DIR", &interop_dir)
         .env("COUNTERSIGN_FAULTS_REPORT", &report)
         .env("COUNTERSIGN_FAULTS_PG_BIN", &pg_bin)
-        .env("COUNTERSIGN_FAULTS_HAPROXY", &haproxy);
+        .env("COUNTERSIGN_FAULTS_HAPROXY", &haproxy)
+        .env("COUNTERSIGN_DEMO_MCP_BIN", &demo_bin)
+        .env("COUNTERSIGN_FAULTS_SCHEMATHESIS", &schemathesis);
     let failed_tests = run_reading_failures(&mut test)?;
 
     let mut rows = read_rows(&report)?;

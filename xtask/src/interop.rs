@@ -5,7 +5,9 @@
 //! `py_oauth_server.py` needs), and PyPI `prometheus_client`, whose text
 //! parser reads `/metrics` in `backend/tests/api/metrics.rs`, and
 //! `openapi-spec-validator`, which checks `/api/openapi.json`; installed
-//! once, at pinned versions, under `target/interop/`. It does not start them: the tests do, on loopback,
+//! once, at pinned versions, under `target/interop/`; and, for `cargo xtask
+//! faults` only, `schemathesis` ([`prepare_schemathesis`]). It does not
+//! start them: the tests do, on loopback,
 //! and stop them by PID.
 
 use crate::proc::{cmd, run};
@@ -23,6 +25,27 @@ const PROMETHEUS_CLIENT_VERSION: &str = "0.26.0";
 /// OpenAPI 3.1 (`backend/tests/api/health.rs`). Its own folder: its
 /// `jsonschema` must not move the one the Python SDK runs on.
 const OPENAPI_VALIDATOR_VERSION: &str = "0.9.0";
+/// PyPI `schemathesis`: fuzzes the API from its own document
+/// (`backend/tests/api/faults/fuzz.rs`, `cargo xtask faults` only). Its own
+/// folder: it pins its own `jsonschema`, `hypothesis` and `requests`.
+const SCHEMATHESIS_VERSION: &str = "4.32.5";
+
+/// Installs schemathesis into `target/interop/py-fuzz` unless it is there.
+/// Returns that folder, for `COUNTERSIGN_FAULTS_SCHEMATHESIS` (a
+/// `PYTHONPATH`: the test runs `python3 -m schemathesis.cli`).
+pub fn prepare_schemathesis() -> anyhow::Result<PathBuf> {
+    let dir = crate::root().join("target/interop/py-fuzz");
+    if !dir
+        .join(format!("schemathesis-{SCHEMATHESIS_VERSION}.dist-info"))
+        .exists()
+    {
+        run(cmd("python3")
+            .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
+            .arg(&dir)
+            .arg(format!("schemathesis=={SCHEMATHESIS_VERSION}")))?;
+    }
+    Ok(dir)
+}
 
 /// Installs what is missing into `target/interop/` and writes the loopback
 /// preload there. Returns that folder, for `COUNTERSIGN_INTEROP_DIR`.

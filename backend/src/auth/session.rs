@@ -173,6 +173,30 @@ pub async fn is_live(pool: &PgPool, token_hash: &[u8], idle: Duration) -> Result
     Ok(live)
 }
 
+/// Of `token_hashes`, those whose sessions are live by [`is_live`]'s rule,
+/// in one read: how an instance re-checks the sessions of all its open
+/// streams at once.
+pub async fn live_among(
+    pool: &PgPool,
+    token_hashes: &[Vec<u8>],
+    idle: Duration,
+) -> Result<Vec<Vec<u8>>, AuthError> {
+    let mut tx = db::service_tx(pool).await?;
+    let live = sqlx::query_scalar!(
+        r#"select token_hash from sessions
+            where token_hash = any($1)
+              and revoked_at is null
+              and expires_at > now()
+              and last_seen_at > now() - make_interval(secs => $2)"#,
+        token_hashes,
+        idle.as_secs_f64(),
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(live)
+}
+
 /// Revokes one session (sign-out).
 pub async fn revoke(pool: &PgPool, session_id: Uuid) -> Result<(), AuthError> {
     let mut tx = db::service_tx(pool).await?;

@@ -102,6 +102,9 @@ pub async fn refused(
     err: mcp::McpError,
 ) -> ConnectorError {
     state.metrics.mcp_error(&err);
+    // The reason is the user's words (no secrets); never the URL, whose
+    // query may hold a key.
+    tracing::warn!(connector.id = %id, mcp.error = err.kind(), error = %err, "connector request failed");
     let status = match &err {
         mcp::McpError::Unauthorized { status, .. } => *status,
         _ => return ConnectorError::Unreachable(err.to_string()),

@@ -286,8 +286,12 @@ pub async fn update_connector(
         super::mfa::require_step_up(&state, &user).await?;
     }
     if let Some(new_url) = &new_url {
-        // Refused here, with the reason, and again on every connection.
-        session::check_url(&state, new_url.as_str()).await?;
+        // Refused here, with the reason, and again on every connection;
+        // the URL as typed, as on add: the parsed form has already turned
+        // `0x7f.1` into `127.0.0.1` and decoded `%`-escapes, spellings the
+        // guard refuses as such.
+        let typed = req.url.as_deref().unwrap_or_default().trim();
+        session::check_url(&state, typed).await?;
         connectors::repoint(&state.db, user.user_id, id, new_url).await?;
         tracing::info!(user.id = %user.user_id, connector.id = %id, "connector re-pointed");
     }

@@ -18,14 +18,16 @@ pub async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// `GET /readyz`: the database answers too (503 otherwise).
+/// `GET /readyz`: the database answers too, and this instance's `LISTEN`
+/// connection is up, so decisions taken on other instances wake its turns
+/// (503 otherwise).
 #[utoipa::path(
     get,
     path = "/readyz",
     tag = "health",
     responses(
         (status = 200, description = "`{\"status\":\"ready\"}`: the database answers too"),
-        (status = 503, description = "The database is not reachable", body = countersign_api::ErrorBody),
+        (status = 503, description = "The database is not reachable, or this instance's LISTEN connection is down (reconnecting)", body = countersign_api::ErrorBody),
     ),
 )]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
@@ -33,7 +35,13 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
         .fetch_one(&state.db)
         .await
     {
-        Ok(_) => Ok(Json(json!({ "status": "ready" }))),
+        Ok(_) if state.hub.listening() => Ok(Json(json!({ "status": "ready" }))),
+        Ok(_) => {
+            tracing::warn!("readiness check failed: the event listener is reconnecting");
+            Err(ApiError::Unavailable(
+                "Not listening for events yet: the LISTEN connection is reconnecting.".to_owned(),
+            ))
+        }
         Err(err) => {
             tracing::warn!(error = %err, "readiness check failed");
             Err(ApiError::Unavailable(

@@ -219,7 +219,10 @@ pub async fn client_metadata(State(state): State<AppState>) -> Response {
         oauth::client_metadata_url(&state),
         state.config.public_origin(),
     ) else {
-        return StatusCode::NOT_FOUND.into_response();
+        return ApiError::NotFound(
+            "This server publishes no client metadata: it has no https public URL.".to_owned(),
+        )
+        .into_response();
     };
     axum::Json(serde_json::json!({
         "client_id": client_id,

@@ -6,8 +6,8 @@
 //! session cookie and CSRF header, and the answers of the extractors and
 //! middleware in front of every handler (401 without a session, 403 for a
 //! cross-origin or CSRF-less change and for `password_change_required`,
-//! 415/400/422 for a body that is not the JSON asked for, 404 for a
-//! malformed id, 500).
+//! 415/400/422 for a body that is not the JSON asked for, 400 for a query
+//! string that is not what is asked for, 404 for a malformed id, 500).
 //!
 //! Served at `/api/openapi.json`; `docs/openapi.json` is a copy that
 //! `cargo xtask openapi` writes and `cargo xtask test` compares.
@@ -53,7 +53,13 @@ const CSRF: &str = "csrf";
         (name = "health", description = "Probes"),
         (name = "meta", description = "This document"),
     ),
-    components(schemas(countersign_api::ChatEvent, countersign_api::ChatEventMessage)),
+    // `ActivityOutcome` is named by `ActivityEntry.outcome`'s own schema
+    // (`schema_with`), which does not register it.
+    components(schemas(
+        countersign_api::ChatEvent,
+        countersign_api::ChatEventMessage,
+        countersign_api::ActivityOutcome
+    )),
 )]
 struct Base;
 
@@ -163,6 +169,13 @@ fn conventions(doc: &mut OpenApi) {
                     "The request body has the wrong shape (the detail says where)",
                 );
             }
+            if in_api && has_query(operation) {
+                answer(
+                    operation,
+                    "400",
+                    "`Bad query string: …`: a query parameter is not what is asked for (a number out of range, a word it does not take)",
+                );
+            }
             if has_id {
                 answer(operation, "404", "An id that is not a UUID names nothing");
             }
@@ -175,6 +188,14 @@ fn conventions(doc: &mut OpenApi) {
             }
         }
     }
+}
+
+/// Whether the operation takes query parameters (read by the `Query`
+/// extractor, whose refusal is a 400).
+fn has_query(operation: &Operation) -> bool {
+    operation.parameters.iter().flatten().any(
+        |p| matches!(p, RefOr::T(p) if p.parameter_in == utoipa::openapi::path::ParameterIn::Query),
+    )
 }
 
 /// Adds `description` to the operation's `status` answer (an `ErrorBody`),
@@ -235,6 +256,14 @@ mod tests {
                 }
                 if path.starts_with("/api/") && path != "/api/openapi.json" {
                     assert!(responses.contains_key("500"), "{method} {path}");
+                }
+                // The `Query` extractor refuses a malformed query string
+                // with 400 (schemathesis found it undocumented on the stream).
+                let takes_query = op["parameters"]
+                    .as_array()
+                    .is_some_and(|ps| ps.iter().any(|p| p["in"] == "query"));
+                if path.starts_with("/api/") && takes_query {
+                    assert!(responses.contains_key("400"), "{method} {path}: no 400");
                 }
             }
         }

@@ -5,14 +5,18 @@
 //! idle the stream writes `: keep-alive` every `COUNTERSIGN_KEEPALIVE_SECS`.
 //!
 //! An open stream holds no database connection: it borrows one per read,
-//! after a wake-up from the instance's `LISTEN` hub, and re-reads on every
-//! keep-alive period in case a wake-up was lost.
+//! after a wake-up from the instance's `LISTEN` hub. Wake-ups are lost
+//! only while the hub's `LISTEN` connection is down, and the hub says when
+//! it is restored: then every stream reads again. An idle stream costs the
+//! database nothing of its own.
 //!
 //! A stream lives only as long as the session that opened it: before every
-//! read (so before each delivery batch, and at least once per keep-alive
-//! period) it re-checks the session by its token hash (`session::is_live`,
-//! one indexed read), and ends when the session was signed out, signed out
-//! from another session, or expired. Nothing read after that is delivered.
+//! read (so before each delivery batch) it re-checks the session by its
+//! token hash (`session::is_live`, one indexed read), and at least once per
+//! keep-alive period the instance re-checks the sessions of all its open
+//! streams in one read (`stream_sessions`). It ends when the session was
+//! signed out, signed out from another session, or expired. Nothing read
+//! after that is delivered.
 
 use super::{
     error::ApiError,
@@ -30,7 +34,6 @@ use axum::{
 };
 use serde::Deserialize;
 use std::{collections::VecDeque, convert::Infallible, time::Duration};
-use tokio::sync::broadcast::{self, error::RecvError};
 use uuid::Uuid;
 
 /// Events read per database round trip.
@@ -50,9 +53,13 @@ struct Follow {
     /// SHA-256 of the session cookie the stream was opened with.
     token_hash: Vec<u8>,
     last: i64,
-    wakeups: broadcast::Receiver<events::Appended>,
+    wakeups: events::ChatWakeups,
+    /// Changes when the hub's `LISTEN` is restored: wake-ups may have been
+    /// lost, so read again.
+    restored: tokio::sync::watch::Receiver<u64>,
     buffer: VecDeque<(i64, serde_json::Value)>,
-    reread_every: Duration,
+    /// Told when the session ends (the instance's periodic check).
+    session: super::stream_sessions::Watched,
     /// Counts this stream in `/metrics` until it ends.
     _open: crate::metrics::Open,
 }
@@ -83,19 +90,26 @@ impl Follow {
         Ok(())
     }
 
-    /// Waits for a wake-up about this chat past `last`, or the re-read
-    /// period. `false` when the hub is gone (shutdown).
+    /// Waits for a wake-up about this chat past `last` (or a restored
+    /// `LISTEN`: wake-ups may have been lost). `false` when the stream must
+    /// end: its session ended, or the hub is gone (shutdown).
     async fn wait(&mut self) -> bool {
-        let deadline = tokio::time::Instant::now() + self.reread_every;
         loop {
             tokio::select! {
-                woke = self.wakeups.recv() => match woke {
-                    Ok(a) if a.chat_id == self.chat_id && a.seq > self.last => return true,
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => return true,
-                    Err(RecvError::Closed) => return false,
-                },
-                () = tokio::time::sleep_until(deadline) => return true,
+                woke = self.wakeups.seq.changed() => {
+                    if woke.is_err() {
+                        return false;
+                    }
+                    if *self.wakeups.seq.borrow_and_update() > self.last {
+                        return true;
+                    }
+                }
+                _ = self.restored.changed() => return true,
+                changed = self.session.ended.changed() => {
+                    if changed.is_err() || *self.session.ended.borrow() {
+                        return false;
+                    }
+                }
                 () = self.state.hub.closed() => return false,
             }
         }
@@ -108,8 +122,7 @@ impl Follow {
                 let event = Event::default().id(seq.to_string()).data(data.to_string());
                 return Some((Ok(event), self));
             }
-            // Before every batch, and so at least once per keep-alive
-            // period: `wait` returns by then. The two database round trips
+            // Before every batch. The two database round trips
             // are boxed: their state (~3 KB) then exists only while they
             // run, and an idle stream, parked in `wait`, is small.
             if !Box::pin(self.session_live()).await {
@@ -161,7 +174,8 @@ pub async fn chat_stream(
 
     // Subscribe before the first read, so nothing committed in between is
     // missed.
-    let wakeups = state.hub.subscribe();
+    let wakeups = state.hub.subscribe_chat(chat_id);
+    let restored = state.hub.subscribe_restored();
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
     let exists: bool = sqlx::query_scalar!(
         r#"select exists (select 1 from chats where id = $1) as "exists!""#,
@@ -175,6 +189,7 @@ pub async fn chat_stream(
     }
 
     let keepalive = Duration::from_secs(state.config.keepalive_secs.max(1));
+    let session = super::stream_sessions::StreamSessions::watch(&state, &token_hash);
     let follow = Follow {
         _open: state.metrics.sse_stream_open(),
         state,
@@ -183,8 +198,9 @@ pub async fn chat_stream(
         token_hash,
         last: after,
         wakeups,
+        restored,
         buffer: VecDeque::new(),
-        reread_every: keepalive,
+        session,
     };
     let stream = futures_util::stream::unfold(follow, Follow::next);
     let mut response = Sse::new(stream)

@@ -42,6 +42,21 @@ pub enum McpError {
         /// with the scopes it wants). Never shown: the server wrote it.
         challenge: Option<String>,
     },
+    /// The request went out, and the connection ended before the answer
+    /// was complete (the server died or dropped it, its event stream
+    /// stopped mid-way): the server may have acted on it. Never "could
+    /// not reach", which would tell the user a call did not run.
+    #[error(
+        "the connection to the MCP server broke off before it answered, so the server may \
+         have acted on the request"
+    )]
+    Interrupted,
+    /// HTTP 5xx or 429: the server answered, with its own failure.
+    #[error("{}", server_error_message(*.status))]
+    ServerError {
+        /// The status, e.g. 500.
+        status: u16,
+    },
     /// No answer in time.
     #[error("{}", timeout_message(*.after))]
     Timeout {
@@ -112,6 +127,15 @@ pub enum McpError {
     },
 }
 
+fn server_error_message(status: u16) -> String {
+    match status {
+        429 => {
+            "the MCP server refused the request for now: too many requests (HTTP 429)".to_owned()
+        }
+        status => format!("the MCP server failed with HTTP {status} (an error on its side)"),
+    }
+}
+
 fn timeout_message(after: Option<Duration>) -> String {
     match after {
         Some(after) => format!(
@@ -124,9 +148,11 @@ fn timeout_message(after: Option<Duration>) -> String {
 
 impl McpError {
     /// Every [`McpError::kind`] word, for the metrics that count them.
-    pub const KINDS: [&'static str; 10] = [
+    pub const KINDS: [&'static str; 12] = [
         "unreachable",
         "unauthorized",
+        "interrupted",
+        "server_error",
         "timeout",
         "not_mcp",
         "protocol",
@@ -143,6 +169,8 @@ impl McpError {
         match self {
             Self::Unreachable { .. } => "unreachable",
             Self::Unauthorized { .. } => "unauthorized",
+            Self::Interrupted => "interrupted",
+            Self::ServerError { .. } => "server_error",
             Self::Timeout { .. } => "timeout",
             Self::NotMcp { .. } => "not_mcp",
             Self::Protocol(_) => "protocol",
@@ -168,9 +196,13 @@ impl McpError {
 
     /// Whether the legacy handshake could fare better after the modern one
     /// failed this way: not when the server is unreachable, refuses the
-    /// credentials or is out of time.
+    /// credentials or is out of time. (An older server may fail or hang up
+    /// on a `server/discover` it does not know.)
     pub(super) fn may_be_legacy(&self) -> bool {
-        matches!(self, Self::NotMcp { .. } | Self::Protocol(_))
+        matches!(
+            self,
+            Self::NotMcp { .. } | Self::Protocol(_) | Self::ServerError { .. } | Self::Interrupted
+        )
     }
 }
 
@@ -283,9 +315,9 @@ pub(super) fn from_service(error: &ServiceError, phase: Phase, redactor: &Redact
         ServiceError::Timeout { timeout } => McpError::Timeout {
             after: Some(*timeout),
         },
-        ServiceError::TransportClosed => {
-            McpError::Protocol("the connection to the server has closed".to_owned())
-        }
+        // rmcp's transport ended with the request unanswered (an event
+        // stream that stopped short of the answer, for one).
+        ServiceError::TransportClosed => McpError::Interrupted,
         ServiceError::UnexpectedResponse => {
             McpError::Protocol("it sent an answer of the wrong kind".to_owned())
         }
@@ -332,9 +364,9 @@ fn from_http(error: &StreamableHttpError<reqwest::Error>, redactor: &Redactor) -
             status: 403,
             challenge: non_empty(&e.www_authenticate_header),
         },
-        StreamableHttpError::HttpStatus(status) => {
-            McpError::Protocol(format!("it answered HTTP {}", status.status))
-        }
+        StreamableHttpError::HttpStatus(status) => McpError::ServerError {
+            status: status.status,
+        },
         StreamableHttpError::UnexpectedServerResponse(text) => from_unexpected(text, redactor),
         StreamableHttpError::UnexpectedContentType(content_type) => McpError::NotMcp {
             detail: match content_type {
@@ -357,7 +389,7 @@ fn from_http(error: &StreamableHttpError<reqwest::Error>, redactor: &Redactor) -
         StreamableHttpError::Io(error) => from_io(error)
             .unwrap_or_else(|| McpError::Protocol("the connection broke off".to_owned())),
         StreamableHttpError::Sse(_) | StreamableHttpError::UnexpectedEndOfStream => {
-            McpError::Protocol("its event stream broke off before the answer".to_owned())
+            McpError::Interrupted
         }
         StreamableHttpError::ReservedHeaderConflict(name) => McpError::InvalidTarget(format!(
             "the header {} is set by Countersign itself",
@@ -429,8 +461,11 @@ fn from_reqwest(error: &reqwest::Error) -> McpError {
             detail: format!("HTTP {}", status.as_u16()),
         };
     }
-    if error.is_body() || error.is_decode() {
-        return McpError::Protocol("its answer broke off".to_owned());
+    if error.is_body() {
+        return McpError::Interrupted;
+    }
+    if error.is_decode() {
+        return McpError::Protocol("its answer could not be read".to_owned());
     }
     McpError::Unreachable {
         reason: "the request could not be sent".to_owned(),
@@ -439,6 +474,14 @@ fn from_reqwest(error: &reqwest::Error) -> McpError {
 
 /// A link of an error chain that decides the mapping on its own.
 fn from_link(link: &(dyn StdError + 'static)) -> Option<McpError> {
+    // The connection closed before the whole answer came (hyper's
+    // `IncompleteMessage`): the request itself went out.
+    if link
+        .downcast_ref::<hyper::Error>()
+        .is_some_and(hyper::Error::is_incomplete_message)
+    {
+        return Some(McpError::Interrupted);
+    }
     if let Some(refused) = link.downcast_ref::<SsrfError>() {
         // The guard's messages name the user's own host and the rule; they
         // carry no secret.
@@ -520,6 +563,8 @@ mod tests {
                 status: 401,
                 challenge: None,
             },
+            McpError::Interrupted,
+            McpError::ServerError { status: 500 },
             McpError::Timeout { after: None },
             McpError::NotMcp { detail: "d".into() },
             McpError::Protocol("p".into()),

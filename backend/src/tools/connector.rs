@@ -509,7 +509,7 @@ async fn run_approved(
     }
     .await;
     if let Err(err) =
-        approvals::record(&state, id, outcome.as_ref().err().map(String::as_str)).await
+        approvals::record_until_stored(&state, id, outcome.as_ref().err().map(String::as_str)).await
     {
         tracing::error!(error = %err, pending.id = %id, "cannot record a call's outcome");
     }

@@ -6,6 +6,69 @@ use serde_json::{Value, json};
 
 const KEY_HEX: &str = "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
 
+/// Every request body in the document is an object; serde alone would read
+/// a struct from an array of its fields (schemathesis found `[null, null]`
+/// answered 200 on `PATCH /api/chats/{id}` and `PUT /api/admin/policy`).
+#[tokio::test]
+async fn a_body_that_is_not_a_json_object_is_refused() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    for (method, path) in [
+        (reqwest::Method::PATCH, format!("/api/chats/{chat}")),
+        (reqwest::Method::PUT, "/api/admin/policy".to_owned()),
+        (reqwest::Method::POST, "/api/chats".to_owned()),
+    ] {
+        for body in [json!([null, null]), json!(["Renamed"]), json!(7)] {
+            let res = app.request(method.clone(), &path, Some(body.clone())).await;
+            assert_eq!(
+                res.status(),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{method} {path} {body}"
+            );
+            let detail: Value = res.json().await.expect("JSON error");
+            assert!(detail["detail"].is_string(), "{detail}");
+        }
+    }
+    let now = app.get_json(&format!("/api/chats/{chat}")).await;
+    assert_ne!(now["title"], "Renamed");
+}
+
+/// Postgres stores no `\0` in `text` or `jsonb`: a body holding one is a
+/// 422, never a 500 (schemathesis found a message with one answered 500).
+#[tokio::test]
+async fn text_with_a_nul_character_is_refused_not_a_server_error() {
+    let app = spawn_app().await;
+    app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    for (method, path, body) in [
+        (
+            reqwest::Method::POST,
+            format!("/api/chats/{chat}/messages"),
+            json!({"content": "hello\u{0}there"}),
+        ),
+        (
+            reqwest::Method::PATCH,
+            format!("/api/chats/{chat}"),
+            json!({"title": "a\u{0}b"}),
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/connectors".to_owned(),
+            json!({"name": "x\u{0}", "url": "https://mcp.example.org/mcp"}),
+        ),
+    ] {
+        let res = app.request(method.clone(), &path, Some(body)).await;
+        assert_eq!(
+            res.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{method} {path}"
+        );
+    }
+    let messages = app.get_json(&format!("/api/chats/{chat}")).await;
+    assert_eq!(messages["messages"], json!([]), "{messages}");
+}
+
 #[tokio::test]
 async fn chats_are_listed_newest_first_renamed_and_deleted() {
     let app = spawn_app().await;

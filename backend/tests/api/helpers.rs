@@ -532,13 +532,14 @@ pub(crate) async fn setup_custom(
 }
 
 pub(crate) async fn add_demo_connector(app: &TestApp, demo: &DemoServer) -> String {
-    let res = app
-        .post(
-            "/api/connectors",
-            &json!({"name": "Demo", "url": demo.mcp_url()}),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::CREATED);
+    add_connector(app, json!({"name": "Demo", "url": demo.mcp_url()})).await
+}
+
+/// Adds the connector `body` describes (`POST /api/connectors`), refreshes
+/// it and keeps every tool it lists; returns its id.
+pub(crate) async fn add_connector(app: &TestApp, body: Value) -> String {
+    let res = app.post("/api/connectors", &body).await;
+    assert_eq!(res.status(), StatusCode::CREATED, "add {body}");
     let id = res.json::<Value>().await.expect("JSON")["id"]
         .as_str()
         .expect("id")

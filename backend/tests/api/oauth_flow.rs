@@ -313,6 +313,10 @@ async fn the_client_metadata_document_is_served_only_with_an_https_public_url() 
         .await
         .expect("GET");
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    // As documented: every error is `{"detail": "…"}` (schemathesis found an
+    // empty body here, faults::fuzz).
+    let body: Value = res.json().await.expect("a JSON error body");
+    assert!(body["detail"].is_string(), "{body}");
 }
 
 #[tokio::test]

@@ -49,7 +49,13 @@ impl TestDb {
     /// Bootstraps the roles and a new database named `{prefix}_{uuid}`
     /// (not migrated: a server started with a migration URL migrates it).
     pub async fn create(prefix: &str) -> Self {
-        let su = superuser_url();
+        Self::create_on(&superuser_url(), prefix).await
+    }
+
+    /// [`TestDb::create`] on the cluster of `su`, a superuser's URL (a
+    /// scenario with a cluster of its own, which it restarts).
+    pub async fn create_on(su: &Url, prefix: &str) -> Self {
+        let su = su.clone();
         let name = format!("{prefix}_{}", Uuid::new_v4().simple());
         db::bootstrap(su.as_str(), &name, OWNER_PASSWORD, APP_PASSWORD)
             .await
