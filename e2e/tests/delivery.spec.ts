@@ -5,9 +5,10 @@
 // build's brotli twin when asked for br, and is kept for a year
 // (`immutable`). The size of that first load on the wire is written to the
 // report, and so is a chat page's first load in the browser, lazy chunks
-// included.
-import { expect, test } from '@playwright/test';
-import { guardPages, newChat, signUp } from './support';
+// included. A lazy chunk that is gone (a tab open across a deploy) loads
+// the screen afresh once, then says so: never a panic or a blank page.
+import { expect, test, type Page } from '@playwright/test';
+import { guardPages, navTo, newChat, snap, signUp } from './support';
 
 test('the first load: hashed assets come precompressed and immutable, the page is revalidated', async ({ request }) => {
   const page = await request.get('/', { headers: { 'accept-encoding': 'br' } });
@@ -51,7 +52,7 @@ test('the first load: hashed assets come precompressed and immutable, the page i
 });
 
 test.describe('in the browser', () => {
-  guardPages();
+  const watch = guardPages();
 
   test('a chat page opened afresh loads the main module and no lazy chunk', async ({ browser, page }) => {
     await signUp(page, 'delivery');
@@ -62,6 +63,7 @@ test.describe('in the browser', () => {
     // signed-in user's first visit to a chat costs.
     const fresh = await browser.newContext({ storageState: await page.context().storageState() });
     const tab = await fresh.newPage();
+    watch(tab);
     const loads: Promise<[string, number]>[] = [];
     tab.on('requestfinished', (request) => {
       const path = new URL(request.url()).pathname;
@@ -90,5 +92,77 @@ test.describe('in the browser', () => {
     const chunks = after.slice(before).filter(([path]) => path.endsWith('.wasm') && !/countersign_web_bg/.test(path));
     for (const [path, bytes] of chunks) console.log(`  then Settings → Security: ${path}: ${bytes} bytes`);
     await fresh.close();
+  });
+
+  // A tab left open across a deploy: the chunks its build names are gone
+  // (their hashed names are the old build's), so the server answers 404.
+  // The chunk loader hands the failure to the page (app.js), which
+  // reloads once; the new index.html (never cached) loads the new build.
+  const CHUNK = /\/assets\/(?!countersign_web_bg\.)[^/]+\.wasm$/;
+
+  /** Counts the page's own navigations (reloads) from now on. */
+  function countNavigations(tab: Page): () => number {
+    let count = 0;
+    tab.on('request', (request) => {
+      if (request.isNavigationRequest() && request.frame() === tab.mainFrame()) count += 1;
+    });
+    return () => count;
+  }
+
+  test('a lazy chunk that is gone since the page loaded: the page reloads once and shows the screen', async ({ page }) => {
+    await signUp(page, 'stale-chunk');
+    await newChat(page);
+    // The chat page afresh, holding the main module only.
+    await page.reload();
+    await expect(page.getByTestId('composer-input')).toBeVisible();
+    const navigations = countNavigations(page);
+    // Until the page reloads it is the old build: every chunk it asks
+    // for is a 404. The reloaded page is "the new build" and gets them.
+    let refused = 0;
+    await page.route(CHUNK, (route) => {
+      if (navigations() === 0) {
+        refused += 1;
+        return route.fulfill({ status: 404, contentType: 'application/json', body: '{"detail":"Not found"}' });
+      }
+      return route.continue();
+    });
+
+    await navTo(page, 'nav-settings');
+    await expect(page.getByTestId('settings-tab-connectors')).toBeVisible();
+    expect(refused, 'the stale page asked for a chunk and got a 404').toBeGreaterThan(0);
+    expect(navigations(), 'one reload, no loop').toBe(1);
+    await expect(page).toHaveURL(/\/settings$/);
+    await expect(page.getByTestId('app-updated')).toHaveCount(0);
+  });
+
+  test('a lazy chunk that stays unreachable: one reload, then a notice with a Reload button, never a blank page', async ({ page }) => {
+    await signUp(page, 'lost-chunk');
+    await newChat(page);
+    await page.reload();
+    await expect(page.getByTestId('composer-input')).toBeVisible();
+    const navigations = countNavigations(page);
+    let refused = 0;
+    await page.route(CHUNK, (route) => {
+      refused += 1;
+      return route.fulfill({ status: 404, contentType: 'application/json', body: '{"detail":"Not found"}' });
+    });
+
+    await navTo(page, 'nav-settings');
+    const notice = page.getByTestId('app-updated');
+    await expect(notice).toBeVisible();
+    await expect(notice).toContainText('Countersign was updated');
+    await expect(notice).toHaveAttribute('role', 'alert');
+    expect(navigations(), 'one reload, no loop').toBe(1);
+    expect(refused).toBeGreaterThan(0);
+    // Not a blank page: the app's frame is there under the notice.
+    await expect(page.getByTestId('shell')).toBeVisible();
+    await snap(page, 'delivery-chunk-unreachable');
+
+    // Reachable again: the button reloads into the screen.
+    await page.unroute(CHUNK);
+    await page.getByTestId('app-updated-reload').click();
+    await expect(page.getByTestId('settings-tab-connectors')).toBeVisible();
+    await expect(page.getByTestId('app-updated')).toHaveCount(0);
+    expect(navigations()).toBe(2);
   });
 });
