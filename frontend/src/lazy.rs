@@ -1,6 +1,6 @@
 //! The split points (issue 13): the screens that are rarely the first one
 //! — signing in and up, the home page, Settings, Activity — and the
-//! elicitation card inside a chat, compiled into wasm chunks that the
+//! approval and elicitation cards inside a chat, compiled into wasm chunks that the
 //! browser fetches the first time one of them is shown. `cargo xtask web`
 //! splits the module at these functions; code that only one chunk reaches
 //! goes into it, code that several share into a shared chunk, and the main
@@ -8,7 +8,8 @@
 //!
 //! The screens are grouped by how they are visited, one chunk a group:
 //! `auth` (sign-in, sign-up), `home`, `settings` (every section: moving
-//! between tabs then costs nothing), `activity`, and `input_card`. Fewer
+//! between tabs then costs nothing), `activity`, and inside a chat
+//! `approval_card` and `input_card`. Fewer
 //! groups mean fewer shared chunks (each one a request, and a `wasm-opt`
 //! run in the build).
 //!
@@ -29,8 +30,10 @@ use leptos::wasm_split::{SplitLoaderError, wasm_split};
 use leptos_router::LazyRoute;
 use leptos_router::hooks::use_url;
 
-use crate::components::{InputCard, ProviderKeys, RequireSession, SecuritySection};
-use crate::model::transcript::Transcript;
+use crate::components::{
+    ApprovalCard, InputCard, ProviderKeys, RequireSession, SecuritySection,
+};
+use crate::model::transcript::{ToolCall, Transcript};
 use crate::pages::{
     ActivityPage, AdminSettings, ConnectorsSettings, HomePage, SettingsPage, SettingsSection,
     SignInPage, SignUpPage, StandingRules,
@@ -165,6 +168,35 @@ pub fn LazyInputCard(
 ) -> impl IntoView {
     Suspend::new(async move {
         input_card_view(transcript, input_id)
+            .await
+            .unwrap_or_else(|ChunkFailed| view! { <ChunkUnavailable /> }.into_any())
+    })
+}
+
+/// The approval card's view, from its chunk: shown only once a call waits
+/// for a decision (and for the decided ones in a chat's history).
+#[wasm_split(approval_card, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn approval_card_view(
+    transcript: RwSignal<Transcript>,
+    call: Signal<Option<ToolCall>>,
+    approval_id: String,
+) -> Result<AnyView, ChunkFailed> {
+    Ok(view! { <ApprovalCard transcript=transcript call=call approval_id=approval_id /> }.into_any())
+}
+
+/// [`ApprovalCard`], drawn once its chunk has arrived (at once after the
+/// first): nothing shows in its place until then.
+#[component]
+pub fn LazyApprovalCard(
+    /// The chat's transcript, where the decision's progress is recorded.
+    transcript: RwSignal<Transcript>,
+    /// The tool call carrying the card.
+    call: Signal<Option<ToolCall>>,
+    /// Its ledger id (a different id is a different card).
+    approval_id: String,
+) -> impl IntoView {
+    Suspend::new(async move {
+        approval_card_view(transcript, call, approval_id)
             .await
             .unwrap_or_else(|ChunkFailed| view! { <ChunkUnavailable /> }.into_any())
     })

@@ -3,8 +3,8 @@
 
 use leptos::prelude::*;
 
-use crate::components::{ApprovalCard, ToolCallBlock};
-use crate::lazy::LazyInputCard;
+use crate::components::ToolCallBlock;
+use crate::lazy::{LazyApprovalCard, LazyInputCard};
 use crate::model::markdown::render_markdown;
 use crate::model::transcript::{Segment, Transcript, TurnStatus};
 
@@ -162,7 +162,7 @@ fn SegmentView(transcript: RwSignal<Transcript>, turn: usize, segment: usize) ->
                 _ => None,
             });
             view! {
-                <ApprovalCard transcript=transcript call=call approval_id=approval_id />
+                <LazyApprovalCard transcript=transcript call=call approval_id=approval_id />
                 <CallInputs transcript=transcript current=current />
             }
             .into_any()
