@@ -30,9 +30,7 @@ use leptos::wasm_split::{SplitLoaderError, wasm_split};
 use leptos_router::LazyRoute;
 use leptos_router::hooks::use_url;
 
-use crate::components::{
-    ApprovalCard, InputCard, ProviderKeys, RequireSession, SecuritySection,
-};
+use crate::components::{ApprovalCard, InputCard, ProviderKeys, RequireSession, SecuritySection};
 use crate::model::transcript::{ToolCall, Transcript};
 use crate::pages::{
     ActivityPage, AdminSettings, ConnectorsSettings, HomePage, SettingsPage, SettingsSection,
@@ -181,7 +179,10 @@ fn approval_card_view(
     call: Signal<Option<ToolCall>>,
     approval_id: String,
 ) -> Result<AnyView, ChunkFailed> {
-    Ok(view! { <ApprovalCard transcript=transcript call=call approval_id=approval_id /> }.into_any())
+    Ok(
+        view! { <ApprovalCard transcript=transcript call=call approval_id=approval_id /> }
+            .into_any(),
+    )
 }
 
 /// [`ApprovalCard`], drawn once its chunk has arrived (at once after the
