@@ -5,12 +5,12 @@
 //! stream; [`session`] holds who is signed in and `chats` the chat list;
 //! [`clock`] asks the browser for its time zone. [`model`] is the plain-Rust
 //! half, unit-tested on the host with `cargo test -p countersign-web --lib`:
-//! the transcript a chat page shows, safe Markdown, the words of approval
+//! the transcript a chat page shows, safe Markdown (our own parser), the words of approval
 //! cards, tool reviews, the activity page and Settings → Security, times,
 //! and the two-factor step-up's retry rule. `pages/` has one module per
 //! screen and `components/` the pieces they share; [`lazy`] lists the
-//! split points, the screens (and the chat's input card) that come in a
-//! wasm chunk of their own, fetched when first shown. The app holds no
+//! split points, the screens (and the chat's approval and input cards)
+//! that come in wasm chunks, fetched when first shown. The app holds no
 //! business rules: it shows what the server decided
 //! (`../shared/DESIGN.md` §9).
 //!
@@ -40,7 +40,7 @@ use crate::pages::{ChatPage, NotFoundPage, Shell};
 use crate::session::SessionState;
 
 /// The whole app: session state, router and routes (the chat page and the
-/// shell in the main module, every other screen a chunk of its own). Sign-in and sign-up are
+/// shell in the main module, every other screen in a lazy chunk). Sign-in and sign-up are
 /// for signed-out visitors only; everything else needs a session. The guards
 /// also do the navigation after signing in or out: pages only update the
 /// session.
