@@ -348,3 +348,79 @@ test('HTML and script links in an answer are shown as text, never run', async ({
   expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
   await snap(page, 'chat-markdown-safety');
 });
+
+test('an answer in Markdown is drawn as elements: headings, lists, code, links, tables, quotes', async ({ page }) => {
+  await signUp(page, 'markdown-look');
+  await newChat(page);
+  await say(page, 'hello');
+  const answer = page.getByTestId('message-assistant');
+  await expect(answer).not.toHaveAttribute('data-streaming', { timeout: REPLY_TIMEOUT });
+
+  // The offline demo only echoes 80 characters: the stored answer, as the
+  // server sends it back on a reload, is replaced by a longer one.
+  const markdown = [
+    '## What I found',
+    '',
+    'Three **notes** mention *the launch*, one of them `draft.md`:',
+    '',
+    '1. The plan',
+    '   - owner: ~~Ann~~ Bo',
+    '   - due Friday',
+    '2. The [tracker](https://tracker.example/launch "Launch board")',
+    '',
+    '- [x] reviewed',
+    '- [ ] sent',
+    '',
+    '```rust',
+    'fn main() { println!("<ok>"); }',
+    '```',
+    '',
+    '| Note | Words |',
+    '|:-----|------:|',
+    '| plan | 1,204 |',
+    '| todo | 88 |',
+    '',
+    '> [!NOTE]',
+    '> Nothing was changed.',
+    '',
+    '---',
+    '',
+    '![chart](https://img.example/c.png) <b>not bold</b>',
+  ].join('\n');
+  await page.route(/\/api\/chats\/[0-9a-f-]{36}$/, async (route) => {
+    const response = await route.fetch();
+    const chat = await response.json();
+    for (const message of chat.messages) if (message.role === 'assistant') message.content = markdown;
+    await route.fulfill({ response, json: chat });
+  });
+  await page.reload();
+  const drawn = page.getByTestId('message-assistant').locator('.markdown');
+  await expect(drawn.locator('h2')).toHaveText('What I found');
+  await expect(drawn.locator('p strong')).toHaveText('notes');
+  await expect(drawn.locator('p em')).toHaveText('the launch');
+  await expect(drawn.locator('p code')).toHaveText('draft.md');
+  await expect(drawn.locator('ol > li')).toHaveCount(2);
+  await expect(drawn.locator('ol > li ul > li')).toHaveCount(2);
+  await expect(drawn.locator('del')).toHaveText('Ann');
+  const link = drawn.locator('a', { hasText: 'tracker' });
+  await expect(link).toHaveAttribute('href', 'https://tracker.example/launch');
+  await expect(link).toHaveAttribute('title', 'Launch board');
+  await expect(link).toHaveAttribute('rel', 'noopener noreferrer');
+  await expect(link).toHaveAttribute('target', '_blank');
+  await expect(drawn.locator('ul').last()).toContainText('☑ reviewed');
+  await expect(drawn.locator('pre code.language-rust')).toHaveText('fn main() { println!("<ok>"); }');
+  await expect(drawn.locator('th.align-left')).toHaveText('Note');
+  await expect(drawn.locator('td.align-right').first()).toHaveText('1,204');
+  await expect(drawn.locator('blockquote.callout.note')).toHaveText('Nothing was changed.');
+  await expect(drawn.locator('hr')).toHaveCount(1);
+  // An image is a link to it, never loaded; raw HTML is text.
+  await expect(drawn.locator('img')).toHaveCount(0);
+  await expect(drawn.locator('a', { hasText: '[image: chart]' })).toHaveAttribute('href', 'https://img.example/c.png');
+  await expect(drawn).toContainText('<b>not bold</b>');
+  await expect(drawn.locator('b')).toHaveCount(0);
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await drawn.scrollIntoViewIfNeeded();
+    await snap(page, `chat-markdown-${width}`);
+  }
+});

@@ -5,10 +5,12 @@
 //! stream; [`session`] holds who is signed in and `chats` the chat list;
 //! [`clock`] asks the browser for its time zone. [`model`] is the plain-Rust
 //! half, unit-tested on the host with `cargo test -p countersign-web --lib`:
-//! the transcript a chat page shows, safe Markdown, the words of approval
+//! the transcript a chat page shows, safe Markdown (our own parser), the words of approval
 //! cards, tool reviews, the activity page and Settings → Security, times,
 //! and the two-factor step-up's retry rule. `pages/` has one module per
-//! screen and `components/` the pieces they share. The app holds no
+//! screen and `components/` the pieces they share; [`lazy`] lists the
+//! split points, the screens (and the chat's approval and input cards)
+//! that come in wasm chunks, fetched when first shown. The app holds no
 //! business rules: it shows what the server decided
 //! (`../shared/DESIGN.md` §9).
 //!
@@ -19,6 +21,7 @@ pub mod api;
 mod chats;
 pub mod clock;
 mod components;
+mod lazy;
 pub mod model;
 mod pages;
 pub mod session;
@@ -26,16 +29,18 @@ pub mod sse;
 
 use leptos::prelude::*;
 use leptos_router::components::{ParentRoute, Route, Router, Routes};
-use leptos_router::path;
+use leptos_router::{Lazy, path};
 
 use crate::components::RequireSession;
-use crate::pages::{
-    ActivityPage, ChatPage, HomePage, NotFoundPage, SettingsPage, SettingsSection, Shell,
-    SignInPage, SignUpPage,
+use crate::lazy::{
+    ActivityRoute, HomeRoute, SettingsAdminRoute, SettingsConnectorsRoute, SettingsModelsRoute,
+    SettingsRulesRoute, SettingsSecurityRoute, SignInRoute, SignUpRoute,
 };
+use crate::pages::{ChatPage, NotFoundPage, Shell};
 use crate::session::SessionState;
 
-/// The whole app: session state, router and routes. Sign-in and sign-up are
+/// The whole app: session state, router and routes (the chat page and the
+/// shell in the main module, every other screen in a lazy chunk). Sign-in and sign-up are
 /// for signed-out visitors only; everything else needs a session. The guards
 /// also do the navigation after signing in or out: pages only update the
 /// session.
@@ -46,26 +51,20 @@ pub fn App() -> impl IntoView {
     view! {
         <Router>
             <Routes fallback=NotFoundPage>
-                <Route
-                    path=path!("/signin")
-                    view=|| view! { <RequireSession signed_in=false redirect="/"><SignInPage /></RequireSession> }
-                />
-                <Route
-                    path=path!("/signup")
-                    view=|| view! { <RequireSession signed_in=false redirect="/"><SignUpPage /></RequireSession> }
-                />
+                <Route path=path!("/signin") view={Lazy::<SignInRoute>::new()} />
+                <Route path=path!("/signup") view={Lazy::<SignUpRoute>::new()} />
                 <ParentRoute
                     path=path!("")
                     view=|| view! { <RequireSession signed_in=true redirect="/signin"><Shell /></RequireSession> }
                 >
-                    <Route path=path!("") view=HomePage />
+                    <Route path=path!("") view={Lazy::<HomeRoute>::new()} />
                     <Route path=path!("chats/:id") view=ChatPage />
-                    <Route path=path!("settings") view=|| view! { <SettingsPage section=SettingsSection::Connectors /> } />
-                    <Route path=path!("settings/models") view=|| view! { <SettingsPage section=SettingsSection::Models /> } />
-                    <Route path=path!("settings/security") view=|| view! { <SettingsPage section=SettingsSection::Security /> } />
-                    <Route path=path!("settings/rules") view=|| view! { <SettingsPage section=SettingsSection::Rules /> } />
-                    <Route path=path!("settings/admin") view=|| view! { <SettingsPage section=SettingsSection::Admin /> } />
-                    <Route path=path!("activity") view=ActivityPage />
+                    <Route path=path!("settings") view={Lazy::<SettingsConnectorsRoute>::new()} />
+                    <Route path=path!("settings/models") view={Lazy::<SettingsModelsRoute>::new()} />
+                    <Route path=path!("settings/security") view={Lazy::<SettingsSecurityRoute>::new()} />
+                    <Route path=path!("settings/rules") view={Lazy::<SettingsRulesRoute>::new()} />
+                    <Route path=path!("settings/admin") view={Lazy::<SettingsAdminRoute>::new()} />
+                    <Route path=path!("activity") view={Lazy::<ActivityRoute>::new()} />
                 </ParentRoute>
             </Routes>
         </Router>

@@ -14,7 +14,9 @@ pub use activity::ActivityPage;
 pub use chat::{ChatPage, chat_path};
 pub use home::HomePage;
 pub use not_found::NotFoundPage;
-pub use settings::{SettingsPage, SettingsSection};
+pub use settings::{
+    AdminSettings, ConnectorsSettings, SettingsPage, SettingsSection, StandingRules,
+};
 pub use shell::Shell;
 pub use signin::SignInPage;
 pub use signup::SignUpPage;

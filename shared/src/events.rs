@@ -1,6 +1,15 @@
 //! Events of a chat's stream (DESIGN §7): the `data:` of each SSE event is
 //! one of these as JSON, tagged by `type`; the SSE `id:` is the event's
 //! sequence number in the chat.
+//!
+//! Writing is serde's derive; reading is [`Wire`], one flat struct of every
+//! field any event has, read in one pass and then checked per `type`.
+//! Serde's derive for an internally tagged enum first buffers the whole
+//! object (its private `Content`), then reads each variant again from the
+//! buffer, so every field type is read by two deserializers; in the web
+//! app that was 49 KiB of wasm for this one impl, in the first load of
+//! every page (issue 13). The rule it relies on: a field name means one
+//! type in every event (`status` is a word in each event that has one).
 
 use crate::provenance::Provenance;
 use crate::risk::ToolRisk;
@@ -14,7 +23,7 @@ use serde::{Deserialize, Serialize};
 pub const RESULT_PREVIEW_CHARS: usize = 4000;
 
 /// One event. Every event of a turn carries that turn's `turn_id`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ChatEvent {
@@ -248,4 +257,420 @@ pub struct ChatEventMessage {
     pub id: String,
     /// The message's text, unrendered (the web app renders Markdown safely).
     pub content: String,
+}
+
+impl<'de> Deserialize<'de> for ChatEvent {
+    /// As serde's derive for `tag = "type"` reads it: a missing required
+    /// field or `type` is an error, a field of another event is ignored, a
+    /// `type` this build does not know is [`ChatEvent::Unknown`], and the
+    /// `#[serde(default …)]` above hold.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Wire::deserialize(deserializer)?
+            .into_event()
+            .map_err(serde::de::Error::missing_field)
+    }
+}
+
+/// Every field of every event, each optional (see the module's note).
+#[derive(Deserialize)]
+struct Wire {
+    #[serde(rename = "type")]
+    kind: String,
+    turn_id: Option<String>,
+    model: Option<String>,
+    user_message: Option<ChatEventMessage>,
+    text: Option<String>,
+    id: Option<String>,
+    call_id: Option<String>,
+    tool_name: Option<String>,
+    // `null` is a value here (as for the derive's `Value` field), not
+    // absence.
+    #[serde(default, deserialize_with = "present")]
+    arguments: Option<serde_json::Value>,
+    status: Option<String>,
+    error: Option<String>,
+    connector_id: Option<String>,
+    connector_name: Option<String>,
+    arguments_json: Option<String>,
+    arguments_digest: Option<String>,
+    destination: Option<String>,
+    reason: Option<String>,
+    expires_at: Option<String>,
+    decide_by: Option<String>,
+    offered_grants: Option<Vec<GrantKind>>,
+    tool_title: Option<String>,
+    tool_description: Option<String>,
+    risk: Option<ToolRisk>,
+    provenance: Option<Box<Provenance>>,
+    decision: Option<Resolution>,
+    grant: Option<GrantKind>,
+    mode: Option<InputMode>,
+    message: Option<String>,
+    requested_schema: Option<serde_json::Value>,
+    url: Option<String>,
+    url_host: Option<String>,
+    duration_ms: Option<u64>,
+    origin: Option<CallOrigin>,
+    approved_at: Option<String>,
+    sign_in_connector_id: Option<String>,
+    result: Option<String>,
+    result_chars: Option<u64>,
+    contains_instructions: Option<bool>,
+    no_prose_reason: Option<NoProseReason>,
+    message_id: Option<String>,
+}
+
+/// A field that is there, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(deserializer).map(Some)
+}
+
+/// A required field's value, or its name.
+fn required<T>(value: Option<T>, name: &'static str) -> Result<T, &'static str> {
+    value.ok_or(name)
+}
+
+impl Wire {
+    /// The event its `type` names; the name of a required field it lacks.
+    fn into_event(self) -> Result<ChatEvent, &'static str> {
+        // Checked in each event's arm: `Unknown` needs no field.
+        let turn_id = required(self.turn_id, "turn_id");
+        Ok(match self.kind.as_str() {
+            "turn_started" => ChatEvent::TurnStarted {
+                turn_id: turn_id?,
+                model: required(self.model, "model")?,
+                user_message: required(self.user_message, "user_message")?,
+            },
+            "text_delta" => ChatEvent::TextDelta {
+                turn_id: turn_id?,
+                text: required(self.text, "text")?,
+            },
+            "tool_call" => ChatEvent::ToolCall {
+                turn_id: turn_id?,
+                id: required(self.id, "id")?,
+                tool_name: required(self.tool_name, "tool_name")?,
+                arguments: required(self.arguments, "arguments")?,
+            },
+            "tool_result" => ChatEvent::ToolResult {
+                turn_id: turn_id?,
+                id: required(self.id, "id")?,
+                tool_name: required(self.tool_name, "tool_name")?,
+                status: ToolCallStatus::from_wire(&required(self.status, "status")?),
+                error: self.error,
+            },
+            "mcp_confirmation_required" => ChatEvent::McpConfirmationRequired {
+                turn_id: turn_id?,
+                id: required(self.id, "id")?,
+                call_id: self.call_id.unwrap_or_default(),
+                connector_id: required(self.connector_id, "connector_id")?,
+                connector_name: required(self.connector_name, "connector_name")?,
+                tool_name: required(self.tool_name, "tool_name")?,
+                arguments: required(self.arguments, "arguments")?,
+                arguments_json: required(self.arguments_json, "arguments_json")?,
+                arguments_digest: required(self.arguments_digest, "arguments_digest")?,
+                destination: required(self.destination, "destination")?,
+                reason: required(self.reason, "reason")?,
+                expires_at: required(self.expires_at, "expires_at")?,
+                decide_by: self.decide_by.unwrap_or_default(),
+                offered_grants: self
+                    .offered_grants
+                    .unwrap_or_else(crate::approvals::every_grant),
+                tool_title: self.tool_title,
+                tool_description: self.tool_description,
+                risk: self.risk,
+                provenance: self.provenance,
+            },
+            "mcp_confirmation_resolved" => ChatEvent::McpConfirmationResolved {
+                turn_id: turn_id?,
+                id: required(self.id, "id")?,
+                decision: required(self.decision, "decision")?,
+                grant: self.grant,
+            },
+            "mcp_input_required" => ChatEvent::McpInputRequired {
+                turn_id: turn_id?,
+                id: required(self.id, "id")?,
+                call_id: required(self.call_id, "call_id")?,
+                connector_name: required(self.connector_name, "connector_name")?,
+                tool_name: required(self.tool_name, "tool_name")?,
+                mode: required(self.mode, "mode")?,
+                message: required(self.message, "message")?,
+                requested_schema: self.requested_schema,
+                url: self.url,
+                url_host: self.url_host,
+                decide_by: required(self.decide_by, "decide_by")?,
+            },
+            "mcp_input_resolved" => ChatEvent::McpInputResolved {
+                turn_id: turn_id?,
+                id: required(self.id, "id")?,
+                status: InputRequestStatus::from_wire(&required(self.status, "status")?),
+            },
+            "mcp_tool_call" => ChatEvent::McpToolCall {
+                turn_id: turn_id?,
+                id: required(self.id, "id")?,
+                call_id: self.call_id.unwrap_or_default(),
+                connector_name: required(self.connector_name, "connector_name")?,
+                tool_name: required(self.tool_name, "tool_name")?,
+                status: ToolCallStatus::from_wire(&required(self.status, "status")?),
+                error: self.error,
+                duration_ms: required(self.duration_ms, "duration_ms")?,
+                origin: self.origin,
+                approved_at: self.approved_at,
+                sign_in_connector_id: self.sign_in_connector_id,
+                result: self.result,
+                result_chars: self.result_chars,
+                contains_instructions: self.contains_instructions.unwrap_or(false),
+                connector_id: self.connector_id,
+            },
+            "error" => ChatEvent::Error {
+                turn_id: turn_id?,
+                message: required(self.message, "message")?,
+            },
+            "turn_finished" => ChatEvent::TurnFinished {
+                turn_id: turn_id?,
+                status: TurnEnding::from_wire(&required(self.status, "status")?),
+                no_prose_reason: self.no_prose_reason,
+                message_id: self.message_id,
+            },
+            _ => ChatEvent::Unknown,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RiskFlag;
+    use serde_json::json;
+
+    fn message() -> ChatEventMessage {
+        ChatEventMessage {
+            id: "m1".into(),
+            content: "hi".into(),
+        }
+    }
+
+    /// Every event, once with every optional field and once without.
+    fn every_event() -> Vec<ChatEvent> {
+        let confirmation = |full: bool| ChatEvent::McpConfirmationRequired {
+            turn_id: "t".into(),
+            id: "p".into(),
+            call_id: "c".into(),
+            connector_id: "k".into(),
+            connector_name: "Notes".into(),
+            tool_name: "search".into(),
+            arguments: json!({"q": [1, null, "x"]}),
+            arguments_json: "{}".into(),
+            arguments_digest: "ab".into(),
+            destination: "mcp.example".into(),
+            reason: "why".into(),
+            expires_at: "2026-12-01T10:00:00Z".into(),
+            decide_by: "2026-12-01T09:59:30Z".into(),
+            offered_grants: vec![GrantKind::Once],
+            tool_title: full.then(|| "Search".into()),
+            tool_description: full.then(|| "Finds.".into()),
+            risk: full.then(|| ToolRisk {
+                risky: true,
+                flags: vec![RiskFlag::DeclaresNothing],
+            }),
+            provenance: full.then(|| {
+                Box::new(
+                    serde_json::from_value(json!({
+                        "values": [{"path": "/q", "origin": "tool_result", "spans": [
+                            {"start": 0, "end": 3, "origin": "tool_result", "encoding": "base64",
+                             "digest": "d", "source": {"call": "c0", "connector_name": "N",
+                             "tool_name": "r", "at": "a"}}]}],
+                        "flows": [{"from": {"call": "c0", "connector_name": "N",
+                                   "tool_name": "r", "at": "a"},
+                                   "to_connector_name": "M", "to_tool_name": "s",
+                                   "reaches_outside": true, "other_connector": true,
+                                   "text": "This sends text"}],
+                        "instructions_in": []
+                    }))
+                    .expect("provenance"),
+                )
+            }),
+        };
+        let input = |full: bool| ChatEvent::McpInputRequired {
+            turn_id: "t".into(),
+            id: "i".into(),
+            call_id: "c".into(),
+            connector_name: "Notes".into(),
+            tool_name: "search".into(),
+            mode: InputMode::Form,
+            message: "Which?".into(),
+            requested_schema: full.then(|| json!({"type": "object"})),
+            url: full.then(|| "https://x.example/".into()),
+            url_host: full.then(|| "x.example".into()),
+            decide_by: "d".into(),
+        };
+        let call = |full: bool| ChatEvent::McpToolCall {
+            turn_id: "t".into(),
+            id: "p".into(),
+            call_id: "c".into(),
+            connector_name: "Notes".into(),
+            tool_name: "search".into(),
+            status: ToolCallStatus::Ok,
+            error: full.then(|| "no".into()),
+            duration_ms: 4,
+            origin: full.then_some(CallOrigin::Approved),
+            approved_at: full.then(|| "a".into()),
+            sign_in_connector_id: full.then(|| "k".into()),
+            result: full.then(|| "r".into()),
+            result_chars: full.then_some(1),
+            contains_instructions: full,
+            connector_id: full.then(|| "k".into()),
+        };
+        vec![
+            ChatEvent::TurnStarted {
+                turn_id: "t".into(),
+                model: "demo/offline".into(),
+                user_message: message(),
+            },
+            ChatEvent::TextDelta {
+                turn_id: "t".into(),
+                text: "Hello".into(),
+            },
+            ChatEvent::ToolCall {
+                turn_id: "t".into(),
+                id: "c".into(),
+                tool_name: "search".into(),
+                arguments: json!({}),
+            },
+            ChatEvent::ToolResult {
+                turn_id: "t".into(),
+                id: "c".into(),
+                tool_name: "search".into(),
+                status: ToolCallStatus::Error,
+                error: Some("boom".into()),
+            },
+            confirmation(true),
+            confirmation(false),
+            ChatEvent::McpConfirmationResolved {
+                turn_id: "t".into(),
+                id: "p".into(),
+                decision: Resolution::Approved,
+                grant: Some(GrantKind::Always),
+            },
+            input(true),
+            input(false),
+            ChatEvent::McpInputResolved {
+                turn_id: "t".into(),
+                id: "i".into(),
+                status: InputRequestStatus::Accepted,
+            },
+            call(true),
+            call(false),
+            ChatEvent::Error {
+                turn_id: "t".into(),
+                message: "It broke.".into(),
+            },
+            ChatEvent::TurnFinished {
+                turn_id: "t".into(),
+                status: TurnEnding::Done,
+                no_prose_reason: Some(NoProseReason::Declined),
+                message_id: Some("m".into()),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_event_reads_back_as_written_whatever_the_order_of_its_fields() {
+        for event in every_event() {
+            let written = serde_json::to_value(&event).expect("writes");
+            assert_eq!(
+                serde_json::from_value::<ChatEvent>(written.clone()).expect("reads"),
+                event,
+                "{written}"
+            );
+            // `type` last: nothing relies on it coming first. (A
+            // `serde_json` map sorts its keys: the text is put together.)
+            let mut object = written.as_object().expect("an object").clone();
+            let kind = object.remove("type").expect("tagged");
+            let rest = serde_json::to_string(&object).expect("writes");
+            let text = format!(
+                "{},\"type\":{kind}}}",
+                rest.strip_suffix('}').expect("an object")
+            );
+            assert_eq!(
+                serde_json::from_str::<ChatEvent>(&text).expect("reads"),
+                event,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_required_field_or_type_is_an_error_naming_it() {
+        for (json, field) in [
+            (r#"{"type":"text_delta","turn_id":"t"}"#, "text"),
+            (r#"{"type":"text_delta","text":"x"}"#, "turn_id"),
+            (
+                r#"{"type":"tool_call","turn_id":"t","id":"c","tool_name":"x"}"#,
+                "arguments",
+            ),
+            (
+                r#"{"type":"mcp_tool_call","turn_id":"t","id":"p","connector_name":"N","tool_name":"s","status":"ok"}"#,
+                "duration_ms",
+            ),
+            (r#"{"type":"turn_finished","turn_id":"t"}"#, "status"),
+            (r#"{"turn_id":"t","text":"x"}"#, "type"),
+        ] {
+            let error = serde_json::from_str::<ChatEvent>(json).expect_err(json);
+            assert!(
+                error.to_string().contains(&format!("`{field}`")),
+                "{json}: {error}"
+            );
+        }
+        // A required field of the wrong type is an error too.
+        assert!(
+            serde_json::from_str::<ChatEvent>(r#"{"type":"text_delta","turn_id":"t","text":5}"#)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn an_unknown_type_is_unknown_and_other_events_fields_are_ignored() {
+        assert_eq!(
+            serde_json::from_str::<ChatEvent>(
+                r#"{"type":"turn_paused","turn_id":"t","until":"later"}"#
+            )
+            .expect("reads"),
+            ChatEvent::Unknown
+        );
+        assert_eq!(
+            serde_json::from_str::<ChatEvent>(
+                r#"{"type":"text_delta","turn_id":"t","text":"x","model":"m","shiny":{"new":true}}"#
+            )
+            .expect("reads"),
+            ChatEvent::TextDelta {
+                turn_id: "t".into(),
+                text: "x".into()
+            }
+        );
+    }
+
+    #[test]
+    fn an_older_servers_confirmation_gets_the_defaults_and_null_arguments_are_a_value() {
+        let event: ChatEvent = serde_json::from_str(
+            r#"{"type":"mcp_confirmation_required","turn_id":"t","id":"p","connector_id":"k","connector_name":"N","tool_name":"s","arguments":null,"arguments_json":"null","arguments_digest":"ab","destination":"h","reason":"r","expires_at":"e"}"#,
+        )
+        .expect("reads");
+        let ChatEvent::McpConfirmationRequired {
+            call_id,
+            decide_by,
+            offered_grants,
+            arguments,
+            risk,
+            ..
+        } = event
+        else {
+            panic!("not a confirmation: {event:?}");
+        };
+        assert_eq!((call_id.as_str(), decide_by.as_str()), ("", ""));
+        assert_eq!(offered_grants, GrantKind::ALL);
+        assert_eq!(arguments, serde_json::Value::Null);
+        assert_eq!(risk, None);
+    }
 }

@@ -8,6 +8,9 @@
 //!   keep it for a year (`immutable`) and a new build is a new name;
 //! - `index.html` (never cached: `no-cache`) pointing at those names, the
 //!   loader `app.js` pointing at the hashed glue and wasm;
+//! - the lazily loaded wasm chunks under hashed names too, and the
+//!   splitter's chunk loader (`__wasm_split.js`) pointing at them and at the
+//!   glue, the glue pointing at it;
 //! - a `.br` (brotli, quality 11) and a `.gz` (gzip -9) beside every text or
 //!   wasm file, for `ServeDir`'s precompressed variants: nothing is
 //!   compressed per request.
@@ -20,6 +23,8 @@ use std::path::{Path, PathBuf};
 /// What wasm-bindgen writes (`--target web`), read from `pkg`.
 const GLUE: &str = "countersign_web.js";
 const WASM: &str = "countersign_web_bg.wasm";
+/// What the splitter writes beside them: the chunk loader the glue imports.
+const SPLIT_LOADER: &str = "__wasm_split.js";
 
 /// The folder the server serves, and what a first load costs.
 #[derive(Debug)]
@@ -28,6 +33,9 @@ pub struct Site {
     /// The files of a first load (wasm, the two scripts, the stylesheet):
     /// served name, raw bytes, brotli bytes.
     pub first_load: Vec<(String, u64, u64)>,
+    /// The lazily loaded wasm chunks, fetched on the first call of one of
+    /// their `#[lazy]` functions: served name, raw bytes, brotli bytes.
+    pub chunks: Vec<(String, u64, u64)>,
 }
 
 impl Site {
@@ -60,8 +68,9 @@ fn replace_once(text: &str, from: &str, to: &str, file: &str) -> anyhow::Result<
 
 /// Puts the site together in `out` (emptied first) from the committed
 /// `source` (`index.html`, `app.js`, `app.css`, `favicon.svg`) and
-/// wasm-bindgen's `pkg`.
-pub fn assemble(source: &Path, pkg: &Path, out: &Path) -> anyhow::Result<Site> {
+/// wasm-bindgen's `pkg`, which also holds the splitter's `chunks` (file
+/// names) and its chunk loader.
+pub fn assemble(source: &Path, pkg: &Path, chunks: &[String], out: &Path) -> anyhow::Result<Site> {
     if out.exists() {
         std::fs::remove_dir_all(out).with_context(|| format!("emptying {}", out.display()))?;
     }
@@ -71,23 +80,98 @@ pub fn assemble(source: &Path, pkg: &Path, out: &Path) -> anyhow::Result<Site> {
         std::fs::read(dir.join(name))
             .with_context(|| format!("reading {}", dir.join(name).display()))
     };
-    let mut first_load = Vec::new();
-    let mut put = |name: &str, bytes: &[u8]| -> anyhow::Result<String> {
-        let served = hashed_name(name, bytes);
+    // `bytes` as `served` in `assets/`, with its twins: served name, raw
+    // and brotli bytes.
+    let write = |served: String, bytes: &[u8]| -> anyhow::Result<(String, u64, u64)> {
         std::fs::write(assets.join(&served), bytes)?;
         let br = precompress(&assets.join(&served), bytes)?;
-        first_load.push((served.clone(), bytes.len() as u64, br));
-        Ok(format!("/assets/{served}"))
+        Ok((served, bytes.len() as u64, br))
+    };
+    let mut first_load = Vec::new();
+    // The same, counted in the first load; answers its address.
+    let mut put = |served: String, bytes: &[u8]| -> anyhow::Result<String> {
+        let entry = write(served, bytes)?;
+        let url = format!("/assets/{}", entry.0);
+        first_load.push(entry);
+        Ok(url)
     };
 
-    // The wasm and its glue first: the loader names them.
-    let wasm = put(WASM, &read(pkg, WASM)?)?;
-    let glue = put(GLUE, &read(pkg, GLUE)?)?;
+    // The chunks first: the chunk loader names them (relative to itself,
+    // and everything lives in `assets/`).
+    let mut served_chunks = Vec::new();
+    let mut split_loader = match std::fs::read(pkg.join(SPLIT_LOADER)) {
+        Ok(bytes) => Some(String::from_utf8(bytes).context("the chunk loader is not UTF-8")?),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && chunks.is_empty() => None,
+        Err(error) => {
+            return Err(error)
+                .with_context(|| format!("reading {}", pkg.join(SPLIT_LOADER).display()));
+        }
+    };
+    for chunk in chunks {
+        let bytes = read(pkg, chunk)?;
+        let entry = write(hashed_name(chunk, &bytes), &bytes)?;
+        if let Some(loader) = &mut split_loader {
+            *loader = replace_once(
+                loader,
+                &format!("\"./{chunk}\""),
+                &format!("\"./{}\"", entry.0),
+                SPLIT_LOADER,
+            )?;
+        }
+        served_chunks.push(entry);
+    }
+
+    // The wasm and its glue next: the loader names them. The glue imports
+    // the chunk loader and the chunk loader the glue, so one of the two
+    // names cannot be the hash of its final text: the chunk loader's name
+    // hashes its text (with the chunks' names) together with the glue and
+    // the wasm it will point at, so it still changes whenever any of them
+    // does.
+    let wasm_bytes = read(pkg, WASM)?;
+    let wasm = put(hashed_name(WASM, &wasm_bytes), &wasm_bytes)?;
+    let mut glue_text = String::from_utf8(read(pkg, GLUE)?).context("the glue is not UTF-8")?;
+    let split_loader = match split_loader {
+        Some(loader) if glue_text.contains(&format!("from \"./{SPLIT_LOADER}\"")) => {
+            let mut covered = loader.clone().into_bytes();
+            covered.extend_from_slice(glue_text.as_bytes());
+            covered.extend_from_slice(&wasm_bytes);
+            let served = hashed_name(SPLIT_LOADER, &covered);
+            // One `import * as importN from "./__wasm_split.js"` per
+            // chunk loader function. Only the module specifiers change:
+            // the keys of the imports object are the wasm's own import
+            // names, which stay `./__wasm_split.js`.
+            glue_text = glue_text.replace(
+                &format!("from \"./{SPLIT_LOADER}\""),
+                &format!("from \"./{served}\""),
+            );
+            Some((served, loader))
+        }
+        // Nothing is lazy: the glue imports no chunk loader.
+        _ => None,
+    };
+    let glue = put(
+        hashed_name(GLUE, glue_text.as_bytes()),
+        glue_text.as_bytes(),
+    )?;
+    let split_loader = match split_loader {
+        Some((served, loader)) => {
+            let glue_file = glue.trim_start_matches("/assets/");
+            let loader = replace_once(
+                &loader,
+                &format!("\"./{GLUE}\""),
+                &format!("\"./{glue_file}\""),
+                SPLIT_LOADER,
+            )?;
+            Some(put(served, loader.as_bytes())?)
+        }
+        None => None,
+    };
     let loader = String::from_utf8(read(source, "app.js")?).context("app.js is not UTF-8")?;
     let loader = replace_once(&loader, &format!("/pkg/{GLUE}"), &glue, "app.js")?;
     let loader = replace_once(&loader, &format!("/pkg/{WASM}"), &wasm, "app.js")?;
-    let loader = put("app.js", loader.as_bytes())?;
-    let css = put("app.css", &read(source, "app.css")?)?;
+    let loader = put(hashed_name("app.js", loader.as_bytes()), loader.as_bytes())?;
+    let css_bytes = read(source, "app.css")?;
+    let css = put(hashed_name("app.css", &css_bytes), &css_bytes)?;
 
     let index =
         String::from_utf8(read(source, "index.html")?).context("index.html is not UTF-8")?;
@@ -100,6 +184,17 @@ pub fn assemble(source: &Path, pkg: &Path, out: &Path) -> anyhow::Result<Site> {
     ] {
         page = replace_once(&page, from, &format!("\"{to}\""), "index.html")?;
     }
+    // The chunk loader is a static import of the glue: preloaded with it,
+    // or dropped from the page when nothing is lazy.
+    let preload = format!("\"/pkg/{SPLIT_LOADER}\"");
+    page = match &split_loader {
+        Some(url) => replace_once(&page, &preload, &format!("\"{url}\""), "index.html")?,
+        None => page
+            .lines()
+            .filter(|line| !line.contains(&preload))
+            .map(|line| format!("{line}\n"))
+            .collect(),
+    };
     std::fs::write(out.join("index.html"), &page)?;
     precompress(&out.join("index.html"), page.as_bytes())?;
     let favicon = read(source, "favicon.svg")?;
@@ -109,6 +204,7 @@ pub fn assemble(source: &Path, pkg: &Path, out: &Path) -> anyhow::Result<Site> {
     Ok(Site {
         dir: out.to_owned(),
         first_load,
+        chunks: served_chunks,
     })
 }
 
@@ -163,7 +259,9 @@ mod tests {
         std::fs::create_dir_all(&pkg)?;
         std::fs::write(
             source.join("index.html"),
-            r#"<link rel="stylesheet" href="/app.css"><link rel="modulepreload" href="/pkg/countersign_web.js"><link rel="preload" href="/pkg/countersign_web_bg.wasm"><script type="module" src="/app.js"></script>"#,
+            r#"<link rel="stylesheet" href="/app.css"><link rel="modulepreload" href="/pkg/countersign_web.js">
+<link rel="modulepreload" href="/pkg/__wasm_split.js">
+<link rel="preload" href="/pkg/countersign_web_bg.wasm"><script type="module" src="/app.js"></script>"#,
         )?;
         std::fs::write(
             source.join("app.js"),
@@ -174,41 +272,87 @@ mod tests {
             "body { color: black; }\n".repeat(50),
         )?;
         std::fs::write(source.join("favicon.svg"), "<svg/>")?;
+        // The shapes wasm-bindgen and the splitter write.
         std::fs::write(
             pkg.join(GLUE),
-            "export default function init() {}\n".repeat(20),
+            "import * as import1 from \"./__wasm_split.js\";\n".repeat(2)
+                + "const imports = { \"./__wasm_split.js\": import1 };\n"
+                + &"export default function init() {}\n".repeat(20),
         )?;
         std::fs::write(pkg.join(WASM), vec![0u8; 4096])?;
+        let chunk = "split_settings_1.wasm".to_owned();
+        std::fs::write(pkg.join(&chunk), vec![1u8; 4096])?;
+        std::fs::write(
+            pkg.join(SPLIT_LOADER),
+            "import { initSync } from \"./countersign_web.js\";\n".to_owned()
+                + "export const __wasm_split_load_settings = makeLoad(new URL(\"./split_settings_1.wasm\", import.meta.url), []);\n"
+                + &"function makeLoad() {}\n".repeat(20),
+        )?;
 
-        let site = assemble(&source, &pkg, &out)?;
+        let site = assemble(&source, &pkg, std::slice::from_ref(&chunk), &out)?;
         let index = std::fs::read_to_string(out.join("index.html"))?;
         assert!(
             !index.contains("/pkg/") && !index.contains("\"/app."),
             "{index}"
         );
-        assert_eq!(site.first_load.len(), 4);
-        for (served, raw, br) in &site.first_load {
+        assert_eq!(site.first_load.len(), 5);
+        for (served, raw, br) in site.first_load.iter().chain(&site.chunks) {
             let file = out.join("assets").join(served);
             assert_eq!(std::fs::metadata(&file)?.len(), *raw);
-            assert!(
-                index.contains(&format!("/assets/{served}")),
-                "{served} in index.html"
-            );
             assert!(br < raw, "{served} compresses");
             let mut twin = file.into_os_string();
             twin.push(".br");
             assert!(PathBuf::from(twin).exists(), "{served}.br");
         }
-        let loader = site
-            .first_load
-            .iter()
-            .find(|(n, ..)| n.starts_with("app.") && n.ends_with(".js"))
-            .context("the loader")?;
-        let loader = std::fs::read_to_string(out.join("assets").join(&loader.0))?;
+        for (served, ..) in &site.first_load {
+            assert!(
+                index.contains(&format!("/assets/{served}")),
+                "{served} in index.html"
+            );
+        }
+        let served = |prefix: &str, ext: &str| {
+            site.first_load
+                .iter()
+                .chain(&site.chunks)
+                .find(|(n, ..)| n.starts_with(prefix) && n.ends_with(ext))
+                .map(|(n, ..)| n.clone())
+                .with_context(|| format!("{prefix}*{ext}"))
+        };
+        let loader = std::fs::read_to_string(out.join("assets").join(served("app.", ".js")?))?;
         assert!(!loader.contains("/pkg/"), "{loader}");
+        // The glue imports the hashed chunk loader, which imports the
+        // hashed glue and fetches the hashed chunk.
+        let (glue, split_loader) = (
+            served("countersign_web.", ".js")?,
+            served("__wasm_split.", ".js")?,
+        );
+        let glue_text = std::fs::read_to_string(out.join("assets").join(&glue))?;
+        assert_eq!(
+            glue_text
+                .matches(&format!("from \"./{split_loader}\""))
+                .count(),
+            2,
+            "{glue_text}"
+        );
+        // The wasm still names its import module as it was linked.
+        assert!(
+            glue_text.contains("{ \"./__wasm_split.js\": import1 }"),
+            "{glue_text}"
+        );
+        let split_text = std::fs::read_to_string(out.join("assets").join(&split_loader))?;
+        assert!(
+            split_text.contains(&format!("\"./{glue}\"")),
+            "{split_text}"
+        );
+        let chunk_served = served("split_settings_1.", ".wasm")?;
+        assert_ne!(chunk_served, chunk);
+        assert!(
+            split_text.contains(&format!("\"./{chunk_served}\"")),
+            "{split_text}"
+        );
         // A source that lost a reference fails the build.
         std::fs::write(source.join("app.js"), "import init from '/elsewhere.js';\n")?;
-        assert!(assemble(&source, &pkg, &out).is_err());
+        assert!(assemble(&source, &pkg, std::slice::from_ref(&chunk), &out).is_err());
         std::fs::remove_dir_all(&tmp)?;
         Ok(())
     }

@@ -3,8 +3,8 @@
 
 use leptos::prelude::*;
 
-use crate::components::{ApprovalCard, InputCard, ToolCallBlock};
-use crate::model::markdown::render_markdown;
+use crate::components::{Markdown, ToolCallBlock};
+use crate::lazy::{LazyApprovalCard, LazyInputCard};
 use crate::model::transcript::{Segment, Transcript, TurnStatus};
 
 /// The kind of a segment. A tool call becomes an approval card when its
@@ -104,7 +104,7 @@ fn CallInputs(transcript: RwSignal<Transcript>, current: Memo<Option<Segment>>) 
     });
     view! {
         <For each=move || ids.get() key=|id| id.clone() let:id>
-            <InputCard transcript=transcript input_id=id />
+            <LazyInputCard transcript=transcript input_id=id />
         </For>
     }
 }
@@ -134,15 +134,15 @@ fn SegmentView(transcript: RwSignal<Transcript>, turn: usize, segment: usize) ->
 
     move || match kind.get() {
         Some(Kind::Text) => {
-            // Built by `render_markdown` from escaped text only: no HTML from
-            // the reply itself can reach the page.
-            let html = move || {
+            // DOM nodes built from the parsed tree: no HTML from the reply
+            // itself can reach the page.
+            let source = Signal::derive(move || {
                 current.with(|segment| match segment {
-                    Some(Segment::Text(text)) => render_markdown(text),
+                    Some(Segment::Text(text)) => text.clone(),
                     _ => String::new(),
                 })
-            };
-            view! { <div class="markdown" inner_html=html></div> }.into_any()
+            });
+            view! { <Markdown source=source /> }.into_any()
         }
         Some(Kind::Tool) => {
             let call = Signal::derive(move || match current.get() {
@@ -161,7 +161,7 @@ fn SegmentView(transcript: RwSignal<Transcript>, turn: usize, segment: usize) ->
                 _ => None,
             });
             view! {
-                <ApprovalCard transcript=transcript call=call approval_id=approval_id />
+                <LazyApprovalCard transcript=transcript call=call approval_id=approval_id />
                 <CallInputs transcript=transcript current=current />
             }
             .into_any()

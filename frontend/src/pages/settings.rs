@@ -22,10 +22,7 @@ use countersign_api::Grant;
 
 use crate::api;
 use crate::clock::minutes_east_at;
-use crate::components::{
-    AdminSection, ConnectorsSection, FormError, ProviderKeys, SecuritySection, last_error,
-    set_page_title,
-};
+use crate::components::{AdminSection, ConnectorsSection, FormError, last_error, set_page_title};
 use crate::model::oauth::SignInReturn;
 use crate::model::when::date_time_text;
 use crate::session::SessionState;
@@ -87,10 +84,54 @@ impl SettingsSection {
     }
 }
 
-/// The section list, then `section`.
+/// The section list, then the section itself (`children`): each section
+/// is its own route and its own wasm chunk (`crate::lazy`), so one section
+/// never loads another's code.
 #[component]
-pub fn SettingsPage(section: SettingsSection) -> impl IntoView {
+pub fn SettingsPage(
+    /// The section shown, marked in the list.
+    section: SettingsSection,
+    children: Children,
+) -> impl IntoView {
     set_page_title(&format!("{} · Settings", section.name()));
+    let session = SessionState::expect();
+    let is_admin = session.user().is_some_and(|user| user.is_admin);
+    let tabs = SettingsSection::ALL
+        .into_iter()
+        .filter(|tab| *tab != SettingsSection::Admin || is_admin)
+        .map(|tab| {
+            view! {
+                <li>
+                    <A href=tab.path() exact=true attr:class="settings-tab" {..} data-testid=tab.testid()>
+                        {tab.name()}
+                    </A>
+                </li>
+            }
+        })
+        .collect_view();
+
+    view! {
+        <div class="page">
+            <h1>"Settings"</h1>
+            <nav class="settings-nav" aria-label="Settings sections">
+                <ul>
+                    {tabs}
+                    <li>
+                        <A href="/activity" attr:class="settings-tab" {..} data-testid="settings-activity-link">
+                            "Activity log"
+                        </A>
+                    </li>
+                </ul>
+            </nav>
+            {children()}
+        </div>
+    }
+}
+
+/// Settings → Connectors, with the outcome of a connector's OAuth sign-in
+/// when the authorization server just sent the browser back.
+#[component]
+pub fn ConnectorsSettings() -> impl IntoView {
     let sign_in_return = use_query_map().with_untracked(|query| {
         SignInReturn::from_query(
             query.get("oauth").as_deref(),
@@ -113,61 +154,31 @@ pub fn SettingsPage(section: SettingsSection) -> impl IntoView {
             );
         });
     }
+    view! { <ConnectorsSection sign_in_return=sign_in_return /> }
+}
 
+/// Settings → Admin: the instance for an administrator, a line saying so
+/// for anyone else.
+#[component]
+pub fn AdminSettings() -> impl IntoView {
     let session = SessionState::expect();
-    let is_admin = session.user().is_some_and(|user| user.is_admin);
-    let tabs = SettingsSection::ALL
-        .into_iter()
-        .filter(|tab| *tab != SettingsSection::Admin || is_admin)
-        .map(|tab| {
-            view! {
-                <li>
-                    <A href=tab.path() exact=true attr:class="settings-tab" {..} data-testid=tab.testid()>
-                        {tab.name()}
-                    </A>
-                </li>
-            }
-        })
-        .collect_view();
-    let body = match section {
-        SettingsSection::Connectors => {
-            view! { <ConnectorsSection sign_in_return=sign_in_return /> }.into_any()
-        }
-        SettingsSection::Models => view! { <ProviderKeys /> }.into_any(),
-        SettingsSection::Security => view! { <SecuritySection /> }.into_any(),
-        SettingsSection::Rules => view! { <StandingRules /> }.into_any(),
-        SettingsSection::Admin if is_admin => view! { <AdminSection /> }.into_any(),
-        SettingsSection::Admin => view! {
+    if session.user().is_some_and(|user| user.is_admin) {
+        view! { <AdminSection /> }.into_any()
+    } else {
+        view! {
             <section class="panel" data-testid="admin-only">
                 <h2>"Admin"</h2>
                 <p>"Only an administrator of this instance can see this section."</p>
             </section>
         }
-        .into_any(),
-    };
-
-    view! {
-        <div class="page">
-            <h1>"Settings"</h1>
-            <nav class="settings-nav" aria-label="Settings sections">
-                <ul>
-                    {tabs}
-                    <li>
-                        <A href="/activity" attr:class="settings-tab" {..} data-testid="settings-activity-link">
-                            "Activity log"
-                        </A>
-                    </li>
-                </ul>
-            </nav>
-            {body}
-        </div>
+        .into_any()
     }
 }
 
 /// Every "always allow" rule of the user, with Revoke; a suspended one
 /// (the tool changed since) says so.
 #[component]
-fn StandingRules() -> impl IntoView {
+pub fn StandingRules() -> impl IntoView {
     let session = SessionState::expect();
     let rules = LocalResource::new(api::grants);
     let notice = RwSignal::new(None::<String>);
