@@ -24,7 +24,8 @@
 //!   holds. The fast scenarios also run in `test`.
 //! - `cycles`: the module-import cycle check (also run as a test).
 //! - `bench`: time to first token added by the server, memory per idle
-//!   stream (printed figures, never asserted).
+//!   stream (printed figures, never asserted); `bench memory` only the
+//!   memory figures.
 //!
 //! Each step prints the command it runs, so a failure says where it was.
 
@@ -58,7 +59,9 @@ commands:
   openapi      regenerate docs/openapi.json (the API tests fail when it differs)
   faults       break things on purpose (MCP servers, Postgres, the server, instances)
                and print what held: scenario | expected | observed | holds
-  bench        print the server's figures (time to first token, memory per stream)
+  bench [memory]
+               print the server's figures (time to first token, memory per stream,
+               approvals); `memory`: only the memory figures, for iterating
   cycles       check that no module imports itself through others (also a test)
   web          build the web app into frontend/build (hashed, precompressed)";
 
@@ -83,7 +86,7 @@ fn main() {
         Some("schema") => schema::write(),
         Some("sqlx") => sqlx::write(),
         Some("openapi") => openapi(),
-        Some("bench") => bench::bench(),
+        Some("bench") => bench::bench(&args[1..]),
         Some("faults") => faults::faults(),
         Some("cycles") => cycles::print(),
         Some("web") => web::build().map(drop),
