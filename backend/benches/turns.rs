@@ -129,7 +129,8 @@ impl Drop for Server {
 }
 
 /// The floor under Countersign's streams: a bare axum SSE endpoint (same
-/// axum, hyper and tokio, `Sse` with a keep-alive, nothing else), run as a
+/// axum, hyper and tokio, `Sse` with a keep-alive, nothing else, served by
+/// the server's own accept loop, `countersign::http::conn`), run as a
 /// separate process — this very binary, started with
 /// `COUNTERSIGN_BENCH_BARE_SSE=1` — so its RSS is its own.
 async fn bare_sse_server() {
@@ -152,7 +153,11 @@ async fn bare_sse_server() {
     let port = listener.local_addr().expect("addr").port();
     // The line `spawn_listening` waits for.
     println!("listening {port}");
-    axum::serve(listener, app).await.expect("serve");
+    // Served as the server serves (`http::conn`): what is left above this
+    // floor is the app's own.
+    countersign::http::conn::serve(listener, app, std::future::pending())
+        .await
+        .expect("serve");
 }
 
 /// Starts `command` — a server that binds a free loopback port itself and
