@@ -25,7 +25,7 @@ mod report;
 #[path = "../tests/support/db.rs"]
 mod test_db;
 
-use report::{Figure, report};
+use report::{Figure, only_memory, report};
 
 use axum::{
     Router,
@@ -129,7 +129,8 @@ impl Drop for Server {
 }
 
 /// The floor under Countersign's streams: a bare axum SSE endpoint (same
-/// axum, hyper and tokio, `Sse` with a keep-alive, nothing else), run as a
+/// axum, hyper and tokio, `Sse` with a keep-alive, nothing else, served by
+/// the server's own accept loop, `countersign::http::conn`), run as a
 /// separate process — this very binary, started with
 /// `COUNTERSIGN_BENCH_BARE_SSE=1` — so its RSS is its own.
 async fn bare_sse_server() {
@@ -152,7 +153,11 @@ async fn bare_sse_server() {
     let port = listener.local_addr().expect("addr").port();
     // The line `spawn_listening` waits for.
     println!("listening {port}");
-    axum::serve(listener, app).await.expect("serve");
+    // Served as the server serves (`http::conn`): what is left above this
+    // floor is the app's own.
+    countersign::http::conn::serve(listener, app, std::future::pending())
+        .await
+        .expect("serve");
 }
 
 /// Starts `command` — a server that binds a free loopback port itself and
@@ -228,27 +233,7 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // (a) Directly.
-    let mut direct = Vec::new();
-    for _ in 0..ROUNDS {
-        let t = Instant::now();
-        let mut res = client
-            .post(format!("{fake}/chat/completions"))
-            .json(&json!({"model": "fake", "stream": true, "messages": [{"role": "user", "content": "hi"}]}))
-            .send()
-            .await
-            .expect("fake");
-        let mut seen = String::new();
-        while let Some(bytes) = res.chunk().await.expect("chunk") {
-            seen.push_str(&String::from_utf8_lossy(&bytes));
-            if seen.contains("\"content\"") {
-                break;
-            }
-        }
-        direct.push(t.elapsed());
-    }
-
-    // (b) Through Countersign.
+    // A user and a chat (the streams below are this chat's).
     let body: Value = client
         .post(format!("{base}/api/auth/signup"))
         .json(&json!({"email": "bench@example.org", "password": "tidal quartz lantern orchard"}))
@@ -270,65 +255,9 @@ async fn main() {
         .await
         .expect("json");
     let chat_id = chat["id"].as_str().expect("id").to_owned();
-    let mut stream = client
-        .get(format!("{base}/api/chats/{chat_id}/stream"))
-        .send()
-        .await
-        .expect("stream");
-    let mut buffer = String::new();
-    let mut through = Vec::new();
-    for round in 0..ROUNDS {
-        let t = Instant::now();
-        let res = client
-            .post(format!("{base}/api/chats/{chat_id}/messages"))
-            .header("x-csrf-token", &csrf)
-            .json(&json!({"content": format!("round {round}")}))
-            .send()
-            .await
-            .expect("send");
-        assert_eq!(res.status(), 202, "send");
-        let mut first = None;
-        loop {
-            if let Some(i) = buffer.find("\n\n") {
-                let frame: String = buffer.drain(..i + 2).collect();
-                if frame.contains("\"type\":\"text_delta\"") && first.is_none() {
-                    first = Some(t.elapsed());
-                }
-                if frame.contains("\"type\":\"turn_finished\"") {
-                    assert!(
-                        frame.contains("\"status\":\"done\""),
-                        "turn failed: {frame}"
-                    );
-                    break;
-                }
-                continue;
-            }
-            let bytes = stream.chunk().await.expect("chunk").expect("stream open");
-            buffer.push_str(&String::from_utf8_lossy(&bytes));
-        }
-        through.push(first.expect("a text delta"));
+    if !only_memory() {
+        time_to_first_token(&client, &fake, &base, &csrf, &chat_id).await;
     }
-    drop(stream);
-
-    let (d_med, d_p90) = median_and_p90(direct);
-    let (t_med, t_p90) = median_and_p90(through);
-    println!("\ntime to first token, {ROUNDS} rounds (ms):");
-    println!("  fake provider directly      median {d_med:7.2}   p90 {d_p90:7.2}");
-    println!("  through Countersign         median {t_med:7.2}   p90 {t_p90:7.2}");
-    report(&Figure {
-        name: "time to first token, through Countersign, p50",
-        unit: "ms",
-        value: t_med,
-        anchor: Some(("the fake provider asked directly, p50", d_med)),
-        budget: None,
-    });
-    report(&Figure {
-        name: "server-added time to first token, p50",
-        unit: "ms",
-        value: t_med - d_med,
-        anchor: None,
-        budget: Some(2.0),
-    });
 
     // Idle streams: Countersign, then Express 4 with the same client.
     let ours = idle_stream_kib(server.0.id(), || {
@@ -379,6 +308,98 @@ async fn main() {
         value: ours,
         anchor: express.map(|kib| ("Express 4, same client, same run", kib)),
         budget: Some(express.map_or(8.0, |kib| (kib / 2.0).min(8.0))),
+    });
+}
+
+/// Time to first token, (a) from the fake provider directly and (b)
+/// through Countersign (a chat message until the first `text_delta` on the
+/// chat's stream), `ROUNDS` each; reports the p50s and their difference.
+async fn time_to_first_token(
+    client: &reqwest::Client,
+    fake: &str,
+    base: &str,
+    csrf: &str,
+    chat_id: &str,
+) {
+    // (a) Directly.
+    let mut direct = Vec::new();
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        let mut res = client
+            .post(format!("{fake}/chat/completions"))
+            .json(&json!({"model": "fake", "stream": true, "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .await
+            .expect("fake");
+        let mut seen = String::new();
+        while let Some(bytes) = res.chunk().await.expect("chunk") {
+            seen.push_str(&String::from_utf8_lossy(&bytes));
+            if seen.contains("\"content\"") {
+                break;
+            }
+        }
+        direct.push(t.elapsed());
+    }
+
+    // (b) Through Countersign.
+    let mut stream = client
+        .get(format!("{base}/api/chats/{chat_id}/stream"))
+        .send()
+        .await
+        .expect("stream");
+    let mut buffer = String::new();
+    let mut through = Vec::new();
+    for round in 0..ROUNDS {
+        let t = Instant::now();
+        let res = client
+            .post(format!("{base}/api/chats/{chat_id}/messages"))
+            .header("x-csrf-token", csrf)
+            .json(&json!({"content": format!("round {round}")}))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(res.status(), 202, "send");
+        let mut first = None;
+        loop {
+            if let Some(i) = buffer.find("\n\n") {
+                let frame: String = buffer.drain(..i + 2).collect();
+                if frame.contains("\"type\":\"text_delta\"") && first.is_none() {
+                    first = Some(t.elapsed());
+                }
+                if frame.contains("\"type\":\"turn_finished\"") {
+                    assert!(
+                        frame.contains("\"status\":\"done\""),
+                        "turn failed: {frame}"
+                    );
+                    break;
+                }
+                continue;
+            }
+            let bytes = stream.chunk().await.expect("chunk").expect("stream open");
+            buffer.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        through.push(first.expect("a text delta"));
+    }
+    drop(stream);
+
+    let (d_med, d_p90) = median_and_p90(direct);
+    let (t_med, t_p90) = median_and_p90(through);
+    println!("\ntime to first token, {ROUNDS} rounds (ms):");
+    println!("  fake provider directly      median {d_med:7.2}   p90 {d_p90:7.2}");
+    println!("  through Countersign         median {t_med:7.2}   p90 {t_p90:7.2}");
+    report(&Figure {
+        name: "time to first token, through Countersign, p50",
+        unit: "ms",
+        value: t_med,
+        anchor: Some(("the fake provider asked directly, p50", d_med)),
+        budget: None,
+    });
+    report(&Figure {
+        name: "server-added time to first token, p50",
+        unit: "ms",
+        value: t_med - d_med,
+        anchor: None,
+        budget: Some(2.0),
     });
 }
 

@@ -724,7 +724,7 @@ pub async fn wait(
             () = tokio::time::sleep_until(deadline) => break None,
             _ = cancel.changed() => {
                 state.watcher.forget(id);
-                return cancel_one(state, id).await;
+                return Box::pin(cancel_one(state, id)).await;
             }
         }
     };
@@ -735,7 +735,9 @@ pub async fn wait(
     if let Some(hook) = &state.approval_hooks.before_expire {
         hook(id.into()).await;
     }
-    expire_or_honour(state, id).await
+    // Boxed, like `cancel_one`: a waiting call's future (one per card, a
+    // thousand at once) then holds only the wait itself.
+    Box::pin(expire_or_honour(state, id)).await
 }
 
 /// `pending → expired`; when no row changes, a decision landed first:

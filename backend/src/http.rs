@@ -8,6 +8,7 @@ pub mod admin;
 pub mod approvals;
 pub mod auth;
 pub mod chats;
+pub mod conn;
 pub mod connectors;
 pub mod error;
 pub mod extract;
@@ -27,7 +28,7 @@ pub mod web_app;
 
 use crate::AppState;
 use axum::{Router, middleware};
-use std::{future::Future, net::SocketAddr};
+use std::future::Future;
 use tower::util::MapRequestLayer;
 use tower_http::{
     compression::CompressionLayer,
@@ -41,6 +42,19 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 /// the served routes and the OpenAPI document ([`openapi::document`]) are
 /// one list and cannot drift apart.
 pub(crate) fn api_routes() -> OpenApiRouter<AppState> {
+    answer_routes().merge(event_stream_routes())
+}
+
+/// The event stream, served outside the compression layer: it is never
+/// compressed, and tower-http's response body (sized for its encoders)
+/// would add ~5.9 KiB to every open stream (`docs/operations.md`, "Where
+/// the memory goes").
+fn event_stream_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(stream::chat_stream))
+}
+
+/// Every `/api` route but the event stream.
+fn answer_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(auth::signup))
         .routes(routes!(auth::login))
@@ -60,7 +74,6 @@ pub(crate) fn api_routes() -> OpenApiRouter<AppState> {
             chats::delete_chat
         ))
         .routes(routes!(chats::send_message))
-        .routes(routes!(stream::chat_stream))
         .routes(routes!(chats::cancel_turn))
         .routes(routes!(
             connectors::list_connectors,
@@ -113,16 +126,17 @@ pub(crate) fn outer_routes() -> OpenApiRouter<AppState> {
 /// The whole app: `/api`, health checks, and the web app with an
 /// `index.html` fallback for client-side routes.
 pub fn router(state: AppState) -> Router {
-    let (api, _) = api_routes().split_for_parts();
-    let api = api
+    let origin_and_csrf = middleware::from_fn_with_state(state.clone(), security::origin_and_csrf);
+    let (answers, _) = answer_routes().split_for_parts();
+    let (streams, _) = event_stream_routes().split_for_parts();
+    let api = answers
         .fallback(error::api_not_found)
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            security::origin_and_csrf,
-        ))
+        .layer(origin_and_csrf.clone())
         // JSON answers compressed when the client asks (DESIGN §9a); never
-        // an event stream, never the CSRF token (`security::compressible`).
-        .layer(CompressionLayer::new().compress_when(security::compressible()));
+        // an event stream (outside this layer, and refused by the
+        // predicate too), never the CSRF token (`security::compressible`).
+        .layer(CompressionLayer::new().compress_when(security::compressible()))
+        .merge(streams.layer(origin_and_csrf));
     let (outer, _) = outer_routes().split_for_parts();
 
     Router::new()
@@ -227,18 +241,5 @@ pub async fn serve(
         hub.close();
         recovery.abort();
     };
-    use axum::serve::ListenerExt as _;
-    // Stream events are small writes: without TCP_NODELAY, Nagle's
-    // algorithm and delayed ACKs hold each one back ~40 ms.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(err) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %err, "cannot set TCP_NODELAY");
-        }
-    });
-    axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    conn::serve(listener, router(state), shutdown).await
 }

@@ -73,10 +73,53 @@ pub struct ToolSpec {
     /// What it does (shown to the model).
     pub description: String,
     /// JSON Schema of the arguments object.
-    pub input_schema: Value,
+    pub input_schema: Schema,
     /// What people call it (`<connector>: <tool>`, as the card does); never
     /// sent to a provider. The offline demo says it instead of `name`.
     pub label: String,
+}
+
+/// A JSON Schema kept as its JSON text. Every turn holds its user's tool
+/// specs for as long as it lives (a waiting turn up to
+/// `COUNTERSIGN_APPROVAL_WAIT_SECS`); as a [`Value`] tree each schema's
+/// little maps cost ~10× their text (a B-tree node per object), so a
+/// schema is parsed once, kept as text, and serialized into a request as
+/// it is.
+#[derive(Debug, Clone)]
+pub struct Schema(Box<serde_json::value::RawValue>);
+
+impl Schema {
+    /// The schema's JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl From<&Value> for Schema {
+    fn from(value: &Value) -> Self {
+        Self(
+            serde_json::value::to_raw_value(value)
+                .expect("a `Value` always serializes: its keys are strings"),
+        )
+    }
+}
+
+impl From<Value> for Schema {
+    fn from(value: Value) -> Self {
+        Self::from(&value)
+    }
+}
+
+impl PartialEq for Schema {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl serde::Serialize for Schema {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
 }
 
 /// A complete tool call from the model.

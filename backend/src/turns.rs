@@ -343,11 +343,15 @@ struct Emitter<'a> {
 
 impl Emitter<'_> {
     async fn emit(&self, event: &ChatEvent) {
-        let result = async {
+        // Boxed, like every database round trip and model call on the
+        // turn's way: the turn's future is as large as its largest state,
+        // and a turn waiting for an approval should not carry the state of
+        // writes it is not making (see [`run`]).
+        let result = Box::pin(async {
             let mut tx = db::user_tx(&self.state.db, self.ctx.user_id).await?;
             events::append(&mut tx, self.ctx.chat_id, Some(self.ctx.turn_id), event).await?;
             tx.commit().await
-        }
+        })
         .await;
         if let Err(err) = result {
             tracing::error!(error = %err, turn.id = %self.ctx.turn_id, "cannot write a turn event");
@@ -389,6 +393,14 @@ impl EventSink for Emitter<'_> {
 pub const DECLINED_REASON: NoProseReason = NoProseReason::Declined;
 
 /// The turn's task.
+///
+/// A turn spends most of its life parked, waiting for a decision on a card
+/// (up to `COUNTERSIGN_APPROVAL_WAIT_SECS`), and a future is as large as
+/// its largest state. So the steps that are not on the way to that wait —
+/// [`setup`], [`stream_step`], [`finish`], each event write — are boxed:
+/// their state exists only while they run, and a waiting turn holds little
+/// more than its history ([`drive`] reads the tools again for each step;
+/// `docs/operations.md`, "Where the memory goes").
 pub async fn run(state: AppState, ctx: ToolContext, model: String) {
     let _running = state.metrics.turn_running();
     let mut cancel = state.hub.register_turn(ctx.turn_id);
@@ -400,7 +412,7 @@ pub async fn run(state: AppState, ctx: ToolContext, model: String) {
     let (text, ending) = drive(&state, &emitter, &model, &mut cancel, &mut outcome).await;
     state.hub.unregister_turn(ctx.turn_id);
     let no_prose_reason = (outcome.not_run > 0 && outcome.ran == 0).then_some(DECLINED_REASON);
-    if let Err(err) = finish(&state, &emitter, &text, ending, no_prose_reason).await {
+    if let Err(err) = Box::pin(finish(&state, &emitter, &text, ending, no_prose_reason)).await {
         tracing::error!(error = %err, turn.id = %ctx.turn_id, "cannot record the end of a turn");
     }
 }
@@ -476,25 +488,41 @@ async fn drive(
     outcome_of_calls: &mut Outcome,
 ) -> (String, Ending) {
     let ctx = emitter.ctx;
-    let Some(mut setup) = setup(state, emitter, model).await else {
+    let Some(mut setup) = Box::pin(setup(state, emitter, model)).await else {
         return (String::new(), Ending::Failed);
     };
     let mut text = String::new();
     // What the turn's calls return, for the provenance of later calls.
     let seen = TurnSeen::default();
+    let mut first_tools = Some(std::mem::take(&mut setup.tools));
 
     for step in 0..state.config.max_tool_steps {
         if is_cancelled(cancel) {
             return (text, Ending::Cancelled);
         }
+        // The first step's tools were read with the history; each later
+        // step reads them again (as a new turn would), so a turn parked on
+        // a card holds no tool specs, and a tool the user set aside in the
+        // meantime is no longer offered.
+        let tools = match first_tools.take() {
+            Some(tools) => tools,
+            None => state.tools.tools_for(state, ctx.user_id.into()).await,
+        };
         let request = ChatRequest {
             model: setup.model_name.clone(),
             system: SYSTEM_PROMPT.to_owned(),
             messages: setup.messages.clone(),
-            tools: setup.tools.clone(),
+            tools,
             max_tokens: 4096,
         };
-        let streamed = stream_step(state, emitter, &setup.provider, request, cancel).await;
+        let streamed = Box::pin(stream_step(
+            state,
+            emitter,
+            &setup.provider,
+            request,
+            cancel,
+        ))
+        .await;
         text.push_str(&streamed.text);
         if let Some(ending) = streamed.ended {
             return (text, ending);
@@ -1060,6 +1088,20 @@ mod tests {
             SYSTEM_PROMPT.contains("same random value"),
             "{SYSTEM_PROMPT}"
         );
+    }
+
+    /// A turn waiting for a decision is parked inside its task's future,
+    /// which is as large as its largest state: the steps off that path are
+    /// boxed (see [`run`]). Unboxed, it was ~19 KiB in a release build; a
+    /// thousand waiting turns carried that each. Sizes, not times (debug
+    /// build here: 1,848 B when this was written).
+    #[test]
+    fn a_waiting_turns_task_is_small() {
+        fn future_size<A, B, C, F>(_: fn(A, B, C) -> F) -> usize {
+            std::mem::size_of::<F>()
+        }
+        let run = future_size(run);
+        assert!(run <= 4096, "the turn's future is {run} B");
     }
 
     #[test]

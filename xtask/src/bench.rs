@@ -58,8 +58,16 @@ fn express_anchor(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(script)
 }
 
-/// Builds the release server, starts a scratch Postgres and runs the bench.
-pub fn bench() -> anyhow::Result<()> {
+/// Builds the release server, starts a scratch Postgres and runs the bench:
+/// every figure, or with `memory` (`cargo xtask bench memory`) only the
+/// memory ones (idle streams and their anchors, 1,000 waiting approvals and
+/// decision → execution while they wait), for iterating on them.
+pub fn bench(args: &[String]) -> anyhow::Result<()> {
+    let only_memory = match args {
+        [] => false,
+        [mode] if mode == "memory" => true,
+        _ => anyhow::bail!("usage: cargo xtask bench [memory]"),
+    };
     run(cmd("cargo").args(["build", "--release", "-p", "countersign"]))?;
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -85,7 +93,11 @@ pub fn bench() -> anyhow::Result<()> {
         .env("COUNTERSIGN_TEST_SUPERUSER_URL", cluster.superuser_url())
         .env("COUNTERSIGN_BENCH_SERVER", server)
         .env("COUNTERSIGN_BENCH_EXPRESS", &express)
-        .env("COUNTERSIGN_BENCH_REPORT", &report))?;
+        .env("COUNTERSIGN_BENCH_REPORT", &report)
+        .env(
+            "COUNTERSIGN_BENCH_ONLY",
+            if only_memory { "memory" } else { "" },
+        ))?;
 
     let figures: Vec<Value> = std::fs::read_to_string(&report)
         .context("the benches wrote no figures")?

@@ -28,7 +28,8 @@
 //!   The corpus test also runs in `test`.
 //! - `cycles`: the module-import cycle check (also run as a test).
 //! - `bench`: time to first token added by the server, memory per idle
-//!   stream (printed figures, never asserted).
+//!   stream (printed figures, never asserted); `bench memory` only the
+//!   memory figures.
 //!
 //! Each step prints the command it runs, so a failure says where it was.
 
@@ -65,7 +66,9 @@ commands:
                and print what held: scenario | expected | observed | holds
   eval         run the injection corpus (issue 16) and print its flag rates:
                kind | scenarios | proposed | flagged | asked | ran without a card
-  bench        print the server's figures (time to first token, memory per stream)
+  bench [memory]
+               print the server's figures (time to first token, memory per stream,
+               approvals); `memory`: only the memory figures, for iterating
   cycles       check that no module imports itself through others (also a test)
   web          build the web app into frontend/build (hashed, precompressed)";
 
@@ -90,7 +93,7 @@ fn main() {
         Some("schema") => schema::write(),
         Some("sqlx") => sqlx::write(),
         Some("openapi") => openapi(),
-        Some("bench") => bench::bench(),
+        Some("bench") => bench::bench(&args[1..]),
         Some("faults") => faults::faults(),
         Some("eval") => eval::eval(),
         Some("cycles") => cycles::print(),

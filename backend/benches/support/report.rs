@@ -57,3 +57,9 @@ pub fn report(figure: &Figure<'_>) {
         .expect("the bench report file");
     writeln!(file, "{line}").expect("write the bench report");
 }
+
+/// `cargo xtask bench memory`: only the memory figures
+/// (`COUNTERSIGN_BENCH_ONLY=memory`); the timing phases are skipped.
+pub fn only_memory() -> bool {
+    std::env::var("COUNTERSIGN_BENCH_ONLY").is_ok_and(|only| only == "memory")
+}

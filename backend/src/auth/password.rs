@@ -1,7 +1,10 @@
 //! Password policy and argon2id hashing.
 
 use super::AuthError;
-use argon2::{Algorithm, Argon2, Params, PasswordHasher as _, PasswordVerifier as _, Version};
+use argon2::{
+    Algorithm, Argon2, Block, Params, Version,
+    password_hash::phc::{Output, PasswordHash, Salt},
+};
 use countersign_api::{PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS};
 use std::sync::Arc;
 use tokio::sync::{OnceCell, Semaphore};
@@ -54,12 +57,12 @@ const HASHING_THREADS: usize = 4;
 type Job = Box<dyn FnOnce() + Send>;
 
 /// Hands `job` to one of [`HASHING_THREADS`] long-lived threads (started
-/// with the first). Not tokio's blocking pool: each hash allocates and
-/// frees 19 MiB, and the allocator keeps that memory in the arena of the
-/// thread that used it; spread over the blocking pool's changing threads,
-/// a burst of 200 sign-ups left the server 1.5 GB larger for good (issue
-/// 15's load scenario). On a few fixed threads it is at most a few times
-/// 19 MiB, reused.
+/// with the first). Not tokio's blocking pool: each hash needs 19 MiB, and
+/// the allocator kept that memory in the arena of the thread that used it;
+/// spread over the blocking pool's changing threads, a burst of 200
+/// sign-ups left the server 1.5 GB larger for good (issue 15's load
+/// scenario). On a few fixed threads, each with one buffer it reuses
+/// ([`MEMORY`]), it is at most four times 19 MiB.
 fn run_on_hashing_thread(job: Job) -> Result<(), AuthError> {
     static QUEUE: std::sync::OnceLock<std::sync::mpsc::Sender<Job>> = std::sync::OnceLock::new();
     let queue = QUEUE.get_or_init(|| {
@@ -118,17 +121,92 @@ fn argon2() -> Argon2<'static> {
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
 }
 
+thread_local! {
+    /// This hashing thread's argon2 memory (19 MiB at our parameters),
+    /// allocated by its first hash and reused by every later one. Without
+    /// it each hash allocates and frees 19 MiB, and glibc's allocator,
+    /// which then serves allocations that large from the thread's arena
+    /// rather than `mmap`, kept 190 logins as 343 MiB more resident memory
+    /// (58 MiB with this buffer; `docs/operations.md`). Argon2 writes every block before it reads it, so
+    /// what a previous hash left there does not matter.
+    static MEMORY: std::cell::RefCell<Vec<Block>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Argon2's and the PHC parser's errors, as ours.
+fn hashing(error: impl std::fmt::Display) -> AuthError {
+    AuthError::Hashing(error.to_string())
+}
+
+/// `argon2` over `password` and `salt` into `out`, in this thread's
+/// [`MEMORY`] (sized for `params` first).
+fn hash_into(
+    argon2: &Argon2<'_>,
+    params: &Params,
+    password: &[u8],
+    salt: &[u8],
+    out: &mut [u8],
+) -> Result<(), AuthError> {
+    MEMORY.with_borrow_mut(|memory| {
+        let blocks = params.block_count();
+        if memory.len() != blocks {
+            *memory = vec![Block::default(); blocks];
+        }
+        argon2
+            .hash_password_into_with_memory(password, salt, out, memory.as_mut_slice())
+            .map_err(hashing)
+    })
+}
+
+/// A PHC string (`$argon2id$v=19$m=19456,t=2,p=1$salt$hash`) for
+/// `password` with a new random salt: what argon2's `hash_password` makes,
+/// in [`MEMORY`].
+fn hash_phc(password: &[u8]) -> Result<String, AuthError> {
+    let argon2 = argon2();
+    let params = argon2.params().clone();
+    // password-hash's recommended salt length; `rand`'s thread RNG is a
+    // CSPRNG seeded from the OS.
+    let salt: [u8; 16] = rand::random();
+    let mut out = [0u8; Params::DEFAULT_OUTPUT_LEN];
+    hash_into(&argon2, &params, password, &salt, &mut out)?;
+    let phc = PasswordHash {
+        algorithm: Algorithm::Argon2id.ident(),
+        version: Some(Version::V0x13.into()),
+        params: (&params).try_into().map_err(hashing)?,
+        salt: Some(Salt::new(&salt).map_err(hashing)?),
+        hash: Some(Output::new(&out).map_err(hashing)?),
+    };
+    Ok(phc.to_string())
+}
+
+/// Whether `password` matches the PHC string `phc`, by its own algorithm,
+/// version and parameters (as argon2's `verify_password`), in [`MEMORY`];
+/// the outputs are compared in constant time (`Output`'s `PartialEq`).
+fn verify_phc(password: &[u8], phc: &str) -> Result<bool, AuthError> {
+    let phc = PasswordHash::new(phc).map_err(hashing)?;
+    let (Some(salt), Some(expected)) = (&phc.salt, &phc.hash) else {
+        return Err(AuthError::Hashing(
+            "the stored hash has no salt or output".into(),
+        ));
+    };
+    let algorithm = Algorithm::try_from(phc.algorithm.as_str()).map_err(hashing)?;
+    let version = phc
+        .version
+        .map(Version::try_from)
+        .transpose()
+        .map_err(hashing)?
+        .unwrap_or_default();
+    let params = Params::try_from(&phc).map_err(hashing)?;
+    let argon2 = Argon2::new(algorithm, version, params.clone());
+    let mut out = vec![0u8; expected.len()];
+    hash_into(&argon2, &params, password, salt.as_ref(), &mut out)?;
+    Ok(Output::new(&out).map_err(hashing)? == *expected)
+}
+
 impl PasswordHasher {
     /// Hashes a password into a PHC string (`$argon2id$v=19$m=19456,t=2,p=1$…`).
     pub async fn hash(&self, password: &str) -> Result<String, AuthError> {
         let password = password.to_owned();
-        self.blocking(move || {
-            argon2()
-                .hash_password(password.as_bytes())
-                .map(|h| h.to_string())
-                .map_err(|e| AuthError::Hashing(e.to_string()))
-        })
-        .await
+        self.blocking(move || hash_phc(password.as_bytes())).await
     }
 
     /// Whether `password` matches the stored PHC string. A malformed stored
@@ -136,14 +214,8 @@ impl PasswordHasher {
     pub async fn verify(&self, password: &str, phc: &str) -> Result<bool, AuthError> {
         let password = password.to_owned();
         let phc = phc.to_owned();
-        self.blocking(
-            move || match argon2().verify_password(password.as_bytes(), phc.as_str()) {
-                Ok(()) => Ok(true),
-                Err(argon2::password_hash::Error::PasswordInvalid) => Ok(false),
-                Err(e) => Err(AuthError::Hashing(e.to_string())),
-            },
-        )
-        .await
+        self.blocking(move || verify_phc(password.as_bytes(), &phc))
+            .await
     }
 
     /// Spends the same work as [`Self::verify`] against a hash no password
@@ -183,7 +255,37 @@ impl PasswordHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use argon2::password_hash::phc::PasswordHash;
+    use argon2::{PasswordHasher as _, PasswordVerifier as _};
+
+    /// Ours and argon2's own `hash_password` / `verify_password` agree both
+    /// ways, and a wrong password or a changed hash does not verify.
+    #[test]
+    fn reused_memory_hashes_what_argon2_itself_hashes() {
+        let ours = hash_phc(b"tidal quartz lantern orchard").expect("hash");
+        argon2()
+            .verify_password(b"tidal quartz lantern orchard", ours.as_str())
+            .expect("argon2 verifies ours");
+        let theirs = argon2()
+            .hash_password(b"tidal quartz lantern orchard")
+            .expect("argon2 hashes")
+            .to_string();
+        assert!(verify_phc(b"tidal quartz lantern orchard", &theirs).expect("verify"));
+        // Twice on this thread: the second run reuses the first's memory.
+        assert!(!verify_phc(b"tidal quartz lantern orchard!", &theirs).expect("verify"));
+        let other = hash_phc(b"tidal quartz lantern orchard").expect("hash");
+        assert_ne!(ours, other, "a new salt each time");
+        // Smaller parameters (a hash from another configuration) still verify.
+        let small = Argon2::new(
+            Algorithm::Argon2id,
+            Version::V0x13,
+            Params::new(64, 1, 1, None).expect("params"),
+        )
+        .hash_password(b"pw")
+        .expect("hash")
+        .to_string();
+        assert!(verify_phc(b"pw", &small).expect("verify"));
+        assert!(verify_phc(b"pw", "not a phc string").is_err());
+    }
 
     #[test]
     fn short_long_and_common_passwords_are_refused_with_a_reason() {

@@ -273,7 +273,7 @@ mod tests {
                 .map(|n| ToolSpec {
                     name: (*n).to_owned(),
                     description: String::new(),
-                    input_schema: json!({"type": "object"}),
+                    input_schema: json!({"type": "object"}).into(),
                     label: (*n).to_owned(),
                 })
                 .collect(),

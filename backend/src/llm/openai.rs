@@ -421,7 +421,7 @@ mod tests {
             tools: vec![ToolSpec {
                 name: "get_weather".into(),
                 description: "Weather by city".into(),
-                input_schema: json!({"type": "object"}),
+                input_schema: json!({"type": "object"}).into(),
                 label: "Weather: get_weather".into(),
             }],
             max_tokens: 256,

@@ -151,8 +151,8 @@ impl Kept {
             description = format!("{}\n\n{APPROVAL_NOTE}", description.trim_end());
         }
         let input_schema = match reviewed.get("inputSchema") {
-            Some(schema @ Value::Object(_)) => schema.clone(),
-            _ => json!({"type": "object"}),
+            Some(schema @ Value::Object(_)) => schema.into(),
+            _ => json!({"type": "object"}).into(),
         };
         ToolSpec {
             name: self.model_name.clone(),
@@ -572,10 +572,18 @@ impl ToolBox for ConnectorTools {
 /// One call from the model: find the kept tool, refuse what cannot be
 /// carried exactly, read the facts, and let the gate choose between
 /// [`run_unasked`] and [`ask_and_wait`].
+///
+/// A call that asks spends its life parked in [`approvals::wait`] (with a
+/// thousand others, DESIGN §6), and a future is as large as its largest
+/// state: so every database round trip, the card, the report and the
+/// execution are boxed here and in [`ask_and_wait`] — their state exists
+/// only while they run — and the waiting call keeps neither the reviewed
+/// descriptor nor the proposed row (`docs/operations.md`, "Where the
+/// memory goes").
 async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sqlx::Error> {
     let state = run.state;
     let user_id = run.ctx.user_id;
-    let Some(tool) = kept_by_model_name(state, user_id, &call.name).await? else {
+    let Some(mut tool) = Box::pin(kept_by_model_name(state, user_id, &call.name)).await? else {
         return Ok(ToolOutcome::error(format!(
             "There is no tool named \"{}\".",
             call.name
@@ -597,7 +605,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
             kind: None,
             approved_at: None,
         };
-        return Ok(report(
+        return Ok(Box::pin(report(
             run,
             &tool,
             &call.id,
@@ -605,35 +613,47 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
             outcome,
             Instant::now(),
             origin,
-        )
+        ))
         .await);
     }
     // The facts, read now: grants from the ledger and the user's rules.
-    let turn_grant = approvals::turn_grant(
-        state,
-        run.ctx,
-        tool.connector_id,
-        &tool.tool_name,
-        &tool.descriptor_digest,
-    )
+    let (turn_grant, always, policy) = Box::pin(async {
+        let turn_grant = approvals::turn_grant(
+            state,
+            run.ctx,
+            tool.connector_id,
+            &tool.tool_name,
+            &tool.descriptor_digest,
+        )
+        .await?;
+        let always = always_grant(state, user_id, &tool).await?;
+        let policy = policy::current(&state.db).await?;
+        Ok::<_, sqlx::Error>((turn_grant, always, policy))
+    })
     .await?;
-    let always = always_grant(state, user_id, &tool).await?;
-    let policy = policy::current(&state.db).await?;
     // Where the arguments came from, read now: a flow asks, whatever else.
-    let seen = seen_in_chat(run).await?;
-    let provenance = provenance::trace(
-        &call.arguments,
-        &seen,
-        &tool.target(),
-        &state.config.provenance(),
-        run.seen.instructions_in(),
-    );
+    // What the chat has seen is dropped here, before any wait.
+    let provenance = {
+        let seen = seen_in_chat(run).await?;
+        provenance::trace(
+            &call.arguments,
+            &seen,
+            &tool.target(),
+            &state.config.provenance(),
+            run.seen.instructions_in(),
+        )
+    };
     let facts = tool.facts(&policy, turn_grant, always, provenance.flagged());
     match gate::decide(&facts) {
-        Decision::Run(because) => Ok(run_unasked(run, call, &tool, arguments, because).await),
+        Decision::Run(because) => {
+            Ok(Box::pin(run_unasked(run, call, &tool, arguments, because)).await)
+        }
         Decision::Ask(because) => {
             let offered = gate::offered_grants(&facts);
-            ask_and_wait(run, call, &tool, because.text(), offered, &provenance).await
+            let about = tool.about();
+            // Past the card nothing reads the reviewed descriptor.
+            tool.reviewed_descriptor = None;
+            ask_and_wait(run, call, &tool, about, because.text(), offered, &provenance).await
         }
     }
 }
@@ -767,33 +787,40 @@ async fn ask_and_wait(
     run: &ToolRun<'_>,
     call: &ToolCall,
     tool: &Kept,
+    about: approvals::AboutTool,
     reason: &str,
     offered_grants: &[GrantKind],
     provenance: &Provenance,
 ) -> Result<ToolOutcome, sqlx::Error> {
     let state = run.state;
-    let row = approvals::propose(
-        state,
-        &approvals::Proposal {
-            ctx: run.ctx,
-            call_id: &call.id,
-            connector_id: tool.connector_id,
-            connector_name: &tool.connector_name,
-            tool_name: &tool.tool_name,
-            model_tool_name: &tool.model_name,
-            arguments: &call.arguments,
-            descriptor_digest: &tool.descriptor_digest,
-            destination_url: &tool.url,
-            reason,
-            offered_grants,
-            provenance,
-        },
-    )
+    // The row, once its card is out, is only its id.
+    let id = Box::pin(async {
+        let row = approvals::propose(
+            state,
+            &approvals::Proposal {
+                ctx: run.ctx,
+                call_id: &call.id,
+                connector_id: tool.connector_id,
+                connector_name: &tool.connector_name,
+                tool_name: &tool.tool_name,
+                model_tool_name: &tool.model_name,
+                arguments: &call.arguments,
+                descriptor_digest: &tool.descriptor_digest,
+                destination_url: &tool.url,
+                reason,
+                offered_grants,
+                provenance,
+            },
+        )
+        .await?;
+        run.events.emit(row.required_event(&about)).await;
+        Ok::<_, sqlx::Error>(row.id)
+    })
     .await?;
-    run.events.emit(row.required_event(&tool.about())).await;
+    drop(about);
 
     let mut cancel = run.cancel.clone();
-    let waited = approvals::wait(state, row.id, &mut cancel).await?;
+    let waited = approvals::wait(state, id, &mut cancel).await?;
     let decision = match &waited {
         Waited::Approved => Resolution::Approved,
         Waited::Denied | Waited::Cancelled => Resolution::Denied,
@@ -802,21 +829,22 @@ async fn ask_and_wait(
     };
     if decision != Resolution::Approved {
         // Nothing runs either way; the log is best effort here.
-        let _ = activity(run, call, tool, row.id.to_string())
-            .decided(state, decision, None, ActivityOutcome::NotRun)
-            .await;
+        let activity = activity(run, call, tool, id.to_string());
+        let _ = Box::pin(activity.decided(state, decision, None, ActivityOutcome::NotRun)).await;
     }
     let grant = if decision == Resolution::Approved {
         // Only the card's words depend on it: a failed read says less,
         // never more.
-        approvals::grant_of(state, row.id).await.unwrap_or(None)
+        Box::pin(approvals::grant_of(state, id))
+            .await
+            .unwrap_or(None)
     } else {
         None
     };
     run.events
         .emit(ChatEvent::McpConfirmationResolved {
             turn_id: run.ctx.turn_id.to_string(),
-            id: row.id.to_string(),
+            id: id.to_string(),
             decision,
             grant,
         })
@@ -833,7 +861,7 @@ async fn ask_and_wait(
             let task = tokio::spawn(run_approved(
                 state.clone(),
                 run.ctx.user_id,
-                row.id,
+                id,
                 run.cancel.clone(),
             ));
             let (approved_at, outcome) = task.await.unwrap_or_else(|_| {
@@ -846,15 +874,15 @@ async fn ask_and_wait(
                 kind: Some(CallOrigin::Approved),
                 approved_at,
             };
-            report(
+            Box::pin(report(
                 run,
                 tool,
-                &row.id.to_string(),
+                &id.to_string(),
                 &call.id,
                 outcome,
                 started,
                 origin,
-            )
+            ))
             .await
         }
         Waited::Denied | Waited::Cancelled => not_run(approvals::DECLINED, NotRun::Declined),
@@ -1001,6 +1029,32 @@ mod tests {
         }
     }
 
+    /// A call waiting for a decision (a thousand at once, DESIGN §6) is a
+    /// boxed `call_tool` future parked in `approvals::wait`: its database
+    /// work, card and execution are boxed (see [`call_tool`]). Unboxed it
+    /// was ~13 KiB in a release build. Sizes, not times (debug build here:
+    /// 1,152 and 472 B when this was written).
+    #[test]
+    fn a_waiting_calls_future_is_small() {
+        fn size<A, B, F>(_: fn(A, B) -> F) -> usize {
+            std::mem::size_of::<F>()
+        }
+        fn size3<A, B, C, F>(_: fn(A, B, C) -> F) -> usize {
+            std::mem::size_of::<F>()
+        }
+        let call =
+            size(|run: &'static ToolRun<'static>, call: &'static ToolCall| call_tool(run, call));
+        let wait = size3(
+            |state: &'static AppState,
+             id: PendingCallId,
+             cancel: &'static mut watch::Receiver<bool>| {
+                approvals::wait(state, id, cancel)
+            },
+        );
+        assert!(call <= 3072, "call_tool's future is {call} B");
+        assert!(wait <= 1024, "approvals::wait's future is {wait} B");
+    }
+
     #[test]
     fn tools_that_ask_carry_the_approval_note() {
         let safe = json!({"readOnlyHint": true, "openWorldHint": false});
@@ -1011,7 +1065,7 @@ mod tests {
             "{}",
             asks.description
         );
-        assert_eq!(asks.input_schema, json!({"type": "object"}));
+        assert_eq!(asks.input_schema, json!({"type": "object"}).into());
         let trusted = kept(safe.clone(), true).spec(&open);
         assert_eq!(trusted.description, "Search.");
         // A tool the policy says always asks says so to the model, trusted
@@ -1040,7 +1094,7 @@ mod tests {
             spec.description
         );
         assert!(spec.description.ends_with(APPROVAL_NOTE));
-        assert_eq!(spec.input_schema, json!({"type": "object"}));
+        assert_eq!(spec.input_schema, json!({"type": "object"}).into());
         assert_eq!(
             tool.decision(&Policy::default(), true, AlwaysGrant::Current),
             Decision::Ask(gate::AskBecause::ChangedSinceReviewed)

@@ -228,7 +228,8 @@ impl ToolBox for NotesTool {
             vec![ToolSpec {
                 name: "notes__search".into(),
                 description: "Search the matter's notes.".into(),
-                input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+                input_schema:
+                    json!({"type": "object", "properties": {"query": {"type": "string"}}}).into(),
                 label: "Notes: search".into(),
             }]
         })
@@ -661,7 +662,8 @@ impl ToolBox for HostileTool {
             vec![ToolSpec {
                 name: "notes__search".into(),
                 description: "Search the matter's notes.".into(),
-                input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+                input_schema:
+                    json!({"type": "object", "properties": {"query": {"type": "string"}}}).into(),
                 label: "Notes: search".into(),
             }]
         })

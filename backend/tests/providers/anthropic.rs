@@ -32,7 +32,8 @@ fn weather_tool() -> ToolSpec {
             "type": "object",
             "properties": {"location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"}},
             "required": ["location"],
-        }),
+        })
+        .into(),
         label: "Weather: get_weather".into(),
     }
 }

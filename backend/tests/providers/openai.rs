@@ -30,7 +30,8 @@ fn weather_tool() -> ToolSpec {
             "properties": {"location": {"type": "string", "description": "City and country e.g. Bogotá, Colombia"}},
             "required": ["location"],
             "additionalProperties": false,
-        }),
+        })
+        .into(),
         label: "Weather: get_weather".into(),
     }
 }
