@@ -653,7 +653,16 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
             let about = tool.about();
             // Past the card nothing reads the reviewed descriptor.
             tool.reviewed_descriptor = None;
-            ask_and_wait(run, call, &tool, about, because.text(), offered, &provenance).await
+            ask_and_wait(
+                run,
+                call,
+                &tool,
+                about,
+                because.text(),
+                offered,
+                &provenance,
+            )
+            .await
         }
     }
 }
