@@ -633,16 +633,18 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     .await?;
     // Where the arguments came from, read now: a flow asks, whatever else.
     // What the chat has seen is dropped here, before any wait.
-    let provenance = {
+    // Boxed, like the reads above: the waiting future stays small.
+    let provenance = Box::pin(async {
         let seen = seen_in_chat(run).await?;
-        provenance::trace(
+        Ok::<_, sqlx::Error>(provenance::trace(
             &call.arguments,
             &seen,
             &tool.target(),
             &state.config.provenance(),
             run.seen.instructions_in(),
-        )
-    };
+        ))
+    })
+    .await?;
     let facts = tool.facts(&policy, turn_grant, always, provenance.flagged());
     match gate::decide(&facts) {
         Decision::Run(because) => {
