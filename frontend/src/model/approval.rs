@@ -300,9 +300,9 @@ pub fn origin_text(origin: &Origin, minutes_east_at: impl Fn(f64) -> i64) -> Str
 pub enum ArgPiece {
     /// Pretty JSON shown as is.
     Code(String),
-    /// A string (or key, or number) with parts seen before in the chat:
-    /// its JSON text in runs, the seen ones marked. Never folded, so the
-    /// marks are in sight.
+    /// A string (or key, or number) that carries text from a tool's
+    /// result: its JSON text in runs, the seen ones marked (typed parts
+    /// too). Never folded, so the marks are in sight.
     Marked(Vec<ArgRun>),
     /// A long string value: the start shown, the whole JSON string (quotes
     /// and escapes included) one click away.
@@ -366,10 +366,14 @@ impl Marks<'_> {
     /// text) at `path`, when any part of it was seen before.
     fn runs(&self, path: &str, key: bool, text: &str, quoted: bool) -> Option<Vec<ArgRun>> {
         let provenance = self.0?;
-        let value = provenance
-            .values
-            .iter()
-            .find(|v| v.path == path && v.key == key && !v.spans.is_empty())?;
+        // Only a string that carries a tool's result is marked (and so
+        // shown whole): one the user typed folds like any other, its origin
+        // named in the list under the arguments.
+        let value = provenance.values.iter().find(|v| {
+            v.path == path
+                && v.key == key
+                && v.spans.iter().any(|s| s.origin == ValueOrigin::ToolResult)
+        })?;
         let chars: Vec<char> = text.chars().collect();
         let escape = |part: &[char]| {
             let part: String = part.iter().collect();
@@ -662,13 +666,23 @@ mod tests {
             .flatten()
             .filter_map(|run| run.mark.as_ref().map(|m| (run.text.as_str(), m)))
             .collect();
-        assert_eq!(marked.len(), 3, "{pieces:?}");
+        assert_eq!(marked.len(), 2, "{pieces:?}");
         assert_eq!(marked[0].0, "the \\\"ceiling\\\" is 2.4M\\nBest");
         assert_eq!(marked[0].1.label, "From Matter notes: read_matter");
         assert!(marked[0].1.flow);
         assert_eq!(marked[1].0, "4481229117");
-        assert_eq!(marked[2].1.label, "Typed by you");
-        assert!(!marked[2].1.flow);
+        // What the user typed is not marked: it folds like any value
+        // (DESIGN §6.2), its origin listed under the arguments.
+        let long = "typed ".repeat(40);
+        let typed = provenance_of(
+            json!({"values": [{"path": "/to", "origin": "typed", "spans": [
+            {"start": 0, "end": 200, "origin": "typed", "encoding": "plain", "digest": "d"}]}]}),
+        );
+        let pieces = argument_pieces_with(&json!({"to": long}), Some(&typed));
+        assert!(
+            pieces.iter().any(|p| matches!(p, ArgPiece::Long { .. })),
+            "{pieces:?}"
+        );
         // Without provenance, nothing is marked.
         assert!(
             argument_pieces(&value)
