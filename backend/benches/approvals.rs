@@ -21,7 +21,7 @@ mod report;
 #[path = "../tests/support/db.rs"]
 mod test_db;
 
-use report::{Figure, only_memory, report};
+use report::{Figure, only_latency, only_memory, report};
 
 use countersign_demo_mcp::DemoServer;
 use serde_json::{Value, json};
@@ -365,6 +365,9 @@ async fn main() {
     } else {
         Some(one_waiting(&demo).await)
     };
+    if only_latency() {
+        return;
+    }
 
     // 2. 1,000 calls waiting at once.
     let server = start_server(

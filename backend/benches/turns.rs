@@ -25,7 +25,7 @@ mod report;
 #[path = "../tests/support/db.rs"]
 mod test_db;
 
-use report::{Figure, only_memory, report};
+use report::{Figure, only_latency, only_memory, report};
 
 use axum::{
     Router,
@@ -257,6 +257,9 @@ async fn main() {
     let chat_id = chat["id"].as_str().expect("id").to_owned();
     if !only_memory() {
         time_to_first_token(&client, &fake, &base, &csrf, &chat_id).await;
+    }
+    if only_latency() {
+        return;
     }
 
     // Idle streams: Countersign, then Express 4 with the same client.

@@ -48,36 +48,63 @@ pub async fn migrate(owner_url: &str) -> Result<(), sqlx::migrate::MigrateError>
 }
 
 /// Begins a transaction as `authenticated` with `auth.uid()` = `user_id`.
-/// Role and user id are set in one round trip, and are local to the
-/// transaction, so nothing leaks to the next user of the pooled connection.
+/// Role and user id are set by the `BEGIN` itself (one round trip), and are
+/// local to the transaction, so nothing leaks to the next user of the
+/// pooled connection.
 #[tracing::instrument(skip_all, fields(user.id = %user_id))]
 pub async fn user_tx(
     pool: &PgPool,
     user_id: impl Into<UserId> + std::fmt::Display,
 ) -> Result<Tx, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    sqlx::query!(
-        r#"select set_config('role', 'authenticated', true) as "role",
-                  set_config('countersign.user_id', $1, true) as "user_id""#,
-        user_id.into().to_string(),
+    let user_id: UserId = user_id.into();
+    // A UUID's text is hex digits and dashes: nothing in it can end the
+    // literal (the statement takes no bind parameters).
+    begin(
+        pool,
+        format!(
+            "begin; select set_config('role', 'authenticated', true), \
+             set_config('countersign.user_id', '{user_id}', true)"
+        ),
     )
-    .fetch_one(&mut *tx)
-    .await?;
-    Ok(tx)
+    .await
 }
 
 /// Begins a transaction as `service_role`: the server's own bookkeeping
 /// (accounts, sessions, throttling), never reachable as a user.
 #[tracing::instrument(skip_all)]
 pub async fn service_tx(pool: &PgPool) -> Result<Tx, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    sqlx::query!(
-        r#"select set_config('role', 'service_role', true) as "role",
-                  set_config('countersign.user_id', '', true) as "user_id""#,
+    begin(
+        pool,
+        "begin; select set_config('role', 'service_role', true), \
+         set_config('countersign.user_id', '', true)"
+            .to_owned(),
     )
-    .fetch_one(&mut *tx)
-    .await?;
-    Ok(tx)
+    .await
+}
+
+/// Ends a transaction that only read. Nothing is lost by not committing,
+/// and the round trip is not on the caller's way: the drop queues the
+/// `ROLLBACK`, which the pool sends when it takes the connection back.
+pub fn end_read(tx: Tx) {
+    drop(tx);
+}
+
+/// `BEGIN` with the role statement, in one round trip, and safe to cancel.
+///
+/// sqlx counts a transaction only once the server has answered its
+/// `BEGIN`, and rolls back on drop only what it counted: a caller dropped
+/// while the answer is on its way (a client that went away mid-request)
+/// would put the connection back in the pool inside that transaction, and
+/// the next request on it would read that old transaction's `now()` —
+/// the clock every session and approval expiry is checked against. So the
+/// `BEGIN` runs in a task of its own: a caller that goes away leaves it to
+/// finish, and the transaction it opened is dropped there, which rolls it
+/// back before the connection is reused (`tests/api/transactions.rs`).
+async fn begin(pool: &PgPool, statement: String) -> Result<Tx, sqlx::Error> {
+    let pool = pool.clone();
+    tokio::spawn(async move { pool.begin_with(sqlx::AssertSqlSafe(statement)).await })
+        .await
+        .map_err(|err| sqlx::Error::Io(std::io::Error::other(err)))?
 }
 
 /// What the server's login role could do that it should not.

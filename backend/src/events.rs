@@ -28,7 +28,7 @@ use tokio::sync::{broadcast, watch};
 use uuid::Uuid;
 
 /// Channel of "chat X has events up to seq N".
-const EVENTS_CHANNEL: &str = "countersign_events";
+pub const EVENTS_CHANNEL: &str = "countersign_events";
 /// Channel of "stop turn X".
 const CANCEL_CHANNEL: &str = "countersign_cancel";
 /// Channel of "pending call X was decided" (by any instance).
@@ -89,29 +89,26 @@ pub async fn append(
         .and_then(|t| t.as_str())
         .unwrap_or("unknown")
         .to_owned();
-    // The row lock of this UPDATE orders concurrent appends to one chat.
+    // One statement, one round trip: the next sequence number (the row
+    // lock of this UPDATE orders concurrent appends to one chat), the
+    // event, and the wake-up the other instances hear once `tx` commits.
     let seq: i64 = sqlx::query_scalar!(
-        "update chats set last_seq = last_seq + 1 where id = $1 returning last_seq",
+        r#"with next as (
+             update chats set last_seq = last_seq + 1 where id = $1 returning last_seq
+           ), inserted as (
+             insert into chat_events (chat_id, seq, turn_id, type, data)
+             select $1, last_seq, $2, $3, $4 from next
+             returning seq
+           )
+           select inserted.seq as "seq!" from inserted,
+                  lateral (select pg_notify($5, $1::text || ' ' || inserted.seq)) as wake"#,
         chat_id as ChatId,
-    )
-    .fetch_one(&mut **tx)
-    .await?;
-    sqlx::query!(
-        "insert into chat_events (chat_id, seq, turn_id, type, data) values ($1, $2, $3, $4, $5)",
-        chat_id as ChatId,
-        seq,
         turn_id as Option<TurnId>,
         kind,
         data,
-    )
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query!(
-        "select pg_notify($1, $2)",
         EVENTS_CHANNEL,
-        format!("{chat_id} {seq}"),
     )
-    .execute(&mut **tx)
+    .fetch_one(&mut **tx)
     .await?;
     Ok(seq)
 }
@@ -343,8 +340,12 @@ impl EventHub {
         let _ = rx.wait_for(|closing| *closing).await;
     }
 
-    /// Wakes the streams of `appended`'s chat open here, if any.
-    fn appended(&self, appended: Appended) {
+    /// Wakes the streams of `appended`'s chat open here, if any. Called by
+    /// the `LISTEN` task for every instance's events, and by a writer of
+    /// this instance right after its commit, so that streams here need not
+    /// wait for the `NOTIFY` to come back from Postgres (the later `NOTIFY`
+    /// of the same event then wakes no one).
+    pub fn appended(&self, appended: Appended) {
         let chats = self.lock_chats();
         if let Some(entry) = chats.get(&appended.chat_id) {
             entry.seq.send_if_modified(|heard| {

@@ -116,7 +116,7 @@ pub async fn user_key(
     )
     .fetch_optional(&mut *tx)
     .await?;
-    tx.commit().await?;
+    db::end_read(tx);
     let Some(sealed) = sealed else {
         return Ok(None);
     };

@@ -259,7 +259,7 @@ pub fn parse_hosts(list: &[String]) -> Result<Vec<String>, PolicyError> {
 pub async fn current(pool: &PgPool) -> Result<Policy, sqlx::Error> {
     let mut tx = db::service_tx(pool).await?;
     let policy = read(&mut tx, false).await?;
-    tx.commit().await?;
+    db::end_read(tx);
     Ok(policy)
 }
 

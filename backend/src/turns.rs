@@ -86,7 +86,14 @@ async fn reap_stale(tx: &mut Tx, chat_id: Uuid, stale_secs: f64) -> Result<usize
     )
     .fetch_all(&mut **tx)
     .await?;
-    for turn_id in &reaped {
+    end_reaped(tx, chat_id, &reaped).await?;
+    Ok(reaped.len())
+}
+
+/// The events that say the turns `reaped` (marked failed: their task
+/// stopped) were interrupted.
+async fn end_reaped(tx: &mut Tx, chat_id: Uuid, reaped: &[Uuid]) -> Result<(), sqlx::Error> {
+    for turn_id in reaped {
         let turn = turn_id.to_string();
         events::append(
             tx,
@@ -111,7 +118,7 @@ async fn reap_stale(tx: &mut Tx, chat_id: Uuid, stale_secs: f64) -> Result<usize
         )
         .await?;
     }
-    Ok(reaped.len())
+    Ok(())
 }
 
 /// Periodic recovery of turns (every chat): each running turn whose
@@ -164,76 +171,83 @@ pub async fn start(
         )));
     }
 
+    // Four round trips: BEGIN; the chat (locked) with its stale turns
+    // ended; the turn, the message, the title and the `turn_started` event
+    // in one statement; COMMIT.
     let mut tx = db::user_tx(&state.db, user_id).await?;
+    let stale_secs = state.config.turn_stale_secs as f64;
     let chat = sqlx::query!(
-        "select model, title from chats where id = $1 for update",
+        r#"with reaped as (
+             update turns set status = 'failed', error = 'interrupted', finished_at = now()
+              where chat_id = $1 and status = 'running'
+                and heartbeat_at < now() - make_interval(secs => $2)
+              returning id
+           )
+           select model, title, array(select id from reaped) as "reaped!"
+             from chats where id = $1 for update"#,
         chat_id,
+        stale_secs,
     )
-    .map(|r| (r.model, r.title))
+    .map(|r| (r.model, r.title, r.reaped))
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((model, title)) = chat else {
+    let Some((model, title, reaped)) = chat else {
         return Err(TurnError::ChatNotFound);
     };
-    reap_stale(&mut tx, chat_id, state.config.turn_stale_secs as f64).await?;
+    end_reaped(&mut tx, chat_id, &reaped).await?;
 
     let turn_id = Uuid::new_v4();
-    let inserted = sqlx::query!(
-        "insert into turns (id, chat_id, model, started_seq) values ($1, $2, $3, 0)
-         on conflict (chat_id) where status = 'running' do nothing",
-        turn_id,
-        chat_id,
-        &model,
-    )
-    .execute(&mut *tx)
-    .await?;
-    if inserted.rows_affected() == 0 {
-        return Err(TurnError::Busy);
-    }
     let message_id = Uuid::new_v4();
-    sqlx::query!(
-        "insert into messages (id, chat_id, turn_id, role, content) values ($1, $2, $3, 'user', $4)",
-        message_id,
-        chat_id,
-        turn_id,
-        content,
-    )
-        .execute(&mut *tx)
-        .await?;
-    if title.is_empty() {
-        sqlx::query!(
-            "update chats set title = $2 where id = $1",
-            chat_id,
-            default_title(content),
-        )
-        .execute(&mut *tx)
-        .await?;
-    }
-    let seq = events::append(
-        &mut tx,
-        chat_id,
-        Some(turn_id.into()),
-        &ChatEvent::TurnStarted {
-            turn_id: turn_id.to_string(),
-            model: model.clone(),
-            user_message: ChatEventMessage {
-                id: message_id.to_string(),
-                content: content.to_owned(),
-            },
+    let started = ChatEvent::TurnStarted {
+        turn_id: turn_id.to_string(),
+        model: model.clone(),
+        user_message: ChatEventMessage {
+            id: message_id.to_string(),
+            content: content.to_owned(),
         },
-    )
-    .await?;
-    sqlx::query!(
-        "update turns set started_seq = $2 where id = $1",
+    };
+    let data = serde_json::to_value(&started).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let seq: Option<i64> = sqlx::query_scalar!(
+        r#"with next as (
+             update chats set last_seq = last_seq + 1, updated_at = now(), title = $5
+              where id = $1 returning last_seq
+           ), turn as (
+             insert into turns (id, chat_id, model, started_seq)
+             select $2, $1, $3, last_seq from next
+             on conflict (chat_id) where status = 'running' do nothing
+             returning started_seq
+           ), message as (
+             insert into messages (id, chat_id, turn_id, role, content)
+             select $4, $1, $2, 'user', $6 from turn
+           ), event as (
+             insert into chat_events (chat_id, seq, turn_id, type, data)
+             select $1, started_seq, $2, 'turn_started', $7 from turn
+           )
+           select turn.started_seq as "seq!" from turn,
+                  lateral (select pg_notify($8, $1::text || ' ' || turn.started_seq)) as wake"#,
+        chat_id,
         turn_id,
-        seq,
+        &model,
+        message_id,
+        // The first message names an untitled chat.
+        if title.is_empty() {
+            default_title(content)
+        } else {
+            title
+        },
+        content,
+        data,
+        events::EVENTS_CHANNEL,
     )
-    .execute(&mut *tx)
+    .fetch_optional(&mut *tx)
     .await?;
-    sqlx::query!("update chats set updated_at = now() where id = $1", chat_id,)
-        .execute(&mut *tx)
-        .await?;
+    // Nothing inserted: a turn of this chat is still running (the dropped
+    // transaction takes the sequence number back).
+    let Some(seq) = seq else {
+        return Err(TurnError::Busy);
+    };
     tx.commit().await?;
+    state.hub.appended(events::Appended { chat_id, seq });
 
     let ctx = ToolContext {
         user_id: user_id.into(),
@@ -349,12 +363,22 @@ impl Emitter<'_> {
         // writes it is not making (see [`run`]).
         let result = Box::pin(async {
             let mut tx = db::user_tx(&self.state.db, self.ctx.user_id).await?;
-            events::append(&mut tx, self.ctx.chat_id, Some(self.ctx.turn_id), event).await?;
-            tx.commit().await
+            let seq =
+                events::append(&mut tx, self.ctx.chat_id, Some(self.ctx.turn_id), event).await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(seq)
         })
         .await;
-        if let Err(err) = result {
-            tracing::error!(error = %err, turn.id = %self.ctx.turn_id, "cannot write a turn event");
+        match result {
+            // This instance's streams of the chat need not wait for the
+            // NOTIFY to come back.
+            Ok(seq) => self.state.hub.appended(events::Appended {
+                chat_id: self.ctx.chat_id.into(),
+                seq,
+            }),
+            Err(err) => {
+                tracing::error!(error = %err, turn.id = %self.ctx.turn_id, "cannot write a turn event");
+            }
         }
     }
 
@@ -868,7 +892,7 @@ async fn history(state: &AppState, ctx: ToolContext) -> Result<Vec<Message>, sql
     .map(|r| (r.turn_id, r.text))
     .fetch_all(&mut *tx)
     .await?;
-    tx.commit().await?;
+    db::end_read(tx);
 
     let mut messages = Vec::new();
     for (turn_id, role, content) in rows {

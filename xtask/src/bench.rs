@@ -61,12 +61,14 @@ fn express_anchor(dir: &Path) -> anyhow::Result<PathBuf> {
 /// Builds the release server, starts a scratch Postgres and runs the bench:
 /// every figure, or with `memory` (`cargo xtask bench memory`) only the
 /// memory ones (idle streams and their anchors, 1,000 waiting approvals and
-/// decision → execution while they wait), for iterating on them.
+/// decision → execution while they wait), or with `latency` only time to
+/// first token and decision → execution with one call waiting, for
+/// iterating on them.
 pub fn bench(args: &[String]) -> anyhow::Result<()> {
-    let only_memory = match args {
-        [] => false,
-        [mode] if mode == "memory" => true,
-        _ => anyhow::bail!("usage: cargo xtask bench [memory]"),
+    let only = match args {
+        [] => "",
+        [mode] if mode == "memory" || mode == "latency" => mode.as_str(),
+        _ => anyhow::bail!("usage: cargo xtask bench [memory | latency]"),
     };
     run(cmd("cargo").args(["build", "--release", "-p", "countersign"]))?;
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -94,10 +96,7 @@ pub fn bench(args: &[String]) -> anyhow::Result<()> {
         .env("COUNTERSIGN_BENCH_SERVER", server)
         .env("COUNTERSIGN_BENCH_EXPRESS", &express)
         .env("COUNTERSIGN_BENCH_REPORT", &report)
-        .env(
-            "COUNTERSIGN_BENCH_ONLY",
-            if only_memory { "memory" } else { "" },
-        ))?;
+        .env("COUNTERSIGN_BENCH_ONLY", only))?;
 
     let figures: Vec<Value> = std::fs::read_to_string(&report)
         .context("the benches wrote no figures")?

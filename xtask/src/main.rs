@@ -29,7 +29,7 @@
 //! - `cycles`: the module-import cycle check (also run as a test).
 //! - `bench`: time to first token added by the server, memory per idle
 //!   stream (printed figures, never asserted); `bench memory` only the
-//!   memory figures.
+//!   memory figures, `bench latency` only the timings with one call.
 //!
 //! Each step prints the command it runs, so a failure says where it was.
 
@@ -66,9 +66,10 @@ commands:
                and print what held: scenario | expected | observed | holds
   eval         run the injection corpus (issue 16) and print its flag rates:
                kind | scenarios | proposed | flagged | asked | ran without a card
-  bench [memory]
+  bench [memory | latency]
                print the server's figures (time to first token, memory per stream,
-               approvals); `memory`: only the memory figures, for iterating
+               approvals); `memory`: only the memory figures, `latency`: only
+               time to first token and one approval's decision → execution
   cycles       check that no module imports itself through others (also a test)
   web          build the web app into frontend/build (hashed, precompressed)";
 

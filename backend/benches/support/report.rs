@@ -63,3 +63,10 @@ pub fn report(figure: &Figure<'_>) {
 pub fn only_memory() -> bool {
     std::env::var("COUNTERSIGN_BENCH_ONLY").is_ok_and(|only| only == "memory")
 }
+
+/// `cargo xtask bench latency`: only the timing figures with nothing else
+/// loaded (`COUNTERSIGN_BENCH_ONLY=latency`): time to first token and
+/// decision → execution with one call waiting.
+pub fn only_latency() -> bool {
+    std::env::var("COUNTERSIGN_BENCH_ONLY").is_ok_and(|only| only == "latency")
+}

@@ -127,7 +127,7 @@ pub async fn lookup(
             )
         })
     else {
-        tx.commit().await?;
+        db::end_read(tx);
         return Ok(None);
     };
     if stale {
@@ -137,8 +137,10 @@ pub async fn lookup(
         )
         .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
+    } else {
+        db::end_read(tx);
     }
-    tx.commit().await?;
     Ok(Some(SessionUser {
         session_id,
         user_id,
@@ -169,7 +171,7 @@ pub async fn is_live(pool: &PgPool, token_hash: &[u8], idle: Duration) -> Result
     )
     .fetch_one(&mut *tx)
     .await?;
-    tx.commit().await?;
+    db::end_read(tx);
     Ok(live)
 }
 
@@ -193,7 +195,7 @@ pub async fn live_among(
     )
     .fetch_all(&mut *tx)
     .await?;
-    tx.commit().await?;
+    db::end_read(tx);
     Ok(live)
 }
 

@@ -207,7 +207,7 @@ async fn kept(
     )
     .fetch_all(&mut *tx)
     .await?;
-    tx.commit().await?;
+    db::end_read(tx);
     Ok(rows)
 }
 
@@ -283,7 +283,7 @@ async fn refresh_stale(state: &AppState, user_id: UserId) {
         )
         .fetch_all(&mut *tx)
         .await?;
-        tx.commit().await?;
+        db::end_read(tx);
         Ok(ids)
     }
     .await;
@@ -542,11 +542,9 @@ impl ToolBox for ConnectorTools {
         Box::pin(async move {
             let user_id = UserId::from(user_id);
             refresh_stale(state, user_id).await;
-            let read = async {
-                let policy = policy::current(&state.db).await?;
-                Ok::<_, sqlx::Error>((kept_tools(state, user_id).await?, policy))
-            };
-            match read.await {
+            // Two independent reads, side by side.
+            let read = tokio::try_join!(kept_tools(state, user_id), policy::current(&state.db));
+            match read {
                 Ok((tools, policy)) => tools.iter().map(|t| t.spec(&policy)).collect(),
                 Err(err) => {
                     tracing::error!(error = %err, "cannot list a user's connector tools");

@@ -34,4 +34,5 @@ mod rotation;
 mod server_bounds;
 #[path = "../support/db.rs"]
 mod test_db;
+mod transactions;
 mod turns;

@@ -1,0 +1,132 @@
+//! How a transaction begins (`db::user_tx`, `db::service_tx`): in one
+//! round trip, and safely when the caller goes away while the server's
+//! answer to `BEGIN` is still on its way.
+//!
+//! The answer is held back by a loopback TCP relay between a one-connection
+//! pool and Postgres, so the moment of the drop is not left to chance.
+
+use crate::helpers::spawn_app;
+use countersign::db;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use std::time::Duration;
+use tokio::{
+    io::{AsyncReadExt as _, AsyncWriteExt as _},
+    net::{TcpListener, TcpStream},
+    sync::watch,
+};
+
+/// A relay to `upstream`: bytes to the server pass at once; bytes back
+/// wait while `hold` is true.
+async fn holding_relay(upstream: String) -> (u16, watch::Sender<bool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (hold, held) = watch::channel(false);
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let server = TcpStream::connect(&upstream).await.expect("postgres");
+            let (mut client_read, mut client_write) = client.into_split();
+            let (mut server_read, mut server_write) = server.into_split();
+            tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+            });
+            let mut held = held.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 16 * 1024];
+                loop {
+                    let Ok(n) = server_read.read(&mut buf).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    if held.wait_for(|hold| !*hold).await.is_err() {
+                        return;
+                    }
+                    if client_write.write_all(&buf[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, hold)
+}
+
+/// Whether the connection runs inside a transaction begun before this
+/// statement: then `now()` (the transaction's start) is earlier than the
+/// statement's own start. A simple query, so that outside a transaction
+/// block the two are one instant (the extended protocol's messages each
+/// move the statement's clock).
+async fn in_an_old_transaction(pool: &sqlx::PgPool) -> bool {
+    use sqlx::Row as _;
+    let mut conn = pool.acquire().await.expect("connection");
+    sqlx::raw_sql("select now() <> statement_timestamp()")
+        .fetch_one(&mut *conn)
+        .await
+        .expect("select")
+        .get::<bool, _>(0)
+}
+
+#[tokio::test]
+async fn a_transaction_dropped_while_it_begins_is_not_left_open_for_the_next_request() {
+    let app = spawn_app().await;
+    let (user, _) = app.signed_up_user().await;
+    let options: PgConnectOptions = (*app.pool.connect_options()).clone();
+    let upstream = format!("{}:{}", options.get_host(), options.get_port());
+    let (port, hold) = holding_relay(upstream).await;
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .test_before_acquire(false)
+        .connect_with(options.port(port))
+        .await
+        .expect("pool through the relay");
+    assert!(!in_an_old_transaction(&pool).await, "a clean start");
+
+    for (what, begins) in [("user", true), ("service", false)] {
+        // The pool takes a connection back with a round trip of its own:
+        // hold nothing until the connection is idle in the pool again.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while pool.num_idle() == 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the connection back in the pool");
+        hold.send_replace(true);
+        // The caller gives up while the server's answer to BEGIN is held.
+        let dropped = tokio::time::timeout(Duration::from_millis(200), async {
+            if begins {
+                db::user_tx(&pool, user).await.map(drop)
+            } else {
+                db::service_tx(&pool).await.map(drop)
+            }
+        })
+        .await;
+        assert!(dropped.is_err(), "{what}: BEGIN answered while held");
+        hold.send_replace(false);
+
+        assert!(
+            !in_an_old_transaction(&pool).await,
+            "{what}: the next request ran inside the dropped caller's transaction"
+        );
+        let mut conn = pool.acquire().await.expect("connection");
+        let role: String = sqlx::query_scalar("select current_user::text")
+            .fetch_one(&mut *conn)
+            .await
+            .expect("role");
+        assert_eq!(
+            role,
+            db::APP_ROLE,
+            "{what}: the role did not outlive its transaction"
+        );
+    }
+
+    // And a transaction begun normally still is one, with its role.
+    let mut tx = db::user_tx(&pool, user).await.expect("tx");
+    let (role, uid): (String, String) =
+        sqlx::query_as("select current_user::text, current_setting('countersign.user_id')")
+            .fetch_one(&mut *tx)
+            .await
+            .expect("select");
+    assert_eq!((role.as_str(), uid), ("authenticated", user.to_string()));
+}
