@@ -51,8 +51,13 @@ fn chunk(content: &str) -> String {
     format!("data: {data}\n\n")
 }
 
+/// When the fake last got a request: the time-to-first-token breakdown's
+/// middle mark (the server's set-up done, its provider request out).
+static ASKED_AT: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
 /// The fake provider: the first token at once, the rest 2 ms apart.
 async fn fake_completions() -> Response {
+    *ASKED_AT.lock().expect("lock") = Some(Instant::now());
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::convert::Infallible>>(16);
     tokio::spawn(async move {
         let _ = tx.send(Ok(chunk("Hello"))).await;
@@ -352,6 +357,10 @@ async fn time_to_first_token(
         .expect("stream");
     let mut buffer = String::new();
     let mut through = Vec::new();
+    // Where the time goes: the POST answered; the provider asked; the
+    // turn_started event on the stream; the first token on the stream.
+    let (mut posted, mut asked, mut started, mut token) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
         let t = Instant::now();
         let res = client
@@ -362,10 +371,15 @@ async fn time_to_first_token(
             .await
             .expect("send");
         assert_eq!(res.status(), 202, "send");
+        let post = t.elapsed();
         let mut first = None;
+        let mut turn_started = None;
         loop {
             if let Some(i) = buffer.find("\n\n") {
                 let frame: String = buffer.drain(..i + 2).collect();
+                if frame.contains("\"type\":\"turn_started\"") && turn_started.is_none() {
+                    turn_started = Some(t.elapsed());
+                }
                 if frame.contains("\"type\":\"text_delta\"") && first.is_none() {
                     first = Some(t.elapsed());
                 }
@@ -381,9 +395,28 @@ async fn time_to_first_token(
             let bytes = stream.chunk().await.expect("chunk").expect("stream open");
             buffer.push_str(&String::from_utf8_lossy(&bytes));
         }
-        through.push(first.expect("a text delta"));
+        let first = first.expect("a text delta");
+        let asked_at = ASKED_AT
+            .lock()
+            .expect("lock")
+            .take()
+            .expect("the fake was asked");
+        through.push(first);
+        posted.push(post);
+        asked.push(asked_at.duration_since(t));
+        started.push(turn_started.expect("turn_started"));
+        token.push(first.saturating_sub(asked_at.duration_since(t)));
     }
     drop(stream);
+    println!("\nwhere the time to first token goes, {ROUNDS} rounds, median (ms):");
+    for (what, samples) in [
+        ("POST answered (202)", posted),
+        ("turn_started on the stream", started),
+        ("provider asked (set-up done)", asked),
+        ("provider asked → first token on the stream", token),
+    ] {
+        println!("  {what:44} {:7.2}", median_and_p90(samples).0);
+    }
 
     let (d_med, d_p90) = median_and_p90(direct);
     let (t_med, t_p90) = median_and_p90(through);

@@ -665,7 +665,7 @@ async fn stream_step(
     };
     let mut pending = String::new();
     let mut last_flush = Instant::now() - FLUSH_EVERY;
-    let mut flush_at = Instant::now();
+    let mut flush_at = last_flush;
     loop {
         let item = tokio::select! {
             biased;
@@ -683,11 +683,17 @@ async fn stream_step(
         };
         match item {
             Some(Ok(LlmEvent::TextDelta(delta))) => {
-                if pending.is_empty() {
-                    flush_at = (last_flush + FLUSH_EVERY).max(Instant::now());
-                }
+                let was_empty = pending.is_empty();
                 pending.push_str(&delta);
                 streamed.text.push_str(&delta);
+                if Instant::now() >= last_flush + FLUSH_EVERY {
+                    // Nothing written for a while (the first token): out at
+                    // once, not on the timer's next tick.
+                    emitter.text(&mut pending).await;
+                    last_flush = Instant::now();
+                } else if was_empty {
+                    flush_at = last_flush + FLUSH_EVERY;
+                }
             }
             Some(Ok(LlmEvent::ToolCall(call))) => {
                 emitter.text(&mut pending).await;
