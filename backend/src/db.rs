@@ -28,12 +28,31 @@ pub const APP_ROLE: &str = "countersign_app";
 /// `service_role`.
 pub type Tx = Transaction<'static, Postgres>;
 
+/// A pooled connection idle for less than this is handed out without a
+/// ping (see [`connect`]).
+const PING_IF_IDLE_FOR: Duration = Duration::from_secs(1);
+
 /// Opens the server's pool.
 #[tracing::instrument(skip_all)]
 pub async fn connect(url: &str) -> Result<PgPool, sqlx::Error> {
     PgPoolOptions::new()
         .max_connections(16)
         .acquire_timeout(Duration::from_secs(10))
+        // By default sqlx pings every connection it hands out: one more
+        // round trip on every transaction's way. It also pings each one as
+        // it comes back (off the request's way), so a connection idle for
+        // less than `PING_IF_IDLE_FOR` answered a moment ago; only those
+        // idle longer are pinged, which is what finds the connections a
+        // Postgres restart ended (a failed ping replaces the connection).
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_IF_IDLE_FOR {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
         .connect(url)
         .await
 }
