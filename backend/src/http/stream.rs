@@ -130,10 +130,10 @@ impl Follow {
                 let event = Event::default().id(seq.to_string()).data(data.to_string());
                 return Some((Ok(event), self));
             }
-            // A batch is over. A page that was not full read everything
-            // committed when it ran, and a later commit wakes `wait` (its
-            // wake-up is kept in the watch until then): nothing to read
-            // before waiting.
+            // A batch is over (or the read found nothing). A page that was
+            // not full read everything committed when it ran, and a later
+            // commit wakes `wait` (its wake-up is kept in the watch until
+            // then): nothing to read before waiting. After the wait, read.
             if self.caught_up && !self.wait().await {
                 return None;
             }
@@ -164,12 +164,6 @@ impl Follow {
                     tracing::warn!(error = %err, chat.id = %self.chat_id, "stream read failed");
                     return None;
                 }
-            }
-            if self.buffer.is_empty() && !self.wait().await {
-                return None;
-            }
-            if self.buffer.is_empty() {
-                self.caught_up = false;
             }
         }
     }
