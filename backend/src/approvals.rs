@@ -687,14 +687,21 @@ impl Waited {
 #[derive(Clone, Default)]
 pub struct Hooks {
     /// Runs after the wait gave up and before the expiry UPDATE.
-    pub before_expire:
-        Option<Arc<dyn Fn(Uuid) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>>,
+    pub before_expire: Option<Hook>,
+    /// Runs when a decision was taken, before the chat is told of it
+    /// (`mcp_confirmation_resolved`).
+    pub before_resolved: Option<Hook>,
 }
+
+/// A test seam's code: given the pending call's id, runs to completion
+/// before the lifecycle goes on.
+pub type Hook = Arc<dyn Fn(Uuid) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
 
 impl std::fmt::Debug for Hooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hooks")
             .field("before_expire", &self.before_expire.is_some())
+            .field("before_resolved", &self.before_resolved.is_some())
             .finish()
     }
 }

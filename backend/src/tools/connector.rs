@@ -265,29 +265,30 @@ async fn always_grant(
     })
 }
 
-/// Refreshes the user's connectors with kept tools whose tool list is older
-/// than `COUNTERSIGN_TOOLS_MAX_AGE_SECS` (best effort: a connector that
+/// The user's connectors with kept tools whose tool list is older than
+/// `COUNTERSIGN_TOOLS_MAX_AGE_SECS`: the ones [`refresh_connectors`] fetches again.
+async fn stale_connectors(state: &AppState, user_id: UserId) -> Result<Vec<Uuid>, sqlx::Error> {
+    let mut tx = db::user_tx(&state.db, user_id).await?;
+    let ids = sqlx::query_scalar!(
+        "select c.id from connectors c
+          where c.user_id = $1
+            and (c.last_checked_at is null
+                 or c.last_checked_at < now() - make_interval(secs => $2::float8))
+            and exists (select 1 from connector_tools t
+                         where t.connector_id = c.id and t.review_state in ('kept', 'changed'))",
+        user_id as UserId,
+        state.config.tools_max_age_secs as f64,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    db::end_read(tx);
+    Ok(ids)
+}
+
+/// Refreshes connectors `ids` of the user (best effort: a connector that
 /// cannot be reached keeps its stored list and records the error).
-async fn refresh_stale(state: &AppState, user_id: UserId) {
-    let stale: Result<Vec<Uuid>, sqlx::Error> = async {
-        let mut tx = db::user_tx(&state.db, user_id).await?;
-        let ids = sqlx::query_scalar!(
-            "select c.id from connectors c
-              where c.user_id = $1
-                and (c.last_checked_at is null
-                     or c.last_checked_at < now() - make_interval(secs => $2::float8))
-                and exists (select 1 from connector_tools t
-                             where t.connector_id = c.id and t.review_state in ('kept', 'changed'))",
-            user_id as UserId,
-            state.config.tools_max_age_secs as f64,
-        )
-        .fetch_all(&mut *tx)
-        .await?;
-        db::end_read(tx);
-        Ok(ids)
-    }
-    .await;
-    for id in stale.unwrap_or_default() {
+async fn refresh_connectors(state: &AppState, user_id: UserId, ids: Vec<Uuid>) {
+    for id in ids {
         if let Err(err) = crate::connectors::refresh::refresh(state, user_id.into(), id).await {
             tracing::warn!(connector.id = %id, error = %err, "refresh of an old tool list failed");
         }
@@ -444,13 +445,26 @@ fn millis(started: Instant) -> u64 {
 /// and verify what was signed, re-check the tool is still the user's and
 /// unchanged, run, record. Never cancelled half-way: the caller spawns it.
 /// Returns when it was approved (from the claimed row) and the outcome.
+///
+/// `key` is the tool the card was for (connector, name): its re-read runs
+/// beside the claim, both after the decision, and is used only if the
+/// claimed row names the same tool. `announced` resolves once the chat was
+/// told of the decision (`mcp_confirmation_resolved`): nothing of the
+/// call's own (an input card, its result) reaches the chat before that,
+/// while the claim, the re-read and the audit record go ahead meanwhile.
 async fn run_approved(
     state: AppState,
     user_id: UserId,
     id: PendingCallId,
+    key: (ConnectorId, String),
+    announced: tokio::sync::oneshot::Receiver<()>,
     cancel: watch::Receiver<bool>,
 ) -> (Option<String>, Result<String, String>) {
-    let row = match approvals::claim(&state, id).await {
+    let (claimed, reread) = tokio::join!(
+        approvals::claim(&state, id),
+        kept_by_connector(&state, user_id, key.0, &key.1),
+    );
+    let row = match claimed {
         Ok(Some(row)) => row,
         Ok(None) => {
             return (
@@ -471,8 +485,14 @@ async fn run_approved(
             tracing::error!(pending.id = %id, "approval ledger row failed its integrity check");
             return Err("The approved call failed its integrity check; it did not run.".to_owned());
         }
-        let tool = kept_by_connector(&state, user_id, row.connector_id, &row.tool_name)
-            .await
+        // The re-read beside the claim is of the row's own tool, or the row's
+        // tool is read now.
+        let reread = if (row.connector_id, row.tool_name.as_str()) == (key.0, key.1.as_str()) {
+            reread
+        } else {
+            kept_by_connector(&state, user_id, row.connector_id, &row.tool_name).await
+        };
+        let tool = reread
             .map_err(|_| "Countersign could not read the tool; the call did not run.".to_owned())?
             .ok_or_else(|| {
                 "The connector or tool was removed while the call waited; it did not run."
@@ -524,6 +544,8 @@ async fn run_approved(
             call_id: &row.call_id,
             cancel,
         };
+        // A dropped sender (the turn went away) says as much: go on.
+        let _ = announced.await;
         let outcome = execute(&state, &tool, arguments, asker).await;
         activity.outcome(&state, &outcome, millis(started)).await;
         outcome
@@ -541,9 +563,25 @@ impl ToolBox for ConnectorTools {
     fn tools_for<'a>(&'a self, state: &'a AppState, user_id: Uuid) -> BoxFuture<'a, Vec<ToolSpec>> {
         Box::pin(async move {
             let user_id = UserId::from(user_id);
-            refresh_stale(state, user_id).await;
-            // Two independent reads, side by side.
-            let read = tokio::try_join!(kept_tools(state, user_id), policy::current(&state.db));
+            // Three independent reads, side by side: which tool lists are
+            // old, the kept tools, the policy. Mostly none is old, and the
+            // tools read is the one to use; otherwise those connectors are
+            // fetched again and the tools read again, after the refresh.
+            let read = tokio::try_join!(
+                stale_connectors(state, user_id),
+                kept_tools(state, user_id),
+                policy::current(&state.db),
+            );
+            let read = match read {
+                Ok((stale, _, policy)) if !stale.is_empty() => {
+                    refresh_connectors(state, user_id, stale).await;
+                    kept_tools(state, user_id)
+                        .await
+                        .map(|tools| (tools, policy))
+                }
+                Ok((_, tools, policy)) => Ok((tools, policy)),
+                Err(err) => Err(err),
+            };
             match read {
                 Ok((tools, policy)) => tools.iter().map(|t| t.spec(&policy)).collect(),
                 Err(err) => {
@@ -841,23 +879,28 @@ async fn ask_and_wait(
         let activity = activity(run, call, tool, id.to_string());
         let _ = Box::pin(activity.decided(state, decision, None, ActivityOutcome::NotRun)).await;
     }
-    let grant = if decision == Resolution::Approved {
-        // Only the card's words depend on it: a failed read says less,
-        // never more.
-        Box::pin(approvals::grant_of(state, id))
-            .await
-            .unwrap_or(None)
-    } else {
-        None
+    // The card's resolution: the grant it came with (only the card's words
+    // depend on it: a failed read says less, never more), then the event.
+    let announce = |decision| async move {
+        if let Some(hook) = &state.approval_hooks.before_resolved {
+            hook(id.into()).await;
+        }
+        let grant = if decision == Resolution::Approved {
+            Box::pin(approvals::grant_of(state, id))
+                .await
+                .unwrap_or(None)
+        } else {
+            None
+        };
+        run.events
+            .emit(ChatEvent::McpConfirmationResolved {
+                turn_id: run.ctx.turn_id.to_string(),
+                id: id.to_string(),
+                decision,
+                grant,
+            })
+            .await;
     };
-    run.events
-        .emit(ChatEvent::McpConfirmationResolved {
-            turn_id: run.ctx.turn_id.to_string(),
-            id: id.to_string(),
-            decision,
-            grant,
-        })
-        .await;
     let not_run = |content: &str, why| ToolOutcome {
         ok: false,
         content: content.to_owned(),
@@ -867,12 +910,20 @@ async fn ask_and_wait(
     Ok(match waited {
         Waited::Approved => {
             let started = Instant::now();
+            // The call's task starts at once (claim, re-read, audit record:
+            // the way to execution) while the chat is told of the decision;
+            // the task runs the call only once it was told.
+            let (told, announced) = tokio::sync::oneshot::channel();
             let task = tokio::spawn(run_approved(
                 state.clone(),
                 run.ctx.user_id,
                 id,
+                (tool.connector_id, tool.tool_name.clone()),
+                announced,
                 run.cancel.clone(),
             ));
+            Box::pin(announce(decision)).await;
+            let _ = told.send(());
             let (approved_at, outcome) = task.await.unwrap_or_else(|_| {
                 (
                     None,
@@ -894,8 +945,14 @@ async fn ask_and_wait(
             ))
             .await
         }
-        Waited::Denied | Waited::Cancelled => not_run(approvals::DECLINED, NotRun::Declined),
-        Waited::Expired | Waited::Gone(_) => not_run(approvals::EXPIRED, NotRun::Expired),
+        Waited::Denied | Waited::Cancelled => {
+            Box::pin(announce(decision)).await;
+            not_run(approvals::DECLINED, NotRun::Declined)
+        }
+        Waited::Expired | Waited::Gone(_) => {
+            Box::pin(announce(decision)).await;
+            not_run(approvals::EXPIRED, NotRun::Expired)
+        }
     })
 }
 

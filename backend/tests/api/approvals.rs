@@ -323,25 +323,31 @@ async fn an_unanswered_call_expires_and_a_late_decision_gets_410() {
     assert_eq!(s.demo.calls().total, 0);
 }
 
+/// A lifecycle hook that stops where it sits: it sends the call's id to
+/// the receiver and goes on once the sender is sent `()`.
+fn holding_hook() -> (approvals::Hook, mpsc::Receiver<Uuid>, mpsc::Sender<()>) {
+    let (at_hook, reached) = mpsc::channel::<Uuid>(1);
+    let (go_on, release) = mpsc::channel::<()>(1);
+    let release = Arc::new(Mutex::new(release));
+    let hook: approvals::Hook = Arc::new(move |id| {
+        let at_hook = at_hook.clone();
+        let release = release.clone();
+        Box::pin(async move {
+            at_hook.send(id).await.expect("test listens");
+            release.lock().await.recv().await;
+        })
+    });
+    (hook, reached, go_on)
+}
+
 #[tokio::test]
 async fn a_decision_landing_just_before_the_expiry_update_is_honoured() {
     // The hook stops the turn between "the wait gave up" and the expiry
     // UPDATE; the test approves right there, then lets it go on.
-    let (at_race, mut reached) = mpsc::channel::<Uuid>(1);
-    let (go_on, release) = mpsc::channel::<()>(1);
-    let release = Arc::new(Mutex::new(release));
+    let (hook, mut reached, go_on) = holding_hook();
     let s = setup_custom(
         |c| c.approval_wait_secs = 1,
-        move |state| {
-            state.approval_hooks.before_expire = Some(Arc::new(move |id| {
-                let at_race = at_race.clone();
-                let release = release.clone();
-                Box::pin(async move {
-                    at_race.send(id).await.expect("test listens");
-                    release.lock().await.recv().await;
-                })
-            }));
-        },
+        move |state| state.approval_hooks.before_expire = Some(hook),
     )
     .await;
     let mut stream = s.app.stream(&s.chat, None).await;
@@ -373,6 +379,68 @@ async fn a_decision_landing_just_before_the_expiry_update_is_honoured() {
         PendingCallStatus::Executed
     );
     assert_eq!(s.demo.calls().count("search_notes"), 1);
+}
+
+#[tokio::test]
+async fn an_approved_call_reaches_the_server_only_after_the_chat_was_told() {
+    // The approved call's section starts beside the `resolved` event (its
+    // claim and re-read go ahead): the hook holds that event back, and
+    // for as long as it is held the server hears nothing of the call.
+    let (hook, mut reached, go_on) = holding_hook();
+    let s = setup_custom(
+        |_| {},
+        move |state| state.approval_hooks.before_resolved = Some(hook),
+    )
+    .await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "search_notes", json!({"query": "lease"})).await;
+    assert_eq!(
+        decide(&s.app, &card, "approve").await.status(),
+        StatusCode::OK
+    );
+    let id = reached.recv().await.expect("the decision was taken");
+    assert_eq!(id.to_string(), card["id"].as_str().expect("id"));
+    // Meanwhile the call is claimed (its section did start)...
+    let claimed = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            tick.tick().await;
+            if ledger(&s.app, &id.to_string()).await.0 == PendingCallStatus::Executing {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(claimed.is_ok(), "the approved call was claimed at once");
+    // ...but it does not reach the server while the chat is not told.
+    let reached_server = tokio::time::timeout(Duration::from_secs(2), async {
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            tick.tick().await;
+            if s.demo.calls().total > 0 {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(
+        reached_server.is_err(),
+        "the call ran before mcp_confirmation_resolved"
+    );
+    go_on.send(()).await.expect("release");
+
+    let events = stream.until("turn_finished").await;
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter_map(|(_, e)| e["type"].as_str())
+        .filter(|k| k.starts_with("mcp_"))
+        .collect();
+    assert_eq!(kinds, ["mcp_confirmation_resolved", "mcp_tool_call"]);
+    assert_eq!(s.demo.calls().count("search_notes"), 1);
+    assert_eq!(
+        ledger(&s.app, &id.to_string()).await.0,
+        PendingCallStatus::Executed
+    );
 }
 
 #[tokio::test]
