@@ -323,6 +323,25 @@ async fn an_unanswered_call_expires_and_a_late_decision_gets_410() {
     assert_eq!(s.demo.calls().total, 0);
 }
 
+/// Whether `check` comes true within `within` (asked every 20 ms).
+async fn comes_true_within<F, Fut>(within: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    tokio::time::timeout(within, async {
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            tick.tick().await;
+            if check().await {
+                return;
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
 /// A lifecycle hook that stops where it sits: it sends the call's id to
 /// the receiver and goes on once the sender is sent `()`.
 fn holding_hook() -> (approvals::Hook, mpsc::Receiver<Uuid>, mpsc::Sender<()>) {
@@ -401,30 +420,18 @@ async fn an_approved_call_reaches_the_server_only_after_the_chat_was_told() {
     let id = reached.recv().await.expect("the decision was taken");
     assert_eq!(id.to_string(), card["id"].as_str().expect("id"));
     // Meanwhile the call is claimed (its section did start)...
-    let claimed = tokio::time::timeout(Duration::from_secs(10), async {
-        let mut tick = tokio::time::interval(Duration::from_millis(20));
-        loop {
-            tick.tick().await;
-            if ledger(&s.app, &id.to_string()).await.0 == PendingCallStatus::Executing {
-                break;
-            }
-        }
+    let claimed = comes_true_within(Duration::from_secs(10), || async {
+        ledger(&s.app, &id.to_string()).await.0 == PendingCallStatus::Executing
     })
     .await;
-    assert!(claimed.is_ok(), "the approved call was claimed at once");
+    assert!(claimed, "the approved call was claimed at once");
     // ...but it does not reach the server while the chat is not told.
-    let reached_server = tokio::time::timeout(Duration::from_secs(2), async {
-        let mut tick = tokio::time::interval(Duration::from_millis(20));
-        loop {
-            tick.tick().await;
-            if s.demo.calls().total > 0 {
-                break;
-            }
-        }
+    let reached_server = comes_true_within(Duration::from_secs(2), || async {
+        s.demo.calls().total > 0
     })
     .await;
     assert!(
-        reached_server.is_err(),
+        !reached_server,
         "the call ran before mcp_confirmation_resolved"
     );
     go_on.send(()).await.expect("release");
