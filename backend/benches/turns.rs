@@ -30,7 +30,7 @@ use report::{Figure, only_latency, only_memory, report};
 use axum::{
     Router,
     body::Body,
-    response::Response,
+    response::{IntoResponse as _, Response},
     routing::{get, post},
 };
 use serde_json::{Value, json};
@@ -142,7 +142,7 @@ async fn bare_sse_server() {
     let app = Router::new().route(
         "/stream",
         get(|| async {
-            axum::response::sse::Sse::new(futures_util::stream::pending::<
+            let mut response = axum::response::sse::Sse::new(futures_util::stream::pending::<
                 Result<axum::response::sse::Event, std::convert::Infallible>,
             >())
             .keep_alive(
@@ -150,6 +150,12 @@ async fn bare_sse_server() {
                     .interval(Duration::from_secs(15))
                     .text("keep-alive"),
             )
+            .into_response();
+            // Detached as the server's stream is.
+            response
+                .extensions_mut()
+                .insert(countersign::http::conn::Detach);
+            response
         }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

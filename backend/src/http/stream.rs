@@ -240,6 +240,9 @@ pub async fn chat_stream(
     response
         .headers_mut()
         .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    // Written on the bare socket once its head is due: an idle stream then
+    // holds none of hyper's per-connection buffers (`http::conn`).
+    response.extensions_mut().insert(super::conn::Detach);
     Ok(response)
 }
 
