@@ -625,6 +625,13 @@ pub async fn decide(
     if decided.rows_affected() == 1 {
         events::notify_decided(&mut tx, id).await?;
         tx.commit().await?;
+        // A turn of this instance that waits for it wakes now, without
+        // the NOTIFY's hop and the watcher's read; any other instance's
+        // watcher reads it on the NOTIFY. The status is what this very
+        // conditional UPDATE committed, and the claim still decides.
+        if state.config.approval_notify {
+            state.watcher.settle(id, status);
+        }
         state.metrics.decided(match verdict {
             Verdict::Approve => Decided::Approved,
             Verdict::Deny => Decided::Denied,
@@ -1191,6 +1198,14 @@ impl Watcher {
         // Read once now: a decision may have landed before we listened.
         state.hub.wake_approvals();
         rx
+    }
+
+    /// Tells the turn waiting for `id` on this instance, if any, its
+    /// status: one this instance committed (`decide`).
+    fn settle(&self, id: PendingCallId, status: PendingCallStatus) {
+        if let Some(tx) = self.lock().get(&id) {
+            tx.send_replace(Some(status));
+        }
     }
 
     /// Stops watching `id`.

@@ -221,8 +221,13 @@ pub fn chain_hash(prev_hash: &str, entry: &Value) -> String {
 
 /// Appends `entry` to the chain; returns its sequence number.
 pub async fn append(pool: &PgPool, entry: &Entry<'_>) -> Result<i64, sqlx::Error> {
-    let mut tx = db::service_tx(pool).await?;
-    let seq = chain(&mut tx, entry.user_id, |seq, at| entry.to_json(seq, at)).await?;
+    // The lock in the `BEGIN`'s round trip: an approved call's entry is on
+    // its way to execution.
+    let mut tx = db::service_tx_locked(pool, CHAIN_LOCK).await?;
+    let seq = chain(&mut tx, entry.user_id, Lock::Held, |seq, at| {
+        entry.to_json(seq, at)
+    })
+    .await?;
     tx.commit().await?;
     Ok(seq)
 }
@@ -244,7 +249,7 @@ pub struct AdminEntry {
 /// Appends an administrator's change inside `tx`, the transaction that
 /// makes it: the change and its entry commit together or not at all.
 pub async fn append_admin(tx: &mut db::Tx, entry: &AdminEntry) -> Result<i64, sqlx::Error> {
-    chain(tx, entry.admin, |seq, at| {
+    chain(tx, entry.admin, Lock::Take, |seq, at| {
         let stored = Stored {
             seq,
             at: at.to_owned(),
@@ -261,25 +266,47 @@ pub async fn append_admin(tx: &mut db::Tx, entry: &AdminEntry) -> Result<i64, sq
     .await
 }
 
+/// Whether `tx` already holds the lock that orders appends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lock {
+    /// Taken with the `BEGIN` ([`db::service_tx_locked`]).
+    Held,
+    /// Take it now.
+    Take,
+}
+
 /// Chains the entry `make` writes for its sequence number and time, under
 /// the lock that orders appends, in `tx`.
+///
+/// The last entry is read by a statement after the one that took the lock:
+/// under READ COMMITTED each statement reads a snapshot taken when it
+/// starts, so only a later statement sees the entry the lock's previous
+/// holder committed.
 async fn chain(
     tx: &mut db::Tx,
     user_id: UserId,
+    lock: Lock,
     make: impl FnOnce(i64, &str) -> Value,
 ) -> Result<i64, sqlx::Error> {
-    sqlx::query!("select pg_advisory_xact_lock($1)", CHAIN_LOCK,)
-        .execute(&mut **tx)
-        .await?;
-    let last = sqlx::query!("select seq, hash from activity order by seq desc limit 1")
-        .fetch_optional(&mut **tx)
-        .await?;
-    let (seq, prev_hash) = last.map_or((1, GENESIS.to_owned()), |r| (r.seq + 1, r.hash));
-    let at = sqlx::query_scalar!(
-        r#"select to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "at!""#
+    if lock == Lock::Take {
+        sqlx::query!("select pg_advisory_xact_lock($1)", CHAIN_LOCK,)
+            .execute(&mut **tx)
+            .await?;
+    }
+    let last = sqlx::query!(
+        r#"select last.seq as "seq?", last.hash as "hash?",
+                  to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "at!"
+             from (values (1)) as one
+             left join lateral (select seq, hash from activity order by seq desc limit 1) as last
+               on true"#
     )
     .fetch_one(&mut **tx)
     .await?;
+    let at = last.at;
+    let (seq, prev_hash) = match (last.seq, last.hash) {
+        (Some(seq), Some(hash)) => (seq + 1, hash),
+        _ => (1, GENESIS.to_owned()),
+    };
     let value = make(seq, &at);
     let hash = chain_hash(&prev_hash, &value);
     sqlx::query!(

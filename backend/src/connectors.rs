@@ -536,7 +536,7 @@ pub async fn load_auth(
     )
     .fetch_optional(&mut *tx)
     .await?;
-    tx.commit().await?;
+    db::end_read(tx);
     let Some(sealed) = sealed else {
         return Ok(Auth::None);
     };

@@ -101,6 +101,23 @@ pub async fn service_tx(pool: &PgPool) -> Result<Tx, sqlx::Error> {
     .await
 }
 
+/// [`service_tx`] whose `BEGIN` round trip also takes the transaction-level
+/// advisory lock `key` (held until the transaction ends), as a statement of
+/// its own: the statements after it read what the lock's previous holder
+/// committed.
+pub async fn service_tx_locked(pool: &PgPool, key: i64) -> Result<Tx, sqlx::Error> {
+    // An integer's text: nothing in it can end the statement.
+    begin(
+        pool,
+        format!(
+            "begin; select set_config('role', 'service_role', true), \
+             set_config('countersign.user_id', '', true); \
+             select pg_advisory_xact_lock({key})"
+        ),
+    )
+    .await
+}
+
 /// Ends a transaction that only read. Nothing is lost by not committing,
 /// and the round trip is not on the caller's way: the drop queues the
 /// `ROLLBACK`, which the pool sends when it takes the connection back.

@@ -59,8 +59,12 @@ pub async fn open_session_asking(
     url: &str,
     elicitation: Option<mcp::Elicitation>,
 ) -> Result<mcp::McpSession, ConnectorError> {
-    let guarded = check_url(state, url).await?;
-    let auth = load_auth(&state.db, state.secrets.as_ref(), user_id, id).await?;
+    // Side by side: reading the credentials sends nothing anywhere, and
+    // nothing is sent unless the URL passed.
+    let (guarded, auth) = tokio::try_join!(
+        check_url(state, url),
+        load_auth(&state.db, state.secrets.as_ref(), user_id, id),
+    )?;
     let mut target = McpTarget::new(guarded.url().clone());
     match auth {
         Auth::None => {}

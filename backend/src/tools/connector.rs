@@ -314,6 +314,18 @@ async fn execute(
     asker: Asker<'_>,
 ) -> Result<String, String> {
     let user_id = asker.ctx.user_id;
+    let session = open_for(state, tool, asker).await?;
+    call_on(state, user_id, tool, session, arguments).await
+}
+
+/// The session a call of `tool` runs on, with the user as the one its
+/// server may ask for input. Opening it sends no tool call: only the
+/// protocol's own set-up (discovery, or `initialize`).
+async fn open_for(
+    state: &AppState,
+    tool: &Kept,
+    asker: Asker<'_>,
+) -> Result<crate::mcp::McpSession, String> {
     let card = CardAsker::new(
         state.clone(),
         &Asking {
@@ -325,15 +337,25 @@ async fn execute(
         },
         asker.cancel,
     );
-    let session = open_session_asking(
+    open_session_asking(
         state,
-        user_id.into(),
+        asker.ctx.user_id.into(),
         tool.connector_id.into(),
         &tool.url,
         Some(Elicitation::Ask(Arc::new(card))),
     )
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| e.to_string())
+}
+
+/// Calls `tool` with `arguments` on `session`, then closes it.
+async fn call_on(
+    state: &AppState,
+    user_id: UserId,
+    tool: &Kept,
+    session: crate::mcp::McpSession,
+    arguments: Map<String, Value>,
+) -> Result<String, String> {
     let result = session.call_tool(&tool.tool_name, arguments).await;
     session.close().await;
     match result {
@@ -525,15 +547,6 @@ async fn run_approved(
             tool_name: row.tool_name.clone(),
             arguments_digest: row.arguments_digest.clone(),
         };
-        activity
-            .decided(
-                &state,
-                ActivityDecision::Approved,
-                row.grant(),
-                ActivityOutcome::Running,
-            )
-            .await
-            .map_err(|_| UNAUDITED.to_owned())?;
         let started = Instant::now();
         let asker = Asker {
             ctx: ToolContext {
@@ -544,9 +557,29 @@ async fn run_approved(
             call_id: &row.call_id,
             cancel,
         };
+        // The activity entry and the session's set-up side by side; the
+        // call itself only once both are done and the chat was told.
+        let (logged, session) = tokio::join!(
+            activity.decided(
+                &state,
+                ActivityDecision::Approved,
+                row.grant(),
+                ActivityOutcome::Running,
+            ),
+            open_for(&state, &tool, asker),
+        );
+        if logged.is_err() {
+            if let Ok(session) = session {
+                session.close().await;
+            }
+            return Err(UNAUDITED.to_owned());
+        }
         // A dropped sender (the turn went away) says as much: go on.
         let _ = announced.await;
-        let outcome = execute(&state, &tool, arguments, asker).await;
+        let outcome = match session {
+            Ok(session) => call_on(&state, user_id, &tool, session, arguments).await,
+            Err(why) => Err(why),
+        };
         activity.outcome(&state, &outcome, millis(started)).await;
         outcome
     }

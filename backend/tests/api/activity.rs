@@ -524,3 +524,57 @@ async fn a_rewrite_that_rehashes_every_later_row_passes_verify_but_not_the_recor
     let _ = std::fs::remove_file(&copy);
     let _ = std::fs::remove_file(&fresh);
 }
+
+/// Appends from many tasks at once chain one after another: each entry
+/// reads the one before it only after taking the lock that orders them
+/// (`audit::append` takes it with its `BEGIN`), so no two get one sequence
+/// number and the chain verifies.
+#[tokio::test]
+async fn appends_at_once_chain_one_after_another() {
+    let s = setup(|_| {}).await;
+    const APPENDS: usize = 40;
+    let pool = s.app.pool.clone();
+    let appends = (0..APPENDS).map(|i| {
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            let call_ref = format!("at-once-{i}");
+            audit::append(
+                &pool,
+                &audit::Entry {
+                    user_id: uuid::Uuid::new_v4().into(),
+                    chat_id: uuid::Uuid::new_v4().into(),
+                    turn_id: uuid::Uuid::new_v4().into(),
+                    call_ref: &call_ref,
+                    kind: countersign_api::ActivityKind::Decided,
+                    connector_id: uuid::Uuid::new_v4().into(),
+                    connector_name: "c",
+                    tool_name: "t",
+                    arguments_digest: "d",
+                    decision: None,
+                    grant: None,
+                    outcome: countersign_api::ActivityOutcome::Running,
+                    error: None,
+                    duration_ms: None,
+                },
+            )
+            .await
+        })
+    });
+    let mut seqs: Vec<i64> = futures_util::future::join_all(appends)
+        .await
+        .into_iter()
+        .map(|joined| joined.expect("task").expect("append"))
+        .collect();
+    seqs.sort_unstable();
+    let first = seqs[0];
+    assert_eq!(
+        seqs,
+        (first..first + APPENDS as i64).collect::<Vec<_>>(),
+        "one sequence number each, none skipped"
+    );
+    let rows = u64::try_from(first - 1).expect("a sequence number") + APPENDS as u64;
+    assert_eq!(
+        audit::verify(&s.app.pool).await.expect("verify"),
+        Verified::Intact(rows)
+    );
+}
