@@ -287,9 +287,14 @@ impl AsyncWrite for Socket {
 /// failed write.
 async fn write_detached(mut tcp: TcpStream, response: Response<Body>) {
     let (parts, body) = response.into_parts();
-    if tcp.write_all(&head(&parts)).await.is_err() {
+    // The head's bytes, then the parts are dropped: the header map and the
+    // extensions are not kept for the stream's life.
+    let head = head(&parts);
+    drop(parts);
+    if tcp.write_all(&head).await.is_err() {
         return;
     }
+    drop(head);
     let mut body = body.into_data_stream();
     loop {
         tokio::select! {
