@@ -24,6 +24,8 @@
 //! - [`connectors`]: users' MCP servers, credentials, tool review.
 //! - [`mcp`]: the MCP client (rmcp), raw `tools/list`, descriptor digests.
 //! - [`probe`]: `countersign connector probe`, the MCP client from the CLI.
+//! - [`memory`]: gives the allocator's free pages back after a burst of
+//!   turns.
 //! - [`metrics`]: what `/metrics` reports; domain modules bump it through
 //!   small functions, `http::metrics` serves it.
 //! - [`secrets`]: AEAD for secrets at rest, the key rotation
@@ -47,6 +49,7 @@ pub mod ids;
 pub mod inputs;
 pub mod llm;
 pub mod mcp;
+pub mod memory;
 pub mod metrics;
 pub mod models;
 pub mod policy;
@@ -95,6 +98,8 @@ pub struct AppState {
     pub connector_http: reqwest::Client,
     /// This instance's Prometheus counters and gauges (`/metrics`).
     pub metrics: Arc<metrics::Metrics>,
+    /// Trims the allocator once a burst of turns is over.
+    pub trimmer: Arc<memory::Trimmer>,
 }
 
 impl AppState {
@@ -151,6 +156,7 @@ impl AppState {
             resolver,
             connector_http,
             metrics: Arc::default(),
+            trimmer: memory::Trimmer::start(memory::Trimmer::glibc()),
         })
     }
 

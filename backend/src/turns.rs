@@ -255,6 +255,7 @@ pub async fn start(
         turn_id: turn_id.into(),
     };
     tokio::spawn(run(state.clone(), ctx, model));
+    state.trimmer.turn_started();
     tracing::info!(turn.id = %turn_id, "turn started");
     Ok(turn_id)
 }
