@@ -88,17 +88,15 @@ pub async fn user_tx(
     .await
 }
 
+/// The `BEGIN` of a transaction as `service_role`, with no user.
+const SERVICE_BEGIN: &str = "begin; select set_config('role', 'service_role', true), \
+                             set_config('countersign.user_id', '', true)";
+
 /// Begins a transaction as `service_role`: the server's own bookkeeping
 /// (accounts, sessions, throttling), never reachable as a user.
 #[tracing::instrument(skip_all)]
 pub async fn service_tx(pool: &PgPool) -> Result<Tx, sqlx::Error> {
-    begin(
-        pool,
-        "begin; select set_config('role', 'service_role', true), \
-         set_config('countersign.user_id', '', true)"
-            .to_owned(),
-    )
-    .await
+    begin(pool, SERVICE_BEGIN.to_owned()).await
 }
 
 /// [`service_tx`] whose `BEGIN` round trip also takes the transaction-level
@@ -109,11 +107,7 @@ pub async fn service_tx_locked(pool: &PgPool, key: i64) -> Result<Tx, sqlx::Erro
     // An integer's text: nothing in it can end the statement.
     begin(
         pool,
-        format!(
-            "begin; select set_config('role', 'service_role', true), \
-             set_config('countersign.user_id', '', true); \
-             select pg_advisory_xact_lock({key})"
-        ),
+        format!("{SERVICE_BEGIN}; select pg_advisory_xact_lock({key})"),
     )
     .await
 }
