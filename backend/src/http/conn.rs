@@ -522,6 +522,16 @@ mod tests {
         }
     }
 
+    /// A new connection to `addr` that sent `request` and has read the
+    /// answer's head; the connection and what it read so far.
+    async fn asked(addr: SocketAddr, request: &str) -> (TcpStream, Vec<u8>) {
+        let mut tcp = TcpStream::connect(addr).await.expect("connect");
+        tcp.write_all(request.as_bytes()).await.expect("write");
+        let mut seen = Vec::new();
+        read_until(&mut tcp, &mut seen, "\r\n\r\n").await;
+        (tcp, seen)
+    }
+
     fn taken(fed: &Mutex<Option<Fed>>) -> Fed {
         fed.lock()
             .expect("slot")
@@ -603,12 +613,7 @@ mod tests {
     async fn a_client_that_leaves_an_idle_detached_stream_ends_it() {
         let (app, fed) = detached_app(true);
         let (addr, _stop, _server) = start(app).await;
-        let mut tcp = TcpStream::connect(addr).await.expect("connect");
-        tcp.write_all(b"GET /stream HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .expect("write");
-        let mut seen = Vec::new();
-        read_until(&mut tcp, &mut seen, "\r\n\r\n").await;
+        let (tcp, _) = asked(addr, "GET /stream HTTP/1.1\r\nhost: x\r\n\r\n").await;
         let Fed { chunks, dropped } = taken(&fed);
         drop(tcp);
         tokio::time::timeout(Duration::from_secs(10), dropped)
@@ -624,12 +629,7 @@ mod tests {
     async fn head_and_http_1_0_requests_are_not_detached() {
         let (app, fed) = detached_app(true);
         let (addr, _stop, _server) = start(app).await;
-        let mut tcp = TcpStream::connect(addr).await.expect("connect");
-        tcp.write_all(b"GET /stream HTTP/1.0\r\nhost: x\r\n\r\n")
-            .await
-            .expect("write");
-        let mut seen = Vec::new();
-        read_until(&mut tcp, &mut seen, "\r\n\r\n").await;
+        let (mut tcp, mut seen) = asked(addr, "GET /stream HTTP/1.0\r\nhost: x\r\n\r\n").await;
         let head = String::from_utf8_lossy(&seen).to_string();
         assert!(head.starts_with("HTTP/1.0 200 OK\r\n"), "{head}");
         assert!(!head.contains("chunked"), "{head}");
@@ -637,12 +637,7 @@ mod tests {
         chunks.send("data: one\n\n").expect("stream open");
         read_until(&mut tcp, &mut seen, "\r\n\r\ndata: one\n\n").await;
 
-        let mut tcp = TcpStream::connect(addr).await.expect("connect");
-        tcp.write_all(b"HEAD /stream HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .expect("write");
-        let mut seen = Vec::new();
-        read_until(&mut tcp, &mut seen, "\r\n\r\n").await;
+        let (_tcp, seen) = asked(addr, "HEAD /stream HTTP/1.1\r\nhost: x\r\n\r\n").await;
         let head = String::from_utf8_lossy(&seen).to_string();
         assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
         assert!(
@@ -657,12 +652,7 @@ mod tests {
     async fn shutdown_waits_for_detached_streams() {
         let (app, fed) = detached_app(true);
         let (addr, stop, mut server) = start(app).await;
-        let mut tcp = TcpStream::connect(addr).await.expect("connect");
-        tcp.write_all(b"GET /stream HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .expect("write");
-        let mut seen = Vec::new();
-        read_until(&mut tcp, &mut seen, "\r\n\r\n").await;
+        let (mut tcp, mut seen) = asked(addr, "GET /stream HTTP/1.1\r\nhost: x\r\n\r\n").await;
         let Fed { chunks, .. } = taken(&fed);
         stop.send(()).expect("server running");
         // Still streaming after the signal.
