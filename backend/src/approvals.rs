@@ -610,20 +610,26 @@ pub async fn decide(
     let status = verdict.status();
     let grant = (verdict == Verdict::Approve).then_some(grant.as_str());
     let mut tx = db::service_tx(&state.db).await?;
-    let decided = sqlx::query!(
-        "update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now()
-          where id = $1 and user_id = $2 and status = 'pending' and expires_at > now()
-            and arguments_digest = $3 and ($5::text is null or $5 = any (offered_grants))",
+    // The decision and its NOTIFY (to every instance, once committed) in
+    // one statement: a row comes back only when the UPDATE changed one.
+    let decided = sqlx::query_scalar!(
+        r#"with decided as (
+             update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now()
+              where id = $1 and user_id = $2 and status = 'pending' and expires_at > now()
+                and arguments_digest = $3 and ($5::text is null or $5 = any (offered_grants))
+              returning id
+           )
+           select true as "decided!" from decided, lateral (select pg_notify($6, decided.id::text)) as wake"#,
         id as PendingCallId,
         user_id as UserId,
         arguments_digest,
         status.as_str(),
         grant,
+        events::APPROVALS_CHANNEL,
     )
-    .execute(&mut *tx)
+    .fetch_optional(&mut *tx)
     .await?;
-    if decided.rows_affected() == 1 {
-        events::notify_decided(&mut tx, id).await?;
+    if decided.is_some() {
         tx.commit().await?;
         // A turn of this instance that waits for it wakes now, without
         // the NOTIFY's hop and the watcher's read; any other instance's

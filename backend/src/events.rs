@@ -31,8 +31,10 @@ use uuid::Uuid;
 pub const EVENTS_CHANNEL: &str = "countersign_events";
 /// Channel of "stop turn X".
 const CANCEL_CHANNEL: &str = "countersign_cancel";
-/// Channel of "pending call X was decided" (by any instance).
-const APPROVALS_CHANNEL: &str = "countersign_approvals";
+/// Channel of "pending call X was decided" (by any instance): the payload
+/// is the call's id. `approvals::decide` sends it from its own UPDATE's
+/// statement; everything else through [`notify_decided`].
+pub const APPROVALS_CHANNEL: &str = "countersign_approvals";
 
 /// Tells every instance, when `tx` commits, that pending call `id` was
 /// decided (or denied by a connector's re-pointing): their approval
