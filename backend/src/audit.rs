@@ -224,10 +224,7 @@ pub async fn append(pool: &PgPool, entry: &Entry<'_>) -> Result<i64, sqlx::Error
     // The lock in the `BEGIN`'s round trip: an approved call's entry is on
     // its way to execution.
     let mut tx = db::service_tx_locked(pool, CHAIN_LOCK).await?;
-    let seq = chain(&mut tx, entry.user_id, Lock::Held, |seq, at| {
-        entry.to_json(seq, at)
-    })
-    .await?;
+    let seq = chain(&mut tx, entry.user_id, |seq, at| entry.to_json(seq, at)).await?;
     tx.commit().await?;
     Ok(seq)
 }
@@ -249,7 +246,10 @@ pub struct AdminEntry {
 /// Appends an administrator's change inside `tx`, the transaction that
 /// makes it: the change and its entry commit together or not at all.
 pub async fn append_admin(tx: &mut db::Tx, entry: &AdminEntry) -> Result<i64, sqlx::Error> {
-    chain(tx, entry.admin, Lock::Take, |seq, at| {
+    sqlx::query!("select pg_advisory_xact_lock($1)", CHAIN_LOCK,)
+        .execute(&mut **tx)
+        .await?;
+    chain(tx, entry.admin, |seq, at| {
         let stored = Stored {
             seq,
             at: at.to_owned(),
@@ -266,17 +266,9 @@ pub async fn append_admin(tx: &mut db::Tx, entry: &AdminEntry) -> Result<i64, sq
     .await
 }
 
-/// Whether `tx` already holds the lock that orders appends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lock {
-    /// Taken with the `BEGIN` ([`db::service_tx_locked`]).
-    Held,
-    /// Take it now.
-    Take,
-}
-
-/// Chains the entry `make` writes for its sequence number and time, under
-/// the lock that orders appends, in `tx`.
+/// Chains the entry `make` writes for its sequence number and time, in
+/// `tx`, which already holds the lock that orders appends (`CHAIN_LOCK`:
+/// taken with `append`'s `BEGIN`, or by `append_admin`).
 ///
 /// The last entry is read by a statement after the one that took the lock:
 /// under READ COMMITTED each statement reads a snapshot taken when it
@@ -285,14 +277,8 @@ enum Lock {
 async fn chain(
     tx: &mut db::Tx,
     user_id: UserId,
-    lock: Lock,
     make: impl FnOnce(i64, &str) -> Value,
 ) -> Result<i64, sqlx::Error> {
-    if lock == Lock::Take {
-        sqlx::query!("select pg_advisory_xact_lock($1)", CHAIN_LOCK,)
-            .execute(&mut **tx)
-            .await?;
-    }
     let last = sqlx::query!(
         r#"select last.seq as "seq?", last.hash as "hash?",
                   to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "at!"

@@ -115,30 +115,31 @@ async fn run(shared: &Shared, trim: Trim) {
 mod tests {
     use super::*;
 
-    fn counting() -> (Trim, Arc<AtomicUsize>) {
+    /// A trim that counts its calls and says each one.
+    fn counting() -> (Trim, Arc<AtomicUsize>, Arc<Notify>) {
         let count = Arc::new(AtomicUsize::new(0));
-        let seen = Arc::clone(&count);
+        let trimmed = Arc::new(Notify::new());
+        let (seen, said) = (Arc::clone(&count), Arc::clone(&trimmed));
         let trim: Trim = Arc::new(move || {
             seen.fetch_add(1, Ordering::SeqCst);
+            said.notify_one();
             true
         });
-        (trim, count)
+        (trim, count, trimmed)
     }
 
-    /// Lets the trimmer's task and its blocking trim run.
-    async fn settle(count: &AtomicUsize, expect: usize) -> usize {
-        for _ in 0..200 {
-            if count.load(Ordering::SeqCst) >= expect {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    /// Waits for the next trim (its notice is kept if it came first);
+    /// the count then.
+    async fn settle(count: &AtomicUsize, trimmed: &Notify) -> usize {
+        tokio::time::timeout(QUIET * 60, trimmed.notified())
+            .await
+            .expect("a trim");
         count.load(Ordering::SeqCst)
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_burst_is_trimmed_once_it_is_over_and_an_ordinary_pace_never() {
-        let (trim, count) = counting();
+        let (trim, count, trimmed) = counting();
         let trimmer = Trimmer::start(trim);
 
         // An ordinary pace: turns seconds apart, fewer than a burst.
@@ -150,7 +151,7 @@ mod tests {
 
         // A burst: the one more makes BURST; trimmed once quiet.
         trimmer.turn_started();
-        assert_eq!(settle(&count, 1).await, 1, "trimmed after the burst");
+        assert_eq!(settle(&count, &trimmed).await, 1, "trimmed after the burst");
 
         // Turns that keep starting within QUIET of each other hold the
         // trim back until they stop.
@@ -163,7 +164,7 @@ mod tests {
             1,
             "not while the burst goes on"
         );
-        assert_eq!(settle(&count, 2).await, 2, "once after it");
+        assert_eq!(settle(&count, &trimmed).await, 2, "once after it");
         tokio::time::sleep(QUIET * 10).await;
         assert_eq!(
             count.load(Ordering::SeqCst),

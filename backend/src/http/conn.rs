@@ -43,7 +43,7 @@ use std::{
     net::SocketAddr,
     pin::Pin,
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, MutexGuard, PoisonError,
         atomic::{AtomicBool, Ordering},
     },
     task::{Context, Poll},
@@ -108,6 +108,12 @@ struct Shared {
     write_blocked: AtomicBool,
 }
 
+impl Shared {
+    fn detached(&self) -> MutexGuard<'_, Option<Response<Body>>> {
+        self.detached.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// One connection: hyper serves it until it closes, or until a response is
 /// detached; then that response is written here, without hyper.
 async fn connection(
@@ -134,40 +140,35 @@ async fn connection(
     let ended = loop {
         tokio::select! {
             ended = std::future::poll_fn(|cx| drive(&mut conn, &shared, cx)) => break ended,
-            changed = stop.changed(), if !stopping => {
-                // The sender gone is shutdown too.
-                let _ = changed;
+            // The sender gone is shutdown too.
+            _ = stop.changed(), if !stopping => {
                 stopping = true;
                 Pin::new(&mut conn).graceful_shutdown();
             }
         }
     };
-    let io = match ended {
-        Ended::Closed(Ok(())) => conn.into_parts().io.into_inner().tcp,
+    match ended {
+        Ended::Closed(Ok(())) => {
+            let mut tcp = conn.into_parts().io.into_inner().tcp;
+            let _ = tcp.shutdown().await;
+        }
         Ended::Closed(Err(err)) => {
             tracing::debug!(error = %err, "connection ended with an error");
-            return;
         }
-        Ended::Detached => {
-            let response = shared.detached.lock().ok().and_then(|mut slot| slot.take());
+        Ended::Detached(response) => {
             // hyper, its buffers and the router's clone go here.
             let tcp = conn.into_parts().io.into_inner().tcp;
-            if let Some(response) = response {
-                write_detached(tcp, response).await;
-            }
-            return;
+            write_detached(tcp, response).await;
         }
-    };
-    let mut tcp = io;
-    let _ = tcp.shutdown().await;
+    }
 }
 
 /// How hyper's part of a connection ended.
 enum Ended {
     /// The connection is done (the client closed it, or keep-alive ended).
     Closed(hyper::Result<()>),
-    /// A response is detached and everything before it is written.
-    Detached,
+    /// This response is detached and everything before it is written.
+    Detached(Response<Body>),
 }
 
 type Http1 = hyper::server::conn::http1::Connection<TokioIo<Socket>, Serve>;
@@ -180,11 +181,13 @@ fn drive(conn: &mut Http1, shared: &Shared, cx: &mut Context<'_>) -> Poll<Ended>
     if let Poll::Ready(done) = conn.poll_without_shutdown(cx) {
         return Poll::Ready(Ended::Closed(done));
     }
-    let detached = shared.detached.lock().is_ok_and(|slot| slot.is_some());
-    if detached && !shared.write_blocked.load(Ordering::Relaxed) {
-        return Poll::Ready(Ended::Detached);
+    if shared.write_blocked.load(Ordering::Relaxed) {
+        return Poll::Pending;
     }
-    Poll::Pending
+    match shared.detached().take() {
+        Some(response) => Poll::Ready(Ended::Detached(response)),
+        None => Poll::Pending,
+    }
 }
 
 /// The service hyper calls: the router, with the peer as `ConnectInfo`; a
@@ -213,10 +216,7 @@ impl hyper::service::Service<Request<Incoming>> for Serve {
             if !(may_detach && response.extensions().get::<Detach>().is_some()) {
                 return Ok(response);
             }
-            match shared.detached.lock() {
-                Ok(mut slot) => *slot = Some(response),
-                Err(_) => return Ok(Response::default()),
-            }
+            *shared.detached() = Some(response);
             std::future::pending().await
         })
     }
