@@ -107,23 +107,51 @@ pub async fn user_key(
     user_id: Uuid,
     provider: &str,
 ) -> Result<Option<Secret>, KeyError> {
-    let mut tx = db::service_tx(&state.db).await?;
-    let sealed = sqlx::query_as!(
-        Sealed,
-        "select key_id, nonce, ciphertext from provider_keys where user_id = $1 and provider = $2",
-        user_id,
-        provider,
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    db::end_read(tx);
-    let Some(sealed) = sealed else {
-        return Ok(None);
-    };
-    let plain = secret_box(state)?.open(&sealed, &aad(user_id, provider))?;
-    Ok(Some(Secret::new(
-        String::from_utf8_lossy(&plain).into_owned(),
-    )))
+    UserKeys::read(state, user_id).await?.open(state, provider)
+}
+
+/// A user's own provider keys, as stored (sealed): one read for every
+/// provider, so a turn can read them before it knows its chat's model.
+#[derive(Debug, Default)]
+pub struct UserKeys {
+    user_id: Uuid,
+    sealed: Vec<(String, Sealed)>,
+}
+
+impl UserKeys {
+    /// Reads them.
+    pub async fn read(state: &AppState, user_id: Uuid) -> Result<Self, KeyError> {
+        let mut tx = db::service_tx(&state.db).await?;
+        let sealed = sqlx::query!(
+            "select provider, key_id, nonce, ciphertext from provider_keys where user_id = $1",
+            user_id,
+        )
+        .map(|r| {
+            (
+                r.provider,
+                Sealed {
+                    key_id: r.key_id,
+                    nonce: r.nonce,
+                    ciphertext: r.ciphertext,
+                },
+            )
+        })
+        .fetch_all(&mut *tx)
+        .await?;
+        db::end_read(tx);
+        Ok(Self { user_id, sealed })
+    }
+
+    /// The key for `provider`, decrypted (`None`: the user has none).
+    pub fn open(&self, state: &AppState, provider: &str) -> Result<Option<Secret>, KeyError> {
+        let Some((_, sealed)) = self.sealed.iter().find(|(p, _)| p == provider) else {
+            return Ok(None);
+        };
+        let plain = secret_box(state)?.open(sealed, &aad(self.user_id, provider))?;
+        Ok(Some(Secret::new(
+            String::from_utf8_lossy(&plain).into_owned(),
+        )))
+    }
 }
 
 /// Which keys exist for the user (never the keys).
@@ -159,12 +187,30 @@ pub async fn resolve(
     user_id: Uuid,
     model: &str,
 ) -> Result<(Provider, String), LlmError> {
+    let keys = match model.split_once('/') {
+        Some((provider, _)) if KEYED_PROVIDERS.contains(&provider) => {
+            UserKeys::read(state, user_id).await.unwrap_or_else(|err| {
+                tracing::error!(error = %err, user.id = %user_id, "cannot read the user's keys");
+                UserKeys::default()
+            })
+        }
+        _ => UserKeys::default(),
+    };
+    resolve_with(state, &keys, model)
+}
+
+/// [`resolve`] with the user's keys already read.
+pub fn resolve_with(
+    state: &AppState,
+    keys: &UserKeys,
+    model: &str,
+) -> Result<(Provider, String), LlmError> {
     let Some((provider, name)) = model.split_once('/') else {
         return Err(LlmError::UnknownModel(model.to_owned()));
     };
-    let own_key = |p: &'static str| async move {
-        user_key(state, user_id, p).await.unwrap_or_else(|err| {
-            tracing::error!(error = %err, user.id = %user_id, provider = p, "cannot read the user's key");
+    let own_key = |p: &'static str| {
+        keys.open(state, p).unwrap_or_else(|err| {
+            tracing::error!(error = %err, user.id = %keys.user_id, provider = p, "cannot open the user's key");
             None
         })
     };
@@ -173,7 +219,7 @@ pub async fn resolve(
             word_delay: Duration::from_millis(state.config.demo_word_delay_ms),
         },
         "anthropic" => {
-            let api_key = match own_key("anthropic").await {
+            let api_key = match own_key("anthropic") {
                 Some(k) => k,
                 None => state.config.anthropic_api_key.clone().ok_or_else(|| {
                     LlmError::NotConfigured {
@@ -187,7 +233,7 @@ pub async fn resolve(
             }
         }
         "openai" => {
-            let api_key = match own_key("openai").await {
+            let api_key = match own_key("openai") {
                 Some(k) => Some(k),
                 None => state.config.openai_api_key.clone(),
             };

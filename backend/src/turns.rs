@@ -15,7 +15,7 @@ use crate::{
     AppState,
     db::{self, Tx},
     events,
-    ids::{ChatId, TurnId},
+    ids::{ChatId, TurnId, UserId},
     llm::{self, ChatRequest, LlmEvent, Message, ToolCall},
     models,
     tools::{BoxFuture, EventSink, NotRun, ToolContext, ToolRun, TurnSeen},
@@ -24,7 +24,10 @@ use countersign_api::{
     ChatEvent, ChatEventMessage, MessageStatus, NoProseReason, ToolCallStatus, TurnEnding,
 };
 use std::time::Duration;
-use tokio::{sync::watch, time::Instant};
+use tokio::{
+    sync::{oneshot, watch},
+    time::Instant,
+};
 use uuid::Uuid;
 
 /// Longest user message, in characters.
@@ -171,10 +174,130 @@ pub async fn start(
         )));
     }
 
-    // Four round trips: BEGIN; the chat (locked) with its stale turns
-    // ended; the turn, the message, the title and the `turn_started` event
-    // in one statement; COMMIT.
-    let mut tx = db::user_tx(&state.db, user_id).await?;
+    let turn_id = Uuid::new_v4();
+    let ctx = ToolContext {
+        user_id: user_id.into(),
+        chat_id: chat_id.into(),
+        turn_id: turn_id.into(),
+    };
+    // The turn's task starts now: what it reads that does not depend on
+    // the chat (the user's tools, the policy, the provider keys) is read
+    // beside the transaction below, not after it. It goes on only once
+    // told the turn was stored; told nothing, it ends, having written
+    // nothing.
+    let (stored, told) = oneshot::channel();
+    tokio::spawn(run(state.clone(), ctx, told));
+    let (model, messages) = begin(state, ctx, content).await?;
+    // The task ends only after this send, or once it is dropped: it cannot
+    // fail but for a task that panicked, and that turn is reaped.
+    let _ = stored.send(Stored { model, messages });
+    state.trimmer.turn_started();
+    tracing::info!(turn.id = %turn_id, "turn started");
+    Ok(turn_id)
+}
+
+/// What the turn's task learns once its turn is stored: the chat's model
+/// and its history, the new message last.
+#[derive(Debug)]
+pub struct Stored {
+    model: String,
+    messages: Vec<Message>,
+}
+
+/// Stores the turn, its message and its `turn_started` event, and reads
+/// the chat's history, in one transaction; tells this instance's streams.
+///
+/// Four round trips: BEGIN; the turn, the message, the title and the event
+/// in one statement; the history; COMMIT. A chat with a running turn (or
+/// none of the caller's) stores nothing there, and [`begin_slow`] then
+/// looks closer: it ends a turn whose task stopped and tries again.
+async fn begin(
+    state: &AppState,
+    ctx: ToolContext,
+    content: &str,
+) -> Result<(String, Vec<Message>), TurnError> {
+    let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
+    let message_id = Uuid::new_v4();
+    let stored = sqlx::query!(
+        r#"with next as (
+             update chats set last_seq = last_seq + 1, updated_at = now(),
+                    title = case when title = '' then $4 else title end
+              where id = $1 returning last_seq, model
+           ), turn as (
+             insert into turns (id, chat_id, model, started_seq)
+             select $2, $1, model, last_seq from next
+             on conflict (chat_id) where status = 'running' do nothing
+             returning started_seq, model
+           ), message as (
+             insert into messages (id, chat_id, turn_id, role, content)
+             select $3, $1, $2, 'user', $5 from turn
+           ), event as (
+             insert into chat_events (chat_id, seq, turn_id, type, data)
+             select $1, started_seq, $2, 'turn_started',
+                    $6::jsonb || jsonb_build_object('model', turn.model)
+               from turn
+           )
+           select turn.started_seq as "seq!", turn.model as "model!" from turn,
+                  lateral (select pg_notify($7, $1::text || ' ' || turn.started_seq)) as wake"#,
+        ctx.chat_id as ChatId,
+        ctx.turn_id as TurnId,
+        message_id,
+        // The first message names an untitled chat.
+        default_title(content),
+        content,
+        started_data(ctx, message_id, content, None)?,
+        events::EVENTS_CHANNEL,
+    )
+    .map(|r| (r.seq, r.model))
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((seq, model)) = stored else {
+        drop(tx);
+        return Box::pin(begin_slow(state, ctx, message_id, content)).await;
+    };
+    let messages = history(&mut tx, ctx).await?;
+    tx.commit().await?;
+    state.hub.appended(events::Appended {
+        chat_id: ctx.chat_id.into(),
+        seq,
+    });
+    Ok((model, messages))
+}
+
+/// The `turn_started` event's data; without `model` the statement that
+/// stores it adds the chat's.
+fn started_data(
+    ctx: ToolContext,
+    message_id: Uuid,
+    content: &str,
+    model: Option<&str>,
+) -> Result<serde_json::Value, sqlx::Error> {
+    let started = ChatEvent::TurnStarted {
+        turn_id: ctx.turn_id.to_string(),
+        model: model.unwrap_or_default().to_owned(),
+        user_message: ChatEventMessage {
+            id: message_id.to_string(),
+            content: content.to_owned(),
+        },
+    };
+    serde_json::to_value(&started).map_err(|e| sqlx::Error::Encode(Box::new(e)))
+}
+
+/// [`begin`] for a chat the quick way stored nothing in: none of the
+/// caller's, or one whose turn still runs — or whose task stopped, which
+/// ends it here first. Five round trips: BEGIN; the chat (locked) with
+/// its stale turns ended; the events saying so; the turn, the message,
+/// the title and the `turn_started` event in one statement; the history;
+/// COMMIT.
+async fn begin_slow(
+    state: &AppState,
+    ctx: ToolContext,
+    message_id: Uuid,
+    content: &str,
+) -> Result<(String, Vec<Message>), TurnError> {
+    let chat_id = Uuid::from(ctx.chat_id);
+    let turn_id = Uuid::from(ctx.turn_id);
+    let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
     let stale_secs = state.config.turn_stale_secs as f64;
     let chat = sqlx::query!(
         r#"with reaped as (
@@ -196,17 +319,7 @@ pub async fn start(
     };
     end_reaped(&mut tx, chat_id, &reaped).await?;
 
-    let turn_id = Uuid::new_v4();
-    let message_id = Uuid::new_v4();
-    let started = ChatEvent::TurnStarted {
-        turn_id: turn_id.to_string(),
-        model: model.clone(),
-        user_message: ChatEventMessage {
-            id: message_id.to_string(),
-            content: content.to_owned(),
-        },
-    };
-    let data = serde_json::to_value(&started).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let data = started_data(ctx, message_id, content, Some(&model))?;
     let seq: Option<i64> = sqlx::query_scalar!(
         r#"with next as (
              update chats set last_seq = last_seq + 1, updated_at = now(), title = $5
@@ -246,18 +359,10 @@ pub async fn start(
     let Some(seq) = seq else {
         return Err(TurnError::Busy);
     };
+    let messages = history(&mut tx, ctx).await?;
     tx.commit().await?;
     state.hub.appended(events::Appended { chat_id, seq });
-
-    let ctx = ToolContext {
-        user_id: user_id.into(),
-        chat_id: chat_id.into(),
-        turn_id: turn_id.into(),
-    };
-    tokio::spawn(run(state.clone(), ctx, model));
-    state.trimmer.turn_started();
-    tracing::info!(turn.id = %turn_id, "turn started");
-    Ok(turn_id)
+    Ok((model, messages))
 }
 
 /// A title from the start of the first message: its first line, at most
@@ -426,7 +531,20 @@ pub const DECLINED_REASON: NoProseReason = NoProseReason::Declined;
 /// their state exists only while they run, and a waiting turn holds little
 /// more than its history ([`drive`] reads the tools again for each step;
 /// `docs/operations.md`, "Where the memory goes").
-pub async fn run(state: AppState, ctx: ToolContext, model: String) {
+///
+/// It starts beside the transaction that stores the turn ([`start`]) and
+/// reads what needs nothing from the chat meanwhile; it goes on once told
+/// the turn was stored, and ends at once, having written nothing, when it
+/// was not (`told` dropped).
+pub async fn run(state: AppState, ctx: ToolContext, told: oneshot::Receiver<Stored>) {
+    // Boxed: a turn waiting for an approval carries none of its state.
+    let read = Box::pin(prefetch(&state, ctx.user_id));
+    let Ok((prefetched, stored)) = tokio::try_join!(
+        async { Ok::<_, oneshot::error::RecvError>(read.await) },
+        told
+    ) else {
+        return;
+    };
     let _running = state.metrics.turn_running();
     let mut cancel = state.hub.register_turn(ctx.turn_id);
     if state.hub.first_turn() {
@@ -434,7 +552,10 @@ pub async fn run(state: AppState, ctx: ToolContext, model: String) {
     }
     let emitter = Emitter { state: &state, ctx };
     let mut outcome = Outcome::default();
-    let (text, ending) = drive(&state, &emitter, &model, &mut cancel, &mut outcome).await;
+    let (text, ending) = match Box::pin(setup(&state, &emitter, stored, prefetched)).await {
+        Some(setup) => drive(&state, &emitter, setup, &mut cancel, &mut outcome).await,
+        None => (String::new(), Ending::Failed),
+    };
     state.hub.unregister_turn(ctx.turn_id);
     let no_prose_reason = (outcome.not_run > 0 && outcome.ran == 0).then_some(DECLINED_REASON);
     if let Err(err) = Box::pin(finish(&state, &emitter, &text, ending, no_prose_reason)).await {
@@ -501,21 +622,18 @@ struct Outcome {
     not_run: usize,
 }
 
-/// The tool loop: [`setup`], then up to `max_tool_steps` rounds of
+/// The tool loop, once [`setup`] is done: up to `max_tool_steps` rounds of
 /// [`stream_step`] (one model call, streamed) and [`run_calls`] (the calls
 /// it asked for, in order). Returns the turn's text (all steps) and how it
 /// ended.
 async fn drive(
     state: &AppState,
     emitter: &Emitter<'_>,
-    model: &str,
+    mut setup: Setup,
     cancel: &mut watch::Receiver<bool>,
     outcome_of_calls: &mut Outcome,
 ) -> (String, Ending) {
     let ctx = emitter.ctx;
-    let Some(mut setup) = Box::pin(setup(state, emitter, model)).await else {
-        return (String::new(), Ending::Failed);
-    };
     let mut text = String::new();
     // What the turn's calls return, for the provenance of later calls.
     let seen = TurnSeen::default();
@@ -555,15 +673,17 @@ async fn drive(
         if streamed.calls.is_empty() {
             return (text, Ending::Done);
         }
+        // The calls live in the history only: a turn parked on a card
+        // holds them once.
+        let calls = streamed.calls.len();
         setup.messages.push(Message::Assistant {
             text: streamed.text,
-            tool_calls: streamed.calls.clone(),
+            tool_calls: streamed.calls,
         });
-        let calls = &streamed.calls;
         if let Some(ending) = run_calls(
             state,
             emitter,
-            calls,
+            setup.messages.len() - 1,
             cancel,
             outcome_of_calls,
             &mut setup.messages,
@@ -573,7 +693,7 @@ async fn drive(
         {
             return (text, ending);
         }
-        tracing::debug!(turn.id = %ctx.turn_id, step, calls = calls.len(), "tool step done");
+        tracing::debug!(turn.id = %ctx.turn_id, step, calls, "tool step done");
         if !text.is_empty() && !text.ends_with(char::is_whitespace) {
             text.push_str("\n\n");
         }
@@ -595,39 +715,49 @@ struct Setup {
     tools: Vec<llm::ToolSpec>,
 }
 
-/// Resolves the model, loads the chat's history and the user's tools — the
-/// three at once: they are independent reads, and each is a database round
-/// trip on the way to the first token. On failure the chat has been told
-/// why (the model's problem first, as before), and the turn fails.
-async fn setup(state: &AppState, emitter: &Emitter<'_>, model: &str) -> Option<Setup> {
-    let ctx = emitter.ctx;
-    let (resolved, messages, tools) = tokio::join!(
-        models::resolve(state, ctx.user_id.into(), model),
-        history(state, ctx),
-        state.tools.tools_for(state, ctx.user_id.into()),
+/// What a turn reads before it knows its chat: the user's tools (with
+/// the policy they are offered under) and the user's provider keys, side
+/// by side.
+#[derive(Debug)]
+pub struct Prefetched {
+    keys: models::UserKeys,
+    tools: Vec<llm::ToolSpec>,
+}
+
+async fn prefetch(state: &AppState, user_id: UserId) -> Prefetched {
+    let (keys, tools) = tokio::join!(
+        models::UserKeys::read(state, user_id.into()),
+        state.tools.tools_for(state, user_id.into()),
     );
-    let (provider, model_name) = match resolved {
+    let keys = keys.unwrap_or_else(|err| {
+        tracing::error!(error = %err, user.id = %user_id, "cannot read the user's keys");
+        models::UserKeys::default()
+    });
+    Prefetched { keys, tools }
+}
+
+/// Resolves the chat's model with the keys read beside the turn's
+/// transaction. On failure the chat has been told why, and the turn
+/// fails.
+async fn setup(
+    state: &AppState,
+    emitter: &Emitter<'_>,
+    stored: Stored,
+    prefetched: Prefetched,
+) -> Option<Setup> {
+    let (provider, model_name) = match models::resolve_with(state, &prefetched.keys, &stored.model)
+    {
         Ok(p) => p,
         Err(err) => {
             emitter.error(err.to_string()).await;
             return None;
         }
     };
-    let messages = match messages {
-        Ok(m) => m,
-        Err(err) => {
-            tracing::error!(error = %err, turn.id = %ctx.turn_id, "cannot load history");
-            emitter
-                .error("Countersign could not load this chat's history. Try again.".into())
-                .await;
-            return None;
-        }
-    };
     Some(Setup {
         provider,
         model_name,
-        messages,
-        tools,
+        messages: stored.messages,
+        tools: prefetched.tools,
     })
 }
 
@@ -730,21 +860,29 @@ async fn stream_step(
     }
 }
 
-/// Runs the step's calls one after another; every call gets a result,
-/// even when it cannot run, and each result is added to `messages`
-/// (spotlighted). A call is not dropped half-way: the tool box watches Stop
+/// Runs the step's calls (those of the assistant message `messages[at]`)
+/// one after another; every call gets a result, even when it cannot run,
+/// and each result is added to `messages` (spotlighted). A call is not dropped half-way: the tool box watches Stop
 /// itself (a waiting approval is then denied; a running call finishes and
 /// is recorded). Returns `Some(Cancelled)` when a Stop came between calls.
 async fn run_calls(
     state: &AppState,
     emitter: &Emitter<'_>,
-    calls: &[ToolCall],
+    at: usize,
     cancel: &mut watch::Receiver<bool>,
     outcome_of_calls: &mut Outcome,
     messages: &mut Vec<Message>,
     seen: &TurnSeen,
 ) -> Option<Ending> {
-    for call in calls {
+    let calls = |messages: &[Message]| match messages.get(at) {
+        Some(Message::Assistant { tool_calls, .. }) => tool_calls.len(),
+        _ => 0,
+    };
+    for i in 0..calls(messages) {
+        let Some(Message::Assistant { tool_calls, .. }) = messages.get(at) else {
+            break;
+        };
+        let call = &tool_calls[i];
         if is_cancelled(cancel) {
             return Some(Ending::Cancelled);
         }
@@ -873,43 +1011,44 @@ fn remove_ascii_case_insensitive(haystack: &str, needle: &str, with: &str) -> St
 }
 
 /// The chat's conversation for the model: every earlier turn's user message
-/// and its answer, then this turn's message. A turn whose answer was never
-/// stored (it was interrupted) is carried with the text recovered from its
-/// events, or without an answer. Never an empty assistant message.
-async fn history(state: &AppState, ctx: ToolContext) -> Result<Vec<Message>, sqlx::Error> {
-    let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
+/// and its answer, then this turn's message (read in the transaction that
+/// stores it). A turn whose answer was never stored (it was interrupted) is
+/// carried with the text recovered from its events, or without an answer.
+/// Never an empty assistant message.
+async fn history(tx: &mut Tx, ctx: ToolContext) -> Result<Vec<Message>, sqlx::Error> {
     let rows = sqlx::query!(
-        "select turn_id, role, content from messages where chat_id = $1
-          order by created_at, (role = 'assistant')",
-        ctx.chat_id as ChatId,
-    )
-    .map(|r| (r.turn_id, r.role, r.content))
-    .fetch_all(&mut *tx)
-    .await?;
-    let recovered = sqlx::query!(
-        r#"select e.turn_id as "turn_id!", string_agg(e.data->>'text', '' order by e.seq) as "text!"
-           from chat_events e
-          where e.chat_id = $1 and e.type = 'text_delta' and e.turn_id <> $2
-            and not exists (select 1 from messages m
-                             where m.turn_id = e.turn_id and m.role = 'assistant')
-          group by e.turn_id"#,
+        // The chat's messages, each user message with the text of its
+        // turn's events when that turn has no answer stored: only those
+        // turns' events are read (from the turn's first event on, by the
+        // log's key), not the chat's whole log.
+        r#"select m.role, m.content, r.text as "recovered?"
+             from (select role, content, turn_id, created_at,
+                          bool_or(role = 'assistant') over (partition by turn_id) as answered
+                     from messages where chat_id = $1) m
+             left join lateral (
+                    select string_agg(e.data->>'text', '' order by e.seq) as text
+                      from turns t
+                      join chat_events e
+                        on e.chat_id = $1 and e.seq >= t.started_seq
+                       and e.turn_id = t.id and e.type = 'text_delta'
+                     where t.id = m.turn_id
+                       and m.role = 'user' and not m.answered and m.turn_id <> $2
+                  ) r on true
+            order by m.created_at, (m.role = 'assistant')"#,
         ctx.chat_id as ChatId,
         ctx.turn_id as TurnId,
     )
-    .map(|r| (r.turn_id, r.text))
-    .fetch_all(&mut *tx)
+    .fetch_all(&mut **tx)
     .await?;
-    db::end_read(tx);
-
     let mut messages = Vec::new();
-    for (turn_id, role, content) in rows {
-        if role == "user" {
-            messages.push(Message::User { text: content });
-            if let Some((_, text)) = recovered.iter().find(|(t, _)| *t == turn_id) {
+    for row in rows {
+        if row.role == "user" {
+            messages.push(Message::User { text: row.content });
+            if let Some(text) = &row.recovered {
                 push_assistant(&mut messages, text);
             }
         } else {
-            push_assistant(&mut messages, &content);
+            push_assistant(&mut messages, &row.content);
         }
     }
     Ok(messages)

@@ -130,3 +130,17 @@ async fn a_transaction_dropped_while_it_begins_is_not_left_open_for_the_next_req
             .expect("select");
     assert_eq!((role.as_str(), uid), ("authenticated", user.to_string()));
 }
+
+/// The server's connections plan a statement once, on its first use, and
+/// reuse that plan whatever the values (`db::connect`).
+#[tokio::test]
+async fn the_servers_connections_keep_one_plan_per_statement() {
+    use sqlx::Row as _;
+    let app = spawn_app().await;
+    let mode: String = sqlx::raw_sql("show plan_cache_mode")
+        .fetch_one(&app.pool)
+        .await
+        .expect("show")
+        .get(0);
+    assert_eq!(mode, "force_generic_plan");
+}
