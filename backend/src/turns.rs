@@ -204,21 +204,89 @@ pub struct Stored {
     messages: Vec<Message>,
 }
 
-/// Stores the turn, its message and its `turn_started` event, and reads
-/// the chat's history, in one transaction; tells this instance's streams.
+/// Stores the turn (its message, the chat's title, its `turn_started`
+/// event) and reads the chat's history, in one transaction; tells this
+/// instance's streams.
 ///
-/// Four round trips: BEGIN; the turn, the message, the title and the event
-/// in one statement; the history; COMMIT. A chat with a running turn (or
-/// none of the caller's) stores nothing there, and [`begin_slow`] then
-/// looks closer: it ends a turn whose task stopped and tries again.
+/// Three round trips: BEGIN; [`store`]; COMMIT. A chat where that stored
+/// nothing (none of the caller's, or one with a running turn) is looked
+/// at closer: it may hold a turn whose task stopped, which is ended
+/// first; then the turn is stored, or the chat is busy.
 async fn begin(
     state: &AppState,
     ctx: ToolContext,
     content: &str,
 ) -> Result<(String, Vec<Message>), TurnError> {
-    let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
     let message_id = Uuid::new_v4();
-    let stored = sqlx::query!(
+    let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
+    let stored = match store(&mut tx, ctx, message_id, content).await? {
+        Some(stored) => stored,
+        None => {
+            // The dropped transaction takes the sequence number back.
+            drop(tx);
+            tx = db::user_tx(&state.db, ctx.user_id).await?;
+            let stale_secs = state.config.turn_stale_secs as f64;
+            let reaped = sqlx::query_scalar!(
+                r#"with reaped as (
+                     update turns set status = 'failed', error = 'interrupted', finished_at = now()
+                      where chat_id = $1 and status = 'running'
+                        and heartbeat_at < now() - make_interval(secs => $2)
+                      returning id
+                   )
+                   select array(select id from reaped) as "reaped!"
+                     from chats where id = $1 for update"#,
+                ctx.chat_id as ChatId,
+                stale_secs,
+            )
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(reaped) = reaped else {
+                return Err(TurnError::ChatNotFound);
+            };
+            end_reaped(&mut tx, ctx.chat_id.into(), &reaped).await?;
+            store(&mut tx, ctx, message_id, content)
+                .await?
+                .ok_or(TurnError::Busy)?
+        }
+    };
+    tx.commit().await?;
+    state.hub.appended(events::Appended {
+        chat_id: ctx.chat_id.into(),
+        seq: stored.seq,
+    });
+    let mut messages = stored.history;
+    messages.push(Message::User {
+        text: content.to_owned(),
+    });
+    Ok((stored.model, messages))
+}
+
+/// What [`store`] stored and read.
+struct StoredRow {
+    seq: i64,
+    model: String,
+    /// The chat's conversation before the new message.
+    history: Vec<Message>,
+}
+
+/// One statement: the turn, its user message, the chat's title (the
+/// first message names an untitled chat), the `turn_started` event with
+/// its NOTIFY, and the chat's history as it was before them. `None` when
+/// nothing was stored: no such chat of the caller's, or a turn of it still
+/// running.
+///
+/// The history is the chat's conversation for the model: every earlier
+/// turn's user message and its answer. A turn whose answer was never
+/// stored (it was interrupted) is carried with the text of its own events
+/// (read from the turn's first event on, by the log's key, not the chat's
+/// whole log), or without an answer. Never an empty assistant message.
+async fn store(
+    tx: &mut Tx,
+    ctx: ToolContext,
+    message_id: Uuid,
+    content: &str,
+) -> Result<Option<StoredRow>, sqlx::Error> {
+    let rows = sqlx::query!(
         r#"with next as (
              update chats set last_seq = last_seq + 1, updated_at = now(),
                     title = case when title = '' then $4 else title end
@@ -236,133 +304,78 @@ async fn begin(
              select $1, started_seq, $2, 'turn_started',
                     $6::jsonb || jsonb_build_object('model', turn.model)
                from turn
+           ), wake as materialized (
+             select pg_notify($7, $1::text || ' ' || turn.started_seq) from turn
+           ), history as (
+             select m.role, m.content, m.created_at, r.text as recovered
+               from (select role, content, turn_id, created_at,
+                            bool_or(role = 'assistant') over (partition by turn_id) as answered
+                       from messages where chat_id = $1) m
+               left join lateral (
+                      select string_agg(e.data->>'text', '' order by e.seq) as text
+                        from turns t
+                        join chat_events e
+                          on e.chat_id = $1 and e.seq >= t.started_seq
+                         and e.turn_id = t.id and e.type = 'text_delta'
+                       where t.id = m.turn_id and m.role = 'user' and not m.answered
+                    ) r on true
            )
-           select turn.started_seq as "seq!", turn.model as "model!" from turn,
-                  lateral (select pg_notify($7, $1::text || ' ' || turn.started_seq)) as wake"#,
+           select turn.started_seq as "seq!", turn.model as "model!",
+                  h.role as "role?", h.content as "content?", h.recovered as "recovered?"
+             from turn cross join wake
+             left join history h on true
+            order by h.created_at, (h.role = 'assistant')"#,
         ctx.chat_id as ChatId,
         ctx.turn_id as TurnId,
         message_id,
-        // The first message names an untitled chat.
         default_title(content),
         content,
-        started_data(ctx, message_id, content, None)?,
+        started_data(ctx, message_id, content)?,
         events::EVENTS_CHANNEL,
     )
-    .map(|r| (r.seq, r.model))
-    .fetch_optional(&mut *tx)
+    .fetch_all(&mut **tx)
     .await?;
-    let Some((seq, model)) = stored else {
-        drop(tx);
-        return Box::pin(begin_slow(state, ctx, message_id, content)).await;
+    let Some(first) = rows.first() else {
+        return Ok(None);
     };
-    let messages = history(&mut tx, ctx).await?;
-    tx.commit().await?;
-    state.hub.appended(events::Appended {
-        chat_id: ctx.chat_id.into(),
+    let (seq, model) = (first.seq, first.model.clone());
+    let mut history = Vec::new();
+    for row in rows {
+        match (row.role.as_deref(), row.content) {
+            (Some("user"), Some(text)) => {
+                history.push(Message::User { text });
+                if let Some(text) = &row.recovered {
+                    push_assistant(&mut history, text);
+                }
+            }
+            (Some(_), Some(text)) => push_assistant(&mut history, &text),
+            // No history: the chat's first message.
+            _ => {}
+        }
+    }
+    Ok(Some(StoredRow {
         seq,
-    });
-    Ok((model, messages))
+        model,
+        history,
+    }))
 }
 
-/// The `turn_started` event's data; without `model` the statement that
-/// stores it adds the chat's.
+/// The `turn_started` event's data, but for the chat's model, which the
+/// statement that stores it adds.
 fn started_data(
     ctx: ToolContext,
     message_id: Uuid,
     content: &str,
-    model: Option<&str>,
 ) -> Result<serde_json::Value, sqlx::Error> {
     let started = ChatEvent::TurnStarted {
         turn_id: ctx.turn_id.to_string(),
-        model: model.unwrap_or_default().to_owned(),
+        model: String::new(),
         user_message: ChatEventMessage {
             id: message_id.to_string(),
             content: content.to_owned(),
         },
     };
     serde_json::to_value(&started).map_err(|e| sqlx::Error::Encode(Box::new(e)))
-}
-
-/// [`begin`] for a chat the quick way stored nothing in: none of the
-/// caller's, or one whose turn still runs — or whose task stopped, which
-/// ends it here first. Five round trips: BEGIN; the chat (locked) with
-/// its stale turns ended; the events saying so; the turn, the message,
-/// the title and the `turn_started` event in one statement; the history;
-/// COMMIT.
-async fn begin_slow(
-    state: &AppState,
-    ctx: ToolContext,
-    message_id: Uuid,
-    content: &str,
-) -> Result<(String, Vec<Message>), TurnError> {
-    let chat_id = Uuid::from(ctx.chat_id);
-    let turn_id = Uuid::from(ctx.turn_id);
-    let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
-    let stale_secs = state.config.turn_stale_secs as f64;
-    let chat = sqlx::query!(
-        r#"with reaped as (
-             update turns set status = 'failed', error = 'interrupted', finished_at = now()
-              where chat_id = $1 and status = 'running'
-                and heartbeat_at < now() - make_interval(secs => $2)
-              returning id
-           )
-           select model, title, array(select id from reaped) as "reaped!"
-             from chats where id = $1 for update"#,
-        chat_id,
-        stale_secs,
-    )
-    .map(|r| (r.model, r.title, r.reaped))
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((model, title, reaped)) = chat else {
-        return Err(TurnError::ChatNotFound);
-    };
-    end_reaped(&mut tx, chat_id, &reaped).await?;
-
-    let data = started_data(ctx, message_id, content, Some(&model))?;
-    let seq: Option<i64> = sqlx::query_scalar!(
-        r#"with next as (
-             update chats set last_seq = last_seq + 1, updated_at = now(), title = $5
-              where id = $1 returning last_seq
-           ), turn as (
-             insert into turns (id, chat_id, model, started_seq)
-             select $2, $1, $3, last_seq from next
-             on conflict (chat_id) where status = 'running' do nothing
-             returning started_seq
-           ), message as (
-             insert into messages (id, chat_id, turn_id, role, content)
-             select $4, $1, $2, 'user', $6 from turn
-           ), event as (
-             insert into chat_events (chat_id, seq, turn_id, type, data)
-             select $1, started_seq, $2, 'turn_started', $7 from turn
-           )
-           select turn.started_seq as "seq!" from turn,
-                  lateral (select pg_notify($8, $1::text || ' ' || turn.started_seq)) as wake"#,
-        chat_id,
-        turn_id,
-        &model,
-        message_id,
-        // The first message names an untitled chat.
-        if title.is_empty() {
-            default_title(content)
-        } else {
-            title
-        },
-        content,
-        data,
-        events::EVENTS_CHANNEL,
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    // Nothing inserted: a turn of this chat is still running (the dropped
-    // transaction takes the sequence number back).
-    let Some(seq) = seq else {
-        return Err(TurnError::Busy);
-    };
-    let messages = history(&mut tx, ctx).await?;
-    tx.commit().await?;
-    state.hub.appended(events::Appended { chat_id, seq });
-    Ok((model, messages))
 }
 
 /// A title from the start of the first message: its first line, at most
@@ -1008,50 +1021,6 @@ fn remove_ascii_case_insensitive(haystack: &str, needle: &str, with: &str) -> St
     }
     out.push_str(&haystack[copied..]);
     out
-}
-
-/// The chat's conversation for the model: every earlier turn's user message
-/// and its answer, then this turn's message (read in the transaction that
-/// stores it). A turn whose answer was never stored (it was interrupted) is
-/// carried with the text recovered from its events, or without an answer.
-/// Never an empty assistant message.
-async fn history(tx: &mut Tx, ctx: ToolContext) -> Result<Vec<Message>, sqlx::Error> {
-    let rows = sqlx::query!(
-        // The chat's messages, each user message with the text of its
-        // turn's events when that turn has no answer stored: only those
-        // turns' events are read (from the turn's first event on, by the
-        // log's key), not the chat's whole log.
-        r#"select m.role, m.content, r.text as "recovered?"
-             from (select role, content, turn_id, created_at,
-                          bool_or(role = 'assistant') over (partition by turn_id) as answered
-                     from messages where chat_id = $1) m
-             left join lateral (
-                    select string_agg(e.data->>'text', '' order by e.seq) as text
-                      from turns t
-                      join chat_events e
-                        on e.chat_id = $1 and e.seq >= t.started_seq
-                       and e.turn_id = t.id and e.type = 'text_delta'
-                     where t.id = m.turn_id
-                       and m.role = 'user' and not m.answered and m.turn_id <> $2
-                  ) r on true
-            order by m.created_at, (m.role = 'assistant')"#,
-        ctx.chat_id as ChatId,
-        ctx.turn_id as TurnId,
-    )
-    .fetch_all(&mut **tx)
-    .await?;
-    let mut messages = Vec::new();
-    for row in rows {
-        if row.role == "user" {
-            messages.push(Message::User { text: row.content });
-            if let Some(text) = &row.recovered {
-                push_assistant(&mut messages, text);
-            }
-        } else {
-            push_assistant(&mut messages, &row.content);
-        }
-    }
-    Ok(messages)
 }
 
 fn push_assistant(messages: &mut Vec<Message>, text: &str) {

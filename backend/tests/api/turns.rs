@@ -832,3 +832,101 @@ async fn an_idle_stream_of_a_revoked_session_ends_within_a_keep_alive_period() {
         "the stream is still open 5 keep-alive periods after sign-out"
     );
 }
+
+/// A chat whose running turn lost its task (its heartbeat went quiet past
+/// `COUNTERSIGN_TURN_STALE_SECS`) is not stuck: the next message ends that
+/// turn as interrupted, with events saying so, and starts its own; the
+/// dead turn's text, which only its events hold, reaches the model.
+#[tokio::test]
+async fn a_message_to_a_chat_whose_turn_died_ends_that_turn_and_starts_its_own() {
+    let (fake, base) = FakeOpenAi::start(vec![openai_text("Fresh.")]).await;
+    let app = spawn_app_with(|c| {
+        c.openai_base_url = Some(base);
+        c.turn_stale_secs = 30;
+    })
+    .await;
+    let (user_id, _) = app.signed_up_user().await;
+    let chat = app.create_chat("openai/local-model").await;
+    let chat_id: Uuid = chat.parse().expect("uuid");
+
+    // A turn still marked running, silent for a minute, half an answer out.
+    let dead = Uuid::new_v4();
+    let mut su = app.superuser().await;
+    sqlx::query(
+        "insert into turns (id, chat_id, user_id, status, model, started_seq, heartbeat_at)
+         values ($1, $2, $3, 'running', 'openai/local-model', 1, now() - interval '60 seconds')",
+    )
+    .bind(dead)
+    .bind(chat_id)
+    .bind(user_id)
+    .execute(&mut su)
+    .await
+    .expect("turn");
+    sqlx::query("insert into messages (id, chat_id, user_id, turn_id, role, content) values ($1, $2, $3, $4, 'user', 'first question')")
+        .bind(Uuid::new_v4())
+        .bind(chat_id)
+        .bind(user_id)
+        .bind(dead)
+        .execute(&mut su)
+        .await
+        .expect("message");
+    sqlx::query(
+        "insert into chat_events (chat_id, seq, user_id, turn_id, type, data)
+         values ($1, 1, $2, $3, 'turn_started', jsonb_build_object('type', 'turn_started', 'turn_id', $3::text)),
+                ($1, 2, $2, $3, 'text_delta', jsonb_build_object('type', 'text_delta', 'turn_id', $3::text, 'text', 'Half an'))",
+    )
+    .bind(chat_id)
+    .bind(user_id)
+    .bind(dead)
+    .execute(&mut su)
+    .await
+    .expect("events");
+    sqlx::query("update chats set last_seq = 2 where id = $1")
+        .bind(chat_id)
+        .execute(&mut su)
+        .await
+        .expect("seq");
+
+    let mut stream = app.stream(&chat, Some(2)).await;
+    let turn = app.send(&chat, "still there?").await;
+    let mut events = stream.until("turn_finished").await;
+    events.extend(stream.until("turn_finished").await);
+    let of = |turn: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|(_, e)| e["turn_id"] == turn)
+            .map(|(_, e)| e["type"].as_str().expect("type").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        of(&dead.to_string()),
+        ["error", "turn_finished"],
+        "the dead turn ends first"
+    );
+    let (_, ended) = events
+        .iter()
+        .find(|(_, e)| e["turn_id"] == dead.to_string() && e["type"] == "turn_finished")
+        .expect("the dead turn's end");
+    assert_eq!(ended["status"], "failed");
+    assert_eq!(of(&turn).first().map(String::as_str), Some("turn_started"));
+    let (_, finished) = events.last().expect("the new turn's end");
+    assert_eq!(finished["turn_id"], turn.as_str());
+    assert_eq!(finished["status"], "done");
+
+    let requests = fake.requests.lock().expect("lock").clone();
+    let history: Vec<Value> = requests[0]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .skip(1)
+        .map(|m| m["content"].clone())
+        .collect();
+    assert_eq!(
+        history,
+        [
+            json!("first question"),
+            json!("Half an"),
+            json!("still there?")
+        ]
+    );
+}
