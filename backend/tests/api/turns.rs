@@ -503,6 +503,66 @@ async fn an_empty_answer_says_so_and_never_enters_the_history() {
     );
 }
 
+/// Plants, as a superuser, a turn of `chat` whose process died a minute
+/// ago: its row (`status`, its heartbeat a minute old), its user message
+/// `question`, and `events` (type, text) from sequence number 1, the
+/// chat's counter after them. Returns the turn's id.
+async fn plant_dead_turn(
+    app: &TestApp,
+    chat: &str,
+    user_id: Uuid,
+    status: &str,
+    question: &str,
+    events: &[(&str, &str)],
+) -> Uuid {
+    let chat_id: Uuid = chat.parse().expect("uuid");
+    let turn_id = Uuid::new_v4();
+    let mut su = app.superuser().await;
+    sqlx::query(
+        "insert into turns (id, chat_id, user_id, status, model, started_seq, heartbeat_at)
+         values ($1, $2, $3, $4, 'openai/local-model', 1, now() - interval '60 seconds')",
+    )
+    .bind(turn_id)
+    .bind(chat_id)
+    .bind(user_id)
+    .bind(status)
+    .execute(&mut su)
+    .await
+    .expect("turn");
+    sqlx::query("insert into messages (id, chat_id, user_id, turn_id, role, content) values ($1, $2, $3, $4, 'user', $5)")
+        .bind(Uuid::new_v4())
+        .bind(chat_id)
+        .bind(user_id)
+        .bind(turn_id)
+        .bind(question)
+        .execute(&mut su)
+        .await
+        .expect("message");
+    for (seq, (kind, text)) in (1_i64..).zip(events) {
+        sqlx::query(
+            "insert into chat_events (chat_id, seq, user_id, turn_id, type, data)
+             values ($1, $2, $3, $4, $5,
+                     jsonb_build_object('type', $5::text, 'turn_id', $4::text, 'text', $6::text))",
+        )
+        .bind(chat_id)
+        .bind(seq)
+        .bind(user_id)
+        .bind(turn_id)
+        .bind(kind)
+        .bind(text)
+        .execute(&mut su)
+        .await
+        .expect("event");
+    }
+    sqlx::query("update chats set last_seq = $2 where id = $1")
+        .bind(chat_id)
+        .bind(events.len() as i64)
+        .execute(&mut su)
+        .await
+        .expect("seq");
+    turn_id
+}
+
 #[tokio::test]
 async fn an_answer_that_lives_only_in_events_is_recovered_for_the_history() {
     let (fake, base) = FakeOpenAi::start(vec![openai_text("Noted.")]).await;
@@ -511,46 +571,15 @@ async fn an_answer_that_lives_only_in_events_is_recovered_for_the_history() {
     let chat = app.create_chat("openai/local-model").await;
 
     // A turn whose process died mid-answer: its text exists only as events.
-    let chat_id: Uuid = chat.parse().expect("uuid");
-    let turn_id = Uuid::new_v4();
-    let mut su = app.superuser().await;
-    sqlx::query(
-        "insert into turns (id, chat_id, user_id, status, model, started_seq) values ($1, $2, $3, 'failed', 'openai/local-model', 1);
-         ",
+    plant_dead_turn(
+        &app,
+        &chat,
+        user_id,
+        "failed",
+        "earlier question",
+        &[("text_delta", "Recovered "), ("text_delta", "answer.")],
     )
-    .bind(turn_id)
-    .bind(chat_id)
-    .bind(user_id)
-    .execute(&mut su)
-    .await
-    .expect("turn");
-    sqlx::query("insert into messages (id, chat_id, user_id, turn_id, role, content) values ($1, $2, $3, $4, 'user', 'earlier question')")
-        .bind(Uuid::new_v4())
-        .bind(chat_id)
-        .bind(user_id)
-        .bind(turn_id)
-        .execute(&mut su)
-        .await
-        .expect("message");
-    for (seq, text) in [(1, "Recovered "), (2, "answer.")] {
-        sqlx::query(
-            "insert into chat_events (chat_id, seq, user_id, turn_id, type, data)
-             values ($1, $2, $3, $4, 'text_delta', jsonb_build_object('type', 'text_delta', 'turn_id', $4::text, 'text', $5::text))",
-        )
-        .bind(chat_id)
-        .bind(seq)
-        .bind(user_id)
-        .bind(turn_id)
-        .bind(text)
-        .execute(&mut su)
-        .await
-        .expect("event");
-    }
-    sqlx::query("update chats set last_seq = 2 where id = $1")
-        .bind(chat_id)
-        .execute(&mut su)
-        .await
-        .expect("seq");
+    .await;
 
     let mut stream = app.stream(&chat, Some(2)).await;
     app.send(&chat, "and now?").await;
@@ -847,45 +876,16 @@ async fn a_message_to_a_chat_whose_turn_died_ends_that_turn_and_starts_its_own()
     .await;
     let (user_id, _) = app.signed_up_user().await;
     let chat = app.create_chat("openai/local-model").await;
-    let chat_id: Uuid = chat.parse().expect("uuid");
-
     // A turn still marked running, silent for a minute, half an answer out.
-    let dead = Uuid::new_v4();
-    let mut su = app.superuser().await;
-    sqlx::query(
-        "insert into turns (id, chat_id, user_id, status, model, started_seq, heartbeat_at)
-         values ($1, $2, $3, 'running', 'openai/local-model', 1, now() - interval '60 seconds')",
+    let dead = plant_dead_turn(
+        &app,
+        &chat,
+        user_id,
+        "running",
+        "first question",
+        &[("turn_started", ""), ("text_delta", "Half an")],
     )
-    .bind(dead)
-    .bind(chat_id)
-    .bind(user_id)
-    .execute(&mut su)
-    .await
-    .expect("turn");
-    sqlx::query("insert into messages (id, chat_id, user_id, turn_id, role, content) values ($1, $2, $3, $4, 'user', 'first question')")
-        .bind(Uuid::new_v4())
-        .bind(chat_id)
-        .bind(user_id)
-        .bind(dead)
-        .execute(&mut su)
-        .await
-        .expect("message");
-    sqlx::query(
-        "insert into chat_events (chat_id, seq, user_id, turn_id, type, data)
-         values ($1, 1, $2, $3, 'turn_started', jsonb_build_object('type', 'turn_started', 'turn_id', $3::text)),
-                ($1, 2, $2, $3, 'text_delta', jsonb_build_object('type', 'text_delta', 'turn_id', $3::text, 'text', 'Half an'))",
-    )
-    .bind(chat_id)
-    .bind(user_id)
-    .bind(dead)
-    .execute(&mut su)
-    .await
-    .expect("events");
-    sqlx::query("update chats set last_seq = 2 where id = $1")
-        .bind(chat_id)
-        .execute(&mut su)
-        .await
-        .expect("seq");
+    .await;
 
     let mut stream = app.stream(&chat, Some(2)).await;
     let turn = app.send(&chat, "still there?").await;
