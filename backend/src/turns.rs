@@ -188,8 +188,8 @@ pub async fn start(
     let (stored, told) = oneshot::channel();
     tokio::spawn(run(state.clone(), ctx, told));
     let (model, messages) = begin(state, ctx, content).await?;
-    // The task ends only after this send, or once it is dropped: it cannot
-    // fail but for a task that panicked, and that turn is reaped.
+    // The send fails only if the task panicked; its turn is then reaped
+    // like any turn whose task stopped.
     let _ = stored.send(Stored { model, messages });
     state.trimmer.turn_started();
     tracing::info!(turn.id = %turn_id, "turn started");
@@ -225,25 +225,22 @@ async fn begin(
             // The dropped transaction takes the sequence number back.
             drop(tx);
             tx = db::user_tx(&state.db, ctx.user_id).await?;
-            let stale_secs = state.config.turn_stale_secs as f64;
-            let reaped = sqlx::query_scalar!(
-                r#"with reaped as (
-                     update turns set status = 'failed', error = 'interrupted', finished_at = now()
-                      where chat_id = $1 and status = 'running'
-                        and heartbeat_at < now() - make_interval(secs => $2)
-                      returning id
-                   )
-                   select array(select id from reaped) as "reaped!"
-                     from chats where id = $1 for update"#,
-                ctx.chat_id as ChatId,
-                stale_secs,
+            // The chat, locked: what its turns are now is what counts.
+            let found: Option<Uuid> = sqlx::query_scalar!(
+                "select id from chats where id = $1 for update",
+                ctx.chat_id as ChatId
             )
             .fetch_optional(&mut *tx)
             .await?;
-            let Some(reaped) = reaped else {
+            if found.is_none() {
                 return Err(TurnError::ChatNotFound);
-            };
-            end_reaped(&mut tx, ctx.chat_id.into(), &reaped).await?;
+            }
+            reap_stale(
+                &mut tx,
+                ctx.chat_id.into(),
+                state.config.turn_stale_secs as f64,
+            )
+            .await?;
             store(&mut tx, ctx, message_id, content)
                 .await?
                 .ok_or(TurnError::Busy)?
@@ -875,9 +872,9 @@ async fn stream_step(
 
 /// Runs the step's calls (those of the assistant message `messages[at]`)
 /// one after another; every call gets a result, even when it cannot run,
-/// and each result is added to `messages` (spotlighted). A call is not dropped half-way: the tool box watches Stop
-/// itself (a waiting approval is then denied; a running call finishes and
-/// is recorded). Returns `Some(Cancelled)` when a Stop came between calls.
+/// and each result is added to `messages` (spotlighted). A call is not
+/// dropped half-way: the tool box watches Stop itself (a waiting approval
+/// is then denied; a running call finishes and is recorded). Returns `Some(Cancelled)` when a Stop came between calls.
 async fn run_calls(
     state: &AppState,
     emitter: &Emitter<'_>,
@@ -887,11 +884,11 @@ async fn run_calls(
     messages: &mut Vec<Message>,
     seen: &TurnSeen,
 ) -> Option<Ending> {
-    let calls = |messages: &[Message]| match messages.get(at) {
+    let count = match messages.get(at) {
         Some(Message::Assistant { tool_calls, .. }) => tool_calls.len(),
         _ => 0,
     };
-    for i in 0..calls(messages) {
+    for i in 0..count {
         let Some(Message::Assistant { tool_calls, .. }) = messages.get(at) else {
             break;
         };
