@@ -1,12 +1,15 @@
-//! The database: pool, migrations, role bootstrap, and the only two ways
-//! into a transaction.
+//! The database: pool, migrations, role bootstrap, and the only ways into
+//! a transaction.
 //!
 //! Architecture invariant: the server's login role has no privileges of its
 //! own (it is `NOINHERIT` and owns nothing). Every query runs inside a
 //! transaction opened by [`user_tx`] (as `authenticated`, with
-//! `auth.uid()` set) or [`service_tx`] (as `service_role`). Row-level
+//! `auth.uid()` set) or [`service_tx`] (as `service_role`), or is a
+//! transaction by itself, sent by [`trip::run`] as one or the other. Row-level
 //! security, enabled and forced on every table, does the rest: a query that
 //! forgets its `where user_id = …` still sees only the caller's rows.
+
+pub mod trip;
 
 use crate::ids::UserId;
 use sqlx::{
@@ -93,28 +96,31 @@ pub async fn user_tx(
     pool: &PgPool,
     user_id: impl Into<UserId> + std::fmt::Display,
 ) -> Result<Tx, sqlx::Error> {
-    let user_id: UserId = user_id.into();
-    // A UUID's text is hex digits and dashes: nothing in it can end the
-    // literal (the statement takes no bind parameters).
-    begin(
-        pool,
-        format!(
-            "begin; select set_config('role', 'authenticated', true), \
-             set_config('countersign.user_id', '{user_id}', true)"
-        ),
-    )
-    .await
+    begin(pool, format!("begin; {}", user_role(user_id.into()))).await
 }
 
-/// The `BEGIN` of a transaction as `service_role`, with no user.
-const SERVICE_BEGIN: &str = "begin; select set_config('role', 'service_role', true), \
-                             set_config('countersign.user_id', '', true)";
+/// The statement that makes the rest of a transaction run as
+/// `authenticated` for `user_id`: one of the two places a role is set
+/// (the `BEGIN` of [`user_tx`], and [`trip::run`]).
+fn user_role(user_id: UserId) -> String {
+    // A UUID's text is hex digits and dashes: nothing in it can end the
+    // literal (the statement takes no bind parameters).
+    format!(
+        "select set_config('role', 'authenticated', true), \
+         set_config('countersign.user_id', '{user_id}', true)"
+    )
+}
+
+/// The statement that makes the rest of a transaction run as
+/// `service_role`, with no user: the other place a role is set.
+const SERVICE_ROLE: &str = "select set_config('role', 'service_role', true), \
+                            set_config('countersign.user_id', '', true)";
 
 /// Begins a transaction as `service_role`: the server's own bookkeeping
 /// (accounts, sessions, throttling), never reachable as a user.
 #[tracing::instrument(skip_all)]
 pub async fn service_tx(pool: &PgPool) -> Result<Tx, sqlx::Error> {
-    begin(pool, SERVICE_BEGIN.to_owned()).await
+    begin(pool, format!("begin; {SERVICE_ROLE}")).await
 }
 
 /// [`service_tx`] whose `BEGIN` round trip also takes the transaction-level
@@ -125,7 +131,7 @@ pub async fn service_tx_locked(pool: &PgPool, key: i64) -> Result<Tx, sqlx::Erro
     // An integer's text: nothing in it can end the statement.
     begin(
         pool,
-        format!("{SERVICE_BEGIN}; select pg_advisory_xact_lock({key})"),
+        format!("begin; {SERVICE_ROLE}; select pg_advisory_xact_lock({key})"),
     )
     .await
 }

@@ -18,11 +18,14 @@
 //! (`countersign_approvals`) to the instance whose turn waits for them.
 
 use crate::{
-    db::Tx,
-    ids::{ChatId, TurnId},
+    db::{
+        Tx,
+        trip::{self, Arg, As, Statement},
+    },
+    ids::{ChatId, TurnId, UserId},
 };
 use countersign_api::ChatEvent;
-use sqlx::{PgPool, postgres::PgListener};
+use sqlx::{PgPool, Row as _, postgres::PgListener};
 use std::{collections::HashMap, sync::Mutex, time::Duration};
 use tokio::sync::{broadcast, watch};
 use uuid::Uuid;
@@ -115,24 +118,37 @@ pub async fn append(
     Ok(seq)
 }
 
-/// Events of a chat after `after`, oldest first, at most `limit`: the raw
+/// The events of a chat after `$2`, oldest first, at most `$3`: the raw
 /// stored JSON (it already carries `type` and `turn_id`).
+static AFTER: Statement = Statement {
+    name: "cs_events_after",
+    params: "(uuid, int8, int8)",
+    sql: "select seq, data from chat_events where chat_id = $1 and seq > $2 order by seq limit $3",
+};
+
+/// Events of a chat after `after`, oldest first, at most `limit`, as
+/// `user_id`, in one round trip ([`trip`]).
 pub async fn after(
-    tx: &mut Tx,
-    chat_id: Uuid,
+    pool: &PgPool,
+    user_id: UserId,
+    chat_id: ChatId,
     after: i64,
     limit: i64,
 ) -> Result<Vec<(i64, serde_json::Value)>, sqlx::Error> {
-    sqlx::query!(
-        "select seq, data from chat_events where chat_id = $1 and seq > $2 order by seq limit $3",
-        chat_id,
-        after,
-        limit,
+    let rows = trip::run(
+        pool,
+        As::User(user_id),
+        &AFTER,
+        vec![Arg::uuid(chat_id), Arg::int(after), Arg::int(limit)],
     )
-    .map(|r| (r.seq, r.data))
-    .fetch_all(&mut **tx)
-    .await
+    .await?;
+    rows.iter()
+        .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+        .collect()
 }
+
+/// The statements [`trip`] runs here, for the test that prepares them all.
+pub static TRIPS: [&Statement; 1] = [&AFTER];
 
 /// Asks every instance to stop `turn_id` (the one running it will).
 pub async fn request_cancel(tx: &mut Tx, turn_id: Uuid) -> Result<(), sqlx::Error> {

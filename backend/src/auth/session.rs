@@ -2,10 +2,13 @@
 //! `HttpOnly` cookie; the database holds only its SHA-256.
 
 use super::AuthError;
-use crate::db::{self, Tx};
+use crate::db::{
+    self, Tx,
+    trip::{self, Arg, As, Statement},
+};
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use sha2::{Digest as _, Sha256};
-use sqlx::PgPool;
+use sqlx::{PgPool, Row as _};
 use std::{net::IpAddr, time::Duration};
 use uuid::Uuid;
 
@@ -91,88 +94,94 @@ pub async fn create(
     Ok(session)
 }
 
+/// The session behind the token hash `$1`, if it is neither revoked, past
+/// its absolute expiry, nor idle for longer than `$2` milliseconds, with
+/// its user (not disabled); `last_seen_at` is refreshed at most once a
+/// minute, by the same statement.
+static LOOKUP: Statement = Statement {
+    name: "cs_session_lookup",
+    params: "(bytea, int8)",
+    sql: "with found as ( \
+            select s.id, s.user_id, u.email, u.is_admin, u.must_change_password, s.csrf_token, \
+                   s.last_seen_at < now() - interval '60 seconds' as stale \
+              from sessions s join users u on u.id = s.user_id \
+             where s.token_hash = $1 \
+               and s.revoked_at is null \
+               and u.disabled_at is null \
+               and s.expires_at > now() \
+               and s.last_seen_at > now() - make_interval(secs => $2 / 1000.0) \
+          ), touched as ( \
+            update sessions set last_seen_at = now() where id in (select id from found where stale) \
+          ) \
+          select id, user_id, email, is_admin, must_change_password, csrf_token from found",
+};
+
+/// Whether the session whose token hashes to `$1` is live by [`LOOKUP`]'s
+/// rule (`$2` milliseconds of idleness allowed).
+static IS_LIVE: Statement = Statement {
+    name: "cs_session_is_live",
+    params: "(bytea, int8)",
+    sql: "select exists (select 1 from sessions \
+                          where token_hash = $1 \
+                            and revoked_at is null \
+                            and expires_at > now() \
+                            and last_seen_at > now() - make_interval(secs => $2 / 1000.0))",
+};
+
+/// The statements [`trip`] runs here, for the test that prepares them all.
+pub static TRIPS: [&Statement; 2] = [&LOOKUP, &IS_LIVE];
+
+/// `idle` as [`LOOKUP`]'s and [`IS_LIVE`]'s `$2`.
+fn idle_millis(idle: Duration) -> Arg {
+    Arg::int(i64::try_from(idle.as_millis()).unwrap_or(i64::MAX))
+}
+
 /// The session behind `token`, if it is neither revoked, past its absolute
 /// expiry, nor idle for longer than `idle`. Refreshes `last_seen_at` at most
-/// once a minute, to keep reads cheap.
+/// once a minute, to keep reads cheap. One round trip ([`trip`]): on every
+/// request's way.
 #[tracing::instrument(skip_all)]
 pub async fn lookup(
     pool: &PgPool,
     token: &str,
     idle: Duration,
 ) -> Result<Option<SessionUser>, AuthError> {
-    let mut tx = db::service_tx(pool).await?;
-    let row = sqlx::query!(
-        r#"select s.id, s.user_id, u.email, u.is_admin, u.must_change_password, s.csrf_token,
-                  s.last_seen_at < now() - interval '60 seconds' as "stale!"
-             from sessions s join users u on u.id = s.user_id
-            where s.token_hash = $1
-              and s.revoked_at is null
-              and u.disabled_at is null
-              and s.expires_at > now()
-              and s.last_seen_at > now() - make_interval(secs => $2)"#,
-        token_hash(token),
-        idle.as_secs_f64(),
+    let rows = trip::run(
+        pool,
+        As::Service,
+        &LOOKUP,
+        vec![Arg::bytes(&token_hash(token)), idle_millis(idle)],
     )
-    .fetch_optional(&mut *tx)
     .await?;
-    let Some((session_id, user_id, email, (is_admin, must_change_password), csrf_token, stale)) =
-        row.map(|r| {
-            (
-                r.id,
-                r.user_id,
-                r.email,
-                (r.is_admin, r.must_change_password),
-                r.csrf_token,
-                r.stale,
-            )
-        })
-    else {
-        db::end_read(tx);
+    let Some(row) = rows.first() else {
         return Ok(None);
     };
-    if stale {
-        sqlx::query!(
-            "update sessions set last_seen_at = now() where id = $1",
-            session_id,
-        )
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-    } else {
-        db::end_read(tx);
-    }
     Ok(Some(SessionUser {
-        session_id,
-        user_id,
-        email,
-        is_admin,
-        must_change_password,
-        csrf_token,
+        session_id: row.try_get("id")?,
+        user_id: row.try_get("user_id")?,
+        email: row.try_get("email")?,
+        is_admin: row.try_get("is_admin")?,
+        must_change_password: row.try_get("must_change_password")?,
+        csrf_token: row.try_get("csrf_token")?,
     }))
 }
 
 /// Whether the session whose token hashes to `token_hash` is still live by
 /// the rules of [`lookup`] (not revoked, not past its absolute expiry, not
 /// idle for longer than `idle`). One read on the unique `token_hash` index,
-/// in a short service transaction, and no `last_seen_at` refresh: open
+/// in one round trip ([`trip`]), and no `last_seen_at` refresh: open
 /// streams ask this before every delivery batch and at least once per
 /// keep-alive period, and holding a stream open is not activity.
 #[tracing::instrument(skip_all)]
 pub async fn is_live(pool: &PgPool, token_hash: &[u8], idle: Duration) -> Result<bool, AuthError> {
-    let mut tx = db::service_tx(pool).await?;
-    let live: bool = sqlx::query_scalar!(
-        r#"select exists (select 1 from sessions
-                         where token_hash = $1
-                           and revoked_at is null
-                           and expires_at > now()
-                           and last_seen_at > now() - make_interval(secs => $2)) as "exists!""#,
-        token_hash,
-        idle.as_secs_f64(),
+    let rows = trip::run(
+        pool,
+        As::Service,
+        &IS_LIVE,
+        vec![Arg::bytes(token_hash), idle_millis(idle)],
     )
-    .fetch_one(&mut *tx)
     .await?;
-    db::end_read(tx);
-    Ok(live)
+    Ok(rows.first().ok_or(sqlx::Error::RowNotFound)?.try_get(0)?)
 }
 
 /// Of `token_hashes`, those whose sessions are live by [`is_live`]'s rule,

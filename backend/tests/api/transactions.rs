@@ -144,3 +144,105 @@ async fn the_servers_connections_keep_one_plan_per_statement() {
         .get(0);
     assert_eq!(mode, "force_generic_plan");
 }
+
+/// A read sent as a transaction by itself (`db::trip`): it runs as the
+/// user it names, under row-level security, and its role and user id end
+/// with it, whether it succeeded or failed.
+#[tokio::test]
+async fn a_trip_runs_as_its_user_and_leaves_nothing_on_its_connection() {
+    use countersign::{auth::session, events};
+    use countersign_api::ChatEvent;
+    let app = spawn_app().await;
+    let (alice, _) = app.signed_up_user().await;
+    let (bob, _) = app.signed_up_user().await;
+    let bobs_chat: uuid::Uuid = app.create_chat("offline/demo").await.parse().expect("id");
+    let mut tx = db::user_tx(&app.pool, bob).await.expect("tx");
+    let event = ChatEvent::Error {
+        turn_id: String::new(),
+        message: "Bob's".to_owned(),
+    };
+    let seq = events::append(&mut tx, bobs_chat, None, &event)
+        .await
+        .expect("append");
+    tx.commit().await.expect("commit");
+
+    // One connection: whatever a trip leaves behind, the next query meets.
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with((*app.pool.connect_options()).clone())
+        .await
+        .expect("pool");
+    // A simple query, as `in_an_old_transaction` explains.
+    let left_behind = || async {
+        use sqlx::Row as _;
+        let mut conn = pool.acquire().await.expect("connection");
+        let row = sqlx::raw_sql(
+            "select current_user::text, coalesce(current_setting('countersign.user_id', true), ''), \
+                    now() <> statement_timestamp()",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .expect("select");
+        (
+            row.get::<String, _>(0),
+            row.get::<String, _>(1),
+            row.get::<bool, _>(2),
+        )
+    };
+    let nothing = (db::APP_ROLE.to_owned(), String::new(), false);
+
+    // Alice reads none of Bob's events: row-level security hides them.
+    let alices = events::after(&pool, alice.into(), bobs_chat.into(), 0, 100)
+        .await
+        .expect("read");
+    assert!(alices.is_empty(), "{alices:?}");
+    assert_eq!(left_behind().await, nothing, "after Alice's read");
+
+    // Bob reads his.
+    let bobs = events::after(&pool, bob.into(), bobs_chat.into(), seq - 1, 100)
+        .await
+        .expect("read");
+    assert_eq!(bobs.len(), 1);
+    assert_eq!(
+        (bobs[0].0, bobs[0].1["message"].as_str()),
+        (seq, Some("Bob's"))
+    );
+    assert_eq!(left_behind().await, nothing, "after Bob's read");
+
+    // As `service_role`: a session lookup.
+    let found = session::lookup(&pool, "no such token", Duration::from_secs(60))
+        .await
+        .expect("lookup");
+    assert!(found.is_none());
+    assert_eq!(left_behind().await, nothing, "after a service read");
+
+    // A trip that fails rolls back, and its connection is outside any
+    // transaction (a negative LIMIT is refused by Postgres).
+    let failed = events::after(&pool, bob.into(), bobs_chat.into(), 0, -1).await;
+    assert!(failed.is_err(), "{failed:?}");
+    assert_eq!(left_behind().await, nothing, "after a trip that failed");
+}
+
+/// Every statement a trip runs prepares against the schema, as the role
+/// it runs as: a renamed column fails here, not on a user's request.
+#[tokio::test]
+async fn every_trip_statement_prepares_against_the_schema() {
+    use countersign::{auth::session, db::trip::Statement, events};
+    let app = spawn_app().await;
+    let statements: Vec<(&Statement, &str)> = events::TRIPS
+        .iter()
+        .map(|s| (*s, "authenticated"))
+        .chain(session::TRIPS.iter().map(|s| (*s, "service_role")))
+        .collect();
+    for (statement, role) in statements {
+        let mut conn = app.pool.acquire().await.expect("connection");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "begin; select set_config('role', '{role}', true); \
+             prepare checked {} as {}; deallocate checked; rollback",
+            statement.params, statement.sql
+        )))
+        .execute(&mut *conn)
+        .await
+        .unwrap_or_else(|err| panic!("{}: {err}", statement.name));
+    }
+}
