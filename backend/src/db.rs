@@ -156,7 +156,16 @@ pub fn end_read(tx: Tx) {
 /// back before the connection is reused (`tests/api/transactions.rs`).
 async fn begin(pool: &PgPool, statement: String) -> Result<Tx, sqlx::Error> {
     let pool = pool.clone();
-    tokio::spawn(async move { pool.begin_with(sqlx::AssertSqlSafe(statement)).await })
+    detached(async move { pool.begin_with(sqlx::AssertSqlSafe(statement)).await }).await
+}
+
+/// Runs `work` in a task of its own, so that a caller that goes away does
+/// not stop it half-way through a conversation with the server ([`begin`],
+/// [`trip::run`]).
+async fn detached<T: Send + 'static>(
+    work: impl Future<Output = Result<T, sqlx::Error>> + Send + 'static,
+) -> Result<T, sqlx::Error> {
+    tokio::spawn(work)
         .await
         .map_err(|err| sqlx::Error::Io(std::io::Error::other(err)))?
 }

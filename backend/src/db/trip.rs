@@ -50,7 +50,7 @@ use uuid::Uuid;
 pub struct Statement {
     /// Its name on the connection (`cs_…`; sqlx's own are `sqlx_s_…`).
     pub name: &'static str,
-    /// The types of `$1`, `$2`, … as `PREPARE` takes them: `(uuid, text)`.
+    /// The types of `$1`, `$2`, … as `PREPARE` takes them: `(uuid, int8)`.
     pub params: &'static str,
     /// The statement, with `$n` parameters.
     pub sql: &'static str,
@@ -92,8 +92,7 @@ impl Arg {
 /// Runs `statement` with `args` as `who`, in one round trip and one
 /// transaction of its own; returns its rows (text format: read them with
 /// `Row::try_get`, which parses them). Like [`super::user_tx`]'s `BEGIN`,
-/// it runs in a task of its own: a caller that goes away does not leave a
-/// connection half-way through it.
+/// it runs in a task of its own (`db::detached`).
 pub async fn run(
     pool: &PgPool,
     who: As,
@@ -107,7 +106,7 @@ pub async fn run(
     let args: Vec<String> = args.into_iter().map(|a| a.0).collect();
     let execute = format!("execute {}({})", statement.name, args.join(", "));
     let pool = pool.clone();
-    tokio::spawn(async move {
+    super::detached(async move {
         let mut conn = pool.acquire().await?;
         match send(&mut conn, format!("{role}; {execute}")).await {
             Err(err) if not_prepared(&err) => {
@@ -121,7 +120,6 @@ pub async fn run(
         }
     })
     .await
-    .map_err(|err| sqlx::Error::Io(std::io::Error::other(err)))?
 }
 
 /// Sends one simple query; the rows of its last statement.
