@@ -20,12 +20,15 @@
 use crate::{
     db::{
         Tx,
-        trip::{self, Arg, As, Statement},
+        trip::{self, Arg, As, Part, Statement},
     },
     ids::{ChatId, TurnId, UserId},
 };
 use countersign_api::ChatEvent;
-use sqlx::{PgPool, Row as _, postgres::PgListener};
+use sqlx::{
+    PgPool, Row as _,
+    postgres::{PgListener, PgRow},
+};
 use std::{collections::HashMap, sync::Mutex, time::Duration};
 use tokio::sync::{broadcast, watch};
 use uuid::Uuid;
@@ -135,13 +138,22 @@ pub async fn after(
     after: i64,
     limit: i64,
 ) -> Result<Vec<(i64, serde_json::Value)>, sqlx::Error> {
-    let rows = trip::run(
-        pool,
-        As::User(user_id),
-        &AFTER,
-        vec![Arg::uuid(chat_id), Arg::int(after), Arg::int(limit)],
-    )
-    .await?;
+    let mut rows = trip::run_parts(pool, vec![after_part(user_id, chat_id, after, limit)]).await?;
+    events_in(&rows.pop().unwrap_or_default())
+}
+
+/// [`after`] as a part of a larger [`trip`]; read its rows with
+/// [`events_in`].
+pub fn after_part(user_id: UserId, chat_id: ChatId, after: i64, limit: i64) -> Part {
+    Part {
+        who: As::User(user_id),
+        statement: &AFTER,
+        args: vec![Arg::uuid(chat_id), Arg::int(after), Arg::int(limit)],
+    }
+}
+
+/// [`after`]'s events, from its part's rows.
+pub fn events_in(rows: &[PgRow]) -> Result<Vec<(i64, serde_json::Value)>, sqlx::Error> {
     rows.iter()
         .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
         .collect()

@@ -5,11 +5,15 @@
 use crate::{
     AppState,
     config::Secret,
-    db,
+    db::{
+        self,
+        trip::{Arg, As, Part, Statement},
+    },
     llm::{self, LlmError, Provider},
     secrets::{Sealed, SecretBox, SecretError},
 };
 use countersign_api::{ModelInfo, ProviderKeyStatus};
+use sqlx::Row as _;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -118,27 +122,40 @@ pub struct UserKeys {
     sealed: Vec<(String, Sealed)>,
 }
 
+/// A user's provider keys, still sealed.
+static SEALED_KEYS: Statement = Statement {
+    name: "cs_sealed_keys",
+    params: "(uuid)",
+    sql: "select provider, key_id, nonce, ciphertext from provider_keys where user_id = $1",
+};
+
+/// The statements [`db::trip`] runs here, for the test that prepares them all.
+pub static TRIPS: [&Statement; 1] = [&SEALED_KEYS];
+
 impl UserKeys {
-    /// Reads them.
+    /// Reads them, in one round trip ([`db::trip`]).
     pub async fn read(state: &AppState, user_id: Uuid) -> Result<Self, KeyError> {
-        let mut tx = db::service_tx(&state.db).await?;
-        let sealed = sqlx::query!(
-            "select provider, key_id, nonce, ciphertext from provider_keys where user_id = $1",
-            user_id,
-        )
-        .map(|r| {
-            (
-                r.provider,
-                Sealed {
-                    key_id: r.key_id,
-                    nonce: r.nonce,
-                    ciphertext: r.ciphertext,
-                },
-            )
-        })
-        .fetch_all(&mut *tx)
-        .await?;
-        db::end_read(tx);
+        let part = Part {
+            who: As::Service,
+            statement: &SEALED_KEYS,
+            args: vec![Arg::uuid(user_id)],
+        };
+        let mut rows = db::trip::run_parts(&state.db, vec![part]).await?;
+        let sealed = rows
+            .pop()
+            .unwrap_or_default()
+            .iter()
+            .map(|row| {
+                Ok((
+                    row.try_get("provider")?,
+                    Sealed {
+                        key_id: row.try_get("key_id")?,
+                        nonce: row.try_get("nonce")?,
+                        ciphertext: row.try_get("ciphertext")?,
+                    },
+                ))
+            })
+            .collect::<Result<_, sqlx::Error>>()?;
         Ok(Self { user_id, sealed })
     }
 

@@ -17,13 +17,16 @@
 
 use crate::{
     audit::{self, AdminEntry},
-    db,
+    db::{
+        self,
+        trip::{As, Part, Statement},
+    },
     gate::PolicyFacts,
     ids::UserId,
 };
 use countersign_api::{ActivityKind, PolicyUpdate, SettingChange};
 use glob::{MatchOptions, Pattern};
-use sqlx::PgPool;
+use sqlx::{FromRow as _, PgPool, postgres::PgRow};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use uuid::Uuid;
 
@@ -33,7 +36,7 @@ pub const MAX_ENTRIES: usize = 200;
 pub const MAX_ENTRY_CHARS: usize = 300;
 
 /// The policy as stored.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct Policy {
     pub forbid_always_allow: bool,
     pub forbid_trust_annotations: bool,
@@ -255,36 +258,54 @@ pub fn parse_hosts(list: &[String]) -> Result<Vec<String>, PolicyError> {
     Ok(out)
 }
 
-/// The policy now.
+/// The policy now, in one round trip ([`db::trip`]).
 pub async fn current(pool: &PgPool) -> Result<Policy, sqlx::Error> {
-    let mut tx = db::service_tx(pool).await?;
-    let policy = read(&mut tx, false).await?;
-    db::end_read(tx);
-    Ok(policy)
+    let mut rows = db::trip::run_parts(pool, vec![now()]).await?;
+    policy_in(&rows.pop().unwrap_or_default())
 }
 
-async fn read(tx: &mut db::Tx, for_update: bool) -> Result<Policy, sqlx::Error> {
-    // The migration writes the one row (and nothing deletes it); read
-    // without it, the policy is the default: nothing forbidden.
-    let row = if for_update {
-        sqlx::query_as!(
-            Policy,
-            "select forbid_always_allow, forbid_trust_annotations, always_ask_tools,
+/// The policy now.
+static NOW: Statement = Statement {
+    name: "cs_policy_now",
+    params: "",
+    sql: "select forbid_always_allow, forbid_trust_annotations, always_ask_tools, \
+                 connector_hosts, require_mfa, updated_at, updated_by \
+            from admin_policy where id",
+};
+
+/// The statements [`db::trip`] runs here, for the test that prepares them all.
+pub static TRIPS: [&Statement; 1] = [&NOW];
+
+/// [`current`] as a part of a larger trip; read it with [`policy_in`].
+pub fn now() -> Part {
+    Part {
+        who: As::Service,
+        statement: &NOW,
+        args: Vec::new(),
+    }
+}
+
+/// The policy, from [`now`]'s rows. The migration writes the one row (and
+/// nothing deletes it); read without it, the policy is the default:
+/// nothing forbidden.
+pub fn policy_in(rows: &[PgRow]) -> Result<Policy, sqlx::Error> {
+    Ok(rows
+        .first()
+        .map(Policy::from_row)
+        .transpose()?
+        .unwrap_or_default())
+}
+
+/// The policy, locked for an update in `tx`.
+async fn read_for_update(tx: &mut db::Tx) -> Result<Policy, sqlx::Error> {
+    let row = sqlx::query_as!(
+        Policy,
+        "select forbid_always_allow, forbid_trust_annotations, always_ask_tools,
                     connector_hosts, require_mfa, updated_at, updated_by
                from admin_policy where id for update"
-        )
-        .fetch_optional(&mut **tx)
-        .await?
-    } else {
-        sqlx::query_as!(
-            Policy,
-            "select forbid_always_allow, forbid_trust_annotations, always_ask_tools,
-                    connector_hosts, require_mfa, updated_at, updated_by
-               from admin_policy where id"
-        )
-        .fetch_optional(&mut **tx)
-        .await?
-    };
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
     Ok(row.unwrap_or_default())
 }
 
@@ -306,7 +327,7 @@ pub async fn update(
         .map(parse_hosts)
         .transpose()?;
     let mut tx = db::service_tx(pool).await?;
-    let before = read(&mut tx, true).await?;
+    let before = read_for_update(&mut tx).await?;
     let after = Policy {
         forbid_always_allow: update
             .forbid_always_allow

@@ -4,11 +4,11 @@
 use super::AuthError;
 use crate::db::{
     self, Tx,
-    trip::{self, Arg, As, Statement},
+    trip::{self, Arg, As, Part, Statement},
 };
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use sha2::{Digest as _, Sha256};
-use sqlx::{PgPool, Row as _};
+use sqlx::{PgPool, Row as _, postgres::PgRow};
 use std::{net::IpAddr, time::Duration};
 use uuid::Uuid;
 
@@ -168,20 +168,21 @@ pub async fn lookup(
 
 /// Whether the session whose token hashes to `token_hash` is still live by
 /// the rules of [`lookup`] (not revoked, not past its absolute expiry, not
-/// idle for longer than `idle`). One read on the unique `token_hash` index,
-/// in one round trip ([`trip`]), and no `last_seen_at` refresh: open
-/// streams ask this before every delivery batch and at least once per
-/// keep-alive period, and holding a stream open is not activity.
-#[tracing::instrument(skip_all)]
-pub async fn is_live(pool: &PgPool, token_hash: &[u8], idle: Duration) -> Result<bool, AuthError> {
-    let rows = trip::run(
-        pool,
-        As::Service,
-        &IS_LIVE,
-        vec![Arg::bytes(token_hash), idle_millis(idle)],
-    )
-    .await?;
-    Ok(rows.first().ok_or(sqlx::Error::RowNotFound)?.try_get(0)?)
+/// idle for longer than `idle`): one read on the unique `token_hash` index,
+/// as a part of a [`trip`] (read its answer with [`live_in`]), and no
+/// `last_seen_at` refresh. An open stream asks it with each read of its
+/// events (`http::stream`), and holding a stream open is not activity.
+pub fn is_live(token_hash: &[u8], idle: Duration) -> Part {
+    Part {
+        who: As::Service,
+        statement: &IS_LIVE,
+        args: vec![Arg::bytes(token_hash), idle_millis(idle)],
+    }
+}
+
+/// [`is_live`]'s answer, from its part's rows.
+pub fn live_in(rows: &[PgRow]) -> Result<bool, sqlx::Error> {
+    rows.first().ok_or(sqlx::Error::RowNotFound)?.try_get(0)
 }
 
 /// Of `token_hashes`, those whose sessions are live by [`is_live`]'s rule,

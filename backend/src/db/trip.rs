@@ -1,4 +1,4 @@
-//! One round trip for a read that stands alone ([`run`]).
+//! One round trip for reads that stand alone ([`run`], [`run_parts`]).
 //!
 //! A transaction opened by [`super::user_tx`] or [`super::service_tx`]
 //! costs two round trips for a single read: the `BEGIN` that sets the
@@ -6,43 +6,49 @@
 //! sqlx sends one message and waits for its answer, so they cannot be
 //! pipelined. A read that is a transaction by itself (the session behind
 //! a cookie, on every request; a stream's next events) is sent instead as
-//! one simple query of two statements, which Postgres runs as one
-//! implicit transaction:
+//! one simple query, in which each read is a transaction of its own:
 //!
 //! ```sql
-//! select set_config('role', 'authenticated', true), set_config('countersign.user_id', '…', true);
-//! execute cs_events_after('…'::uuid, '41'::int8, '256'::int8)
+//! begin; select set_config('role', 'service_role', true), set_config('countersign.user_id', '', true);
+//! execute cs_session_is_live(decode('…', 'hex'), '1800000'::int8); commit;
+//! begin; select set_config('role', 'authenticated', true), set_config('countersign.user_id', '…', true);
+//! execute cs_events_after('…'::uuid, '41'::int8, '500'::int8); commit
 //! ```
 //!
-//! The first is the same role statement the `BEGIN` of a transaction
-//! carries (DESIGN §3: role and user id set together, in one round trip,
-//! at the start of the transaction, local to it). The second executes a
-//! statement this connection prepared ([`Statement`]): prepared, so it
-//! keeps one plan per connection like every other statement the server
-//! sends (`plan_cache_mode`, [`super::connect`]), and planned as the role
-//! it runs as, so row-level security applies to it. The transaction ends
-//! with the query, and everything rolls back if any part fails; either
-//! way the role and the user id end with it, and the connection goes back
-//! to the pool outside any transaction.
+//! Each transaction starts with the same role statement the `BEGIN` of a
+//! transaction carries (DESIGN §3: role and user id set together, at the
+//! start of the transaction, local to it), so each read runs as exactly
+//! one role, and reads that need different roles (a stream's session
+//! check as the service, its events as the user) still share the round
+//! trip. Each then executes a statement this connection prepared
+//! ([`Statement`]): prepared, so it keeps one plan per connection like
+//! every other statement the server sends (`plan_cache_mode`,
+//! [`super::connect`]), and planned as the role it runs as, so row-level
+//! security applies to it. The role and the user id end with each
+//! transaction. A failure skips the rest of the query and leaves its
+//! transaction aborted; it is rolled back at once (or the connection is
+//! closed), so the connection goes back to the pool outside any
+//! transaction.
 //!
 //! A simple query takes no bind parameters, so the values are written
-//! into its text, and only ever as [`Arg`]s: ids, numbers and hashes,
-//! each built from a typed value and written in an alphabet that cannot
-//! end a literal (hex digits and dashes, decimal digits). There is no
-//! `Arg` for text, and none should be added: a statement's text is what
-//! Postgres writes to its log with an error (`log_min_error_statement`)
-//! or a slow statement, and users' content (a message, a model's answer,
-//! a tool's arguments) must not reach that log. Writes of content go
-//! through a transaction and bind parameters, which are not logged.
+//! into its text, and only ever as [`Arg`]s: ids, numbers, hashes and
+//! `null`, each built from a typed value and written in an alphabet that
+//! cannot end a literal (hex digits and dashes, decimal digits). There is
+//! no `Arg` for text, and none should be added: a statement's text is
+//! what Postgres writes to its log with an error
+//! (`log_min_error_statement`) or a slow statement, and users' content (a
+//! message, a model's answer, a tool's arguments) must not reach that
+//! log. Writes of content, and reads by a name a model chose, go through
+//! a transaction and bind parameters, which are not logged.
 //!
 //! A connection prepares a statement the first time it runs it: the
-//! execution fails with "prepared statement does not exist" (nothing ran),
-//! and the trip is sent again with the `PREPARE` in it, on the same
-//! connection.
+//! execution fails with "prepared statement does not exist" (its
+//! transaction is rolled back), the trip's statements are prepared on the
+//! same connection, and the trip is sent again.
 
 use crate::ids::UserId;
 use futures_util::TryStreamExt as _;
-use sqlx::{Either, PgPool, postgres::PgRow};
+use sqlx::{Either, PgPool, Postgres, pool::PoolConnection, postgres::PgRow};
 use uuid::Uuid;
 
 /// A statement a trip executes, prepared on each connection by name.
@@ -83,10 +89,27 @@ impl Arg {
         Arg(format!("'{n}'::int8"))
     }
 
+    /// SQL's `null` (a parameter left out).
+    pub fn null() -> Self {
+        Arg("null".to_owned())
+    }
+
     /// A `bytea`, sent as hex.
     pub fn bytes(bytes: &[u8]) -> Self {
         Arg(format!("decode('{}', 'hex')", hex::encode(bytes)))
     }
+}
+
+/// One transaction of a trip: a statement, its arguments, and whom it
+/// runs as.
+#[derive(Debug)]
+pub struct Part {
+    /// Whom it runs as.
+    pub who: As,
+    /// What it executes.
+    pub statement: &'static Statement,
+    /// `$1`, `$2`, … in order.
+    pub args: Vec<Arg>,
 }
 
 /// Runs `statement` with `args` as `who`, in one round trip and one
@@ -99,22 +122,57 @@ pub async fn run(
     statement: &'static Statement,
     args: Vec<Arg>,
 ) -> Result<Vec<PgRow>, sqlx::Error> {
-    let role = match who {
-        As::User(user_id) => super::user_role(user_id),
-        As::Service => super::SERVICE_ROLE.to_owned(),
-    };
-    let args: Vec<String> = args.into_iter().map(|a| a.0).collect();
-    let execute = format!("execute {}({})", statement.name, args.join(", "));
+    let mut rows = run_parts(
+        pool,
+        vec![Part {
+            who,
+            statement,
+            args,
+        }],
+    )
+    .await?;
+    Ok(rows.pop().unwrap_or_default())
+}
+
+/// Runs `parts` in order, each as a transaction of its own (its role set
+/// at its start, as [`run`] does), all in one round trip on one
+/// connection; returns each part's rows. Reads that stand apart but are
+/// needed together (a stream's session check and its read; the facts a
+/// turn reads before its first model call) then cost one round trip
+/// instead of one each, and one connection. The first part that fails
+/// ends the trip: the later parts do not run.
+pub async fn run_parts(pool: &PgPool, parts: Vec<Part>) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
+    let statements: Vec<&'static Statement> = parts.iter().map(|p| p.statement).collect();
+    let query = parts
+        .into_iter()
+        .map(|part| {
+            let role = match part.who {
+                As::User(user_id) => super::user_role(user_id),
+                As::Service => super::SERVICE_ROLE.to_owned(),
+            };
+            let args: Vec<String> = part.args.into_iter().map(|a| a.0).collect();
+            // `execute name()` is a syntax error: no parentheses for none.
+            let args = if args.is_empty() {
+                String::new()
+            } else {
+                format!("({})", args.join(", "))
+            };
+            format!(
+                "begin; {role}; execute {}{args}; commit",
+                part.statement.name
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
     let pool = pool.clone();
     super::detached(async move {
         let mut conn = pool.acquire().await?;
-        match send(&mut conn, format!("{role}; {execute}")).await {
+        match send(&mut conn, &query, statements.len()).await {
             Err(err) if not_prepared(&err) => {
-                let prepare = format!(
-                    "prepare {} {} as {}",
-                    statement.name, statement.params, statement.sql
-                );
-                send(&mut conn, format!("{role}; {prepare}; {execute}")).await
+                for statement in &statements {
+                    prepare(&mut conn, statement).await?;
+                }
+                send(&mut conn, &query, statements.len()).await
             }
             result => result,
         }
@@ -122,17 +180,64 @@ pub async fn run(
     .await
 }
 
-/// Sends one simple query; the rows of its last statement.
-async fn send(conn: &mut sqlx::PgConnection, sql: String) -> Result<Vec<PgRow>, sqlx::Error> {
-    let mut results = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_many(&mut *conn);
-    let (mut rows, mut last) = (Vec::new(), Vec::new());
-    while let Some(item) = results.try_next().await? {
-        match item {
-            Either::Left(_done) => last = std::mem::take(&mut rows),
-            Either::Right(row) => rows.push(row),
+/// The statements of each part: `begin`, the role, `execute`, `commit`.
+const PER_PART: usize = 4;
+/// Which of them is the `execute`.
+const EXECUTE: usize = 2;
+
+/// Sends one simple query of `parts` parts; the rows of each part's
+/// `execute`. A failed part leaves its transaction aborted (the rest of
+/// the query is skipped): it is rolled back before the connection is
+/// used again, or the connection is closed.
+async fn send(
+    conn: &mut PoolConnection<Postgres>,
+    query: &str,
+    parts: usize,
+) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
+    let result = async {
+        let mut results =
+            sqlx::raw_sql(sqlx::AssertSqlSafe(query.to_owned())).fetch_many(&mut **conn);
+        let mut rows: Vec<Vec<PgRow>> = (0..parts).map(|_| Vec::new()).collect();
+        let mut statement = 0;
+        while let Some(item) = results.try_next().await? {
+            match item {
+                Either::Left(_done) => statement += 1,
+                Either::Right(row) if statement % PER_PART == EXECUTE => {
+                    rows[statement / PER_PART].push(row);
+                }
+                Either::Right(_) => {}
+            }
         }
+        Ok(rows)
     }
-    Ok(last)
+    .await;
+    if result.is_err()
+        && sqlx::raw_sql("rollback")
+            .execute(&mut **conn)
+            .await
+            .is_err()
+    {
+        conn.close_on_drop();
+    }
+    result
+}
+
+/// Prepares `statement` on this connection, unless it already is.
+async fn prepare(
+    conn: &mut PoolConnection<Postgres>,
+    statement: &Statement,
+) -> Result<(), sqlx::Error> {
+    let prepare = format!(
+        "prepare {} {} as {}",
+        statement.name, statement.params, statement.sql
+    );
+    match sqlx::raw_sql(sqlx::AssertSqlSafe(prepare))
+        .execute(&mut **conn)
+        .await
+    {
+        Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("42P05") => Ok(()),
+        result => result.map(drop),
+    }
 }
 
 /// "prepared statement does not exist" (SQLSTATE 26000).
@@ -160,6 +265,7 @@ mod tests {
             Arg::uuid(Uuid::nil()),
             Arg::int(i64::MIN),
             Arg::int(i64::MAX),
+            Arg::null(),
         ] {
             assert!(quoted_parts_are_inert(&arg), "{arg:?}");
             assert!(!arg.0.contains(';'), "{arg:?}");

@@ -10,9 +10,11 @@
 //! it is restored: then every stream reads again. An idle stream costs the
 //! database nothing of its own.
 //!
-//! A stream lives only as long as the session that opened it: before every
+//! A stream lives only as long as the session that opened it: with every
 //! read (so before each delivery batch) it re-checks the session by its
-//! token hash (`session::is_live`, one indexed read), and at least once per
+//! token hash (`session::is_live`, one indexed read, in the read's round
+//! trip, `db::trip`), and delivers the batch only if the session is
+//! live; and at least once per
 //! keep-alive period the instance re-checks the sessions of all its open
 //! streams in one read (`stream_sessions`). It ends when the session was
 //! signed out, signed out from another session, or expired. Nothing read
@@ -68,31 +70,35 @@ struct Follow {
 }
 
 impl Follow {
-    /// Whether the session that opened the stream is still live.
-    async fn session_live(&self) -> bool {
-        let idle = self.state.config.session_idle();
-        match session::is_live(&self.state.db, &self.token_hash, idle).await {
-            Ok(true) => true,
-            Ok(false) => {
-                tracing::info!(chat.id = %self.chat_id, "session ended; closing its stream");
-                false
-            }
+    /// The session's check and the events after `last` (at most a page),
+    /// in one round trip ([`db::trip`]: two transactions, the check as
+    /// the service, the read as the user). `None` when the session ended,
+    /// or either failed: nothing read is then delivered.
+    async fn batch(&self) -> Option<Vec<(i64, serde_json::Value)>> {
+        let chat_id = self.chat_id;
+        let parts = vec![
+            session::is_live(&self.token_hash, self.state.config.session_idle()),
+            events::after_part(self.user_id.into(), chat_id.into(), self.last, PAGE),
+        ];
+        let rows = match db::trip::run_parts(&self.state.db, parts).await {
+            Ok(rows) => rows,
             Err(err) => {
                 // Fail closed; the browser reconnects with Last-Event-ID.
-                tracing::warn!(error = %err, chat.id = %self.chat_id, "stream session check failed");
-                false
+                tracing::warn!(error = %err, chat.id = %chat_id, "stream read failed");
+                return None;
+            }
+        };
+        match session::live_in(&rows[0]).map(|live| live.then(|| events::events_in(&rows[1]))) {
+            Ok(Some(Ok(events))) => Some(events),
+            Ok(None) => {
+                tracing::info!(chat.id = %chat_id, "session ended; closing its stream");
+                None
+            }
+            Ok(Some(Err(err))) | Err(err) => {
+                tracing::warn!(error = %err, chat.id = %chat_id, "stream read failed");
+                None
             }
         }
-    }
-
-    /// The events after `last`, at most a page.
-    async fn read(
-        state: &AppState,
-        user_id: Uuid,
-        chat_id: Uuid,
-        last: i64,
-    ) -> Result<Vec<(i64, serde_json::Value)>, sqlx::Error> {
-        events::after(&state.db, user_id.into(), chat_id.into(), last, PAGE).await
     }
 
     /// Waits for a wake-up about this chat past `last` (or a restored
@@ -134,34 +140,13 @@ impl Follow {
             if self.caught_up && !self.wait().await {
                 return None;
             }
-            // Before every batch the session is checked, beside the read
-            // (two connections, one round trip's wait); the batch is
-            // delivered only if the session is live. Both are boxed: their
-            // state (~3 KB) then exists only while they run, and an idle
-            // stream, parked in `wait`, is small.
-            let (live, rows) = tokio::join!(
-                Box::pin(self.session_live()),
-                Box::pin(Self::read(
-                    &self.state,
-                    self.user_id,
-                    self.chat_id,
-                    self.last
-                )),
-            );
-            if !live {
-                return None;
-            }
-            match rows {
-                Ok(rows) => {
-                    self.caught_up = rows.len() < PAGE as usize;
-                    self.buffer.extend(rows);
-                }
-                Err(err) => {
-                    // End the stream; the browser reconnects with Last-Event-ID.
-                    tracing::warn!(error = %err, chat.id = %self.chat_id, "stream read failed");
-                    return None;
-                }
-            }
+            // Before every batch the session is checked, with the read
+            // (one round trip); the batch is delivered only if the session
+            // is live. Boxed: its state then exists only while it runs, and
+            // an idle stream, parked in `wait`, is small.
+            let rows = Box::pin(self.batch()).await?;
+            self.caught_up = rows.len() < PAGE as usize;
+            self.buffer.extend(rows);
         }
     }
 }
@@ -259,12 +244,7 @@ mod tests {
         let next = future_size(Follow::next);
         let wait = future_size(|follow: &'static mut Follow| follow.wait());
         // What one batch's check and read add while they run.
-        let batch = future_size(|follow: &'static Follow| async move {
-            tokio::join!(
-                follow.session_live(),
-                Follow::read(&follow.state, follow.user_id, follow.chat_id, follow.last)
-            )
-        });
+        let batch = future_size(|follow: &'static Follow| follow.batch());
         let held = std::mem::size_of::<Follow>();
         // Here (debug build): next 1,592 B, the stream 504 B, its wait
         // 576 B, a batch 560 B. When the batch began its own transactions

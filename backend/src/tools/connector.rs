@@ -20,7 +20,11 @@ use crate::{
     approvals::{self, Waited},
     audit,
     connectors::session::{open_session_asking, refused},
-    db, digest,
+    db::{
+        self,
+        trip::{Arg, As, Part, Statement},
+    },
+    digest,
     gate::{self, AlwaysGrant, Decision, Facts},
     ids::{ChatId, ConnectorId, PendingCallId, TurnId, UserId},
     inputs::{Asking, CardAsker},
@@ -35,6 +39,7 @@ use countersign_api::{
     Resolution, ToolCallStatus, provenance::Source,
 };
 use serde_json::{Map, Value, json};
+use sqlx::{FromRow as _, Row as _};
 use std::{sync::Arc, time::Instant};
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -47,8 +52,8 @@ executes; the user may decline.";
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ConnectorTools;
 
-/// A kept tool as stored, with its connector.
-#[derive(Debug, Clone)]
+/// A kept tool as stored, with its connector ([`KEPT`]'s row).
+#[derive(Debug, Clone, sqlx::FromRow)]
 struct Kept {
     connector_id: ConnectorId,
     connector_name: String,
@@ -163,11 +168,9 @@ impl Kept {
     }
 }
 
-/// Which of the user's kept tools to read.
+/// Which of the user's kept tools to read, when not all of them.
 #[derive(Debug, Clone, Copy)]
 enum Which<'a> {
-    /// All of them, by model name.
-    All,
     /// The one offered to the model under this name.
     ModelName(&'a str),
     /// The one with this name on this connector.
@@ -175,44 +178,92 @@ enum Which<'a> {
 }
 
 /// The user's kept (or changed) tools that are not removed, with their
-/// connectors: one statement for every [`Which`], so the columns and the
-/// "kept" rule are written once.
+/// connectors: all of them (`$2`, `$3`, `$4` null), the one offered to
+/// the model as `$2`, or tool `$4` on connector `$3`. One statement for
+/// every case, so the columns and the "kept" rule are written once.
+static KEPT: Statement = Statement {
+    name: "cs_kept_tools",
+    params: "(uuid, text, uuid, text)",
+    sql: "select c.id as connector_id, c.name as connector_name, c.url, \
+                 c.trust_annotations, t.name as tool_name, t.model_name, \
+                 t.descriptor_digest, t.reviewed_descriptor, t.reviewed_digest, \
+                 t.requires_confirmation \
+            from connector_tools t join connectors c on c.id = t.connector_id \
+           where t.user_id = $1 and c.user_id = $1 \
+             and t.review_state in ('kept', 'changed') and not t.removed \
+             and ($2::text is null or t.model_name = $2) \
+             and ($3::uuid is null or (c.id = $3 and t.name = $4)) \
+           order by t.model_name",
+};
+
+/// The user's connectors whose tool lists are older than `$2`
+/// milliseconds (or were never checked) and hold kept tools.
+static STALE: Statement = Statement {
+    name: "cs_stale_connectors",
+    params: "(uuid, int8)",
+    sql: "select c.id from connectors c \
+           where c.user_id = $1 \
+             and (c.last_checked_at is null \
+                  or c.last_checked_at < now() - make_interval(secs => $2 / 1000.0)) \
+             and exists (select 1 from connector_tools t \
+                          where t.connector_id = c.id and t.review_state in ('kept', 'changed'))",
+};
+
+/// The statements [`db::trip`] runs here, for the test that prepares them all.
+pub static TRIPS: [&Statement; 2] = [&KEPT, &STALE];
+
+/// All of the user's kept tools, as a part of a trip.
+fn all_kept(user_id: UserId) -> Part {
+    Part {
+        who: As::User(user_id),
+        statement: &KEPT,
+        args: vec![Arg::uuid(user_id), Arg::null(), Arg::null(), Arg::null()],
+    }
+}
+
+/// The user's connectors with old tool lists ([`STALE`]), as a part of a
+/// trip.
+fn stale(state: &AppState, user_id: UserId) -> Part {
+    let max_age =
+        i64::try_from(state.config.tools_max_age_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+    Part {
+        who: As::User(user_id),
+        statement: &STALE,
+        args: vec![Arg::uuid(user_id), Arg::int(max_age)],
+    }
+}
+
+/// One kept tool ([`Which`]): a statement with text parameters (a name
+/// the model chose), so bound, in a transaction, not a trip.
 async fn kept(
     state: &AppState,
     user_id: UserId,
     which: Which<'_>,
-) -> Result<Vec<Kept>, sqlx::Error> {
+) -> Result<Option<Kept>, sqlx::Error> {
     let (model_name, connector, tool_name) = match which {
-        Which::All => (None, None, None),
         Which::ModelName(name) => (Some(name), None, None),
         Which::OnConnector(id, name) => (None, Some(id), Some(name)),
     };
     let mut tx = db::user_tx(&state.db, user_id).await?;
-    let rows = sqlx::query_as!(
-        Kept,
-        r#"select c.id as "connector_id: _", c.name as connector_name, c.url,
-                  c.trust_annotations, t.name as tool_name, t.model_name,
-                  t.descriptor_digest, t.reviewed_descriptor, t.reviewed_digest,
-                  t.requires_confirmation
-             from connector_tools t join connectors c on c.id = t.connector_id
-            where t.user_id = $1 and c.user_id = $1
-              and t.review_state in ('kept', 'changed') and not t.removed
-              and ($2::text is null or t.model_name = $2)
-              and ($3::uuid is null or (c.id = $3 and t.name = $4))
-            order by t.model_name"#,
-        user_id as UserId,
-        model_name,
-        connector as Option<ConnectorId>,
-        tool_name,
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    let row = sqlx::query_as::<_, Kept>(sqlx::AssertSqlSafe(KEPT.sql))
+        .bind(user_id)
+        .bind(model_name)
+        .bind(connector)
+        .bind(tool_name)
+        .fetch_optional(&mut *tx)
+        .await?;
     db::end_read(tx);
-    Ok(rows)
+    Ok(row)
 }
 
+/// All of the user's kept tools, in one round trip.
 async fn kept_tools(state: &AppState, user_id: UserId) -> Result<Vec<Kept>, sqlx::Error> {
-    kept(state, user_id, Which::All).await
+    let mut rows = db::trip::run_parts(&state.db, vec![all_kept(user_id)]).await?;
+    rows.pop()
+        .unwrap_or_default()
+        .iter()
+        .map(Kept::from_row)
+        .collect()
 }
 
 async fn kept_by_model_name(
@@ -220,10 +271,7 @@ async fn kept_by_model_name(
     user_id: UserId,
     model_name: &str,
 ) -> Result<Option<Kept>, sqlx::Error> {
-    Ok(kept(state, user_id, Which::ModelName(model_name))
-        .await?
-        .into_iter()
-        .next())
+    kept(state, user_id, Which::ModelName(model_name)).await
 }
 
 async fn kept_by_connector(
@@ -232,12 +280,7 @@ async fn kept_by_connector(
     connector_id: ConnectorId,
     tool_name: &str,
 ) -> Result<Option<Kept>, sqlx::Error> {
-    Ok(
-        kept(state, user_id, Which::OnConnector(connector_id, tool_name))
-            .await?
-            .into_iter()
-            .next(),
-    )
+    kept(state, user_id, Which::OnConnector(connector_id, tool_name)).await
 }
 
 /// The user's always-allow rule for this tool, compared with its current
@@ -267,24 +310,6 @@ async fn always_grant(
 
 /// The user's connectors with kept tools whose tool list is older than
 /// `COUNTERSIGN_TOOLS_MAX_AGE_SECS`: the ones [`refresh_connectors`] fetches again.
-async fn stale_connectors(state: &AppState, user_id: UserId) -> Result<Vec<Uuid>, sqlx::Error> {
-    let mut tx = db::user_tx(&state.db, user_id).await?;
-    let ids = sqlx::query_scalar!(
-        "select c.id from connectors c
-          where c.user_id = $1
-            and (c.last_checked_at is null
-                 or c.last_checked_at < now() - make_interval(secs => $2::float8))
-            and exists (select 1 from connector_tools t
-                         where t.connector_id = c.id and t.review_state in ('kept', 'changed'))",
-        user_id as UserId,
-        state.config.tools_max_age_secs as f64,
-    )
-    .fetch_all(&mut *tx)
-    .await?;
-    db::end_read(tx);
-    Ok(ids)
-}
-
 /// Refreshes connectors `ids` of the user (best effort: a connector that
 /// cannot be reached keeps its stored list and records the error).
 async fn refresh_connectors(state: &AppState, user_id: UserId, ids: Vec<Uuid>) {
@@ -596,15 +621,25 @@ impl ToolBox for ConnectorTools {
     fn tools_for<'a>(&'a self, state: &'a AppState, user_id: Uuid) -> BoxFuture<'a, Vec<ToolSpec>> {
         Box::pin(async move {
             let user_id = UserId::from(user_id);
-            // Three independent reads, side by side: which tool lists are
-            // old, the kept tools, the policy. Mostly none is old, and the
-            // tools read is the one to use; otherwise those connectors are
-            // fetched again and the tools read again, after the refresh.
-            let read = tokio::try_join!(
-                stale_connectors(state, user_id),
-                kept_tools(state, user_id),
-                policy::current(&state.db),
-            );
+            // Three independent reads, in one round trip: which tool lists
+            // are old, the kept tools, the policy. Mostly none is old, and
+            // the tools read is the one to use; otherwise those connectors
+            // are fetched again and the tools read again, after the
+            // refresh.
+            let parts = vec![stale(state, user_id), all_kept(user_id), policy::now()];
+            let read = db::trip::run_parts(&state.db, parts)
+                .await
+                .and_then(|rows| {
+                    let stale = rows[0]
+                        .iter()
+                        .map(|row| row.try_get(0))
+                        .collect::<Result<Vec<Uuid>, _>>()?;
+                    let tools = rows[1]
+                        .iter()
+                        .map(Kept::from_row)
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok((stale, tools, policy::policy_in(&rows[2])?))
+                });
             let read = match read {
                 Ok((stale, _, policy)) if !stale.is_empty() => {
                     refresh_connectors(state, user_id, stale).await;

@@ -147,10 +147,11 @@ async fn the_servers_connections_keep_one_plan_per_statement() {
 
 /// A read sent as a transaction by itself (`db::trip`): it runs as the
 /// user it names, under row-level security, and its role and user id end
-/// with it, whether it succeeded or failed.
+/// with it, whether it succeeded or failed; in a trip of several parts,
+/// each part runs as its own role, whatever the part before it ran as.
 #[tokio::test]
 async fn a_trip_runs_as_its_user_and_leaves_nothing_on_its_connection() {
-    use countersign::{auth::session, events};
+    use countersign::{auth::session, db::trip, events};
     use countersign_api::ChatEvent;
     let app = spawn_app().await;
     let (alice, _) = app.signed_up_user().await;
@@ -221,18 +222,82 @@ async fn a_trip_runs_as_its_user_and_leaves_nothing_on_its_connection() {
     let failed = events::after(&pool, bob.into(), bobs_chat.into(), 0, -1).await;
     assert!(failed.is_err(), "{failed:?}");
     assert_eq!(left_behind().await, nothing, "after a trip that failed");
+
+    // Several parts in one trip, each as its own role: a stream's batch.
+    // Alice's read after a service check is still only Alice's.
+    let live = || session::is_live(&[0; 32], Duration::from_secs(60));
+    let rows = trip::run_parts(
+        &pool,
+        vec![
+            live(),
+            events::after_part(alice.into(), bobs_chat.into(), 0, 100),
+        ],
+    )
+    .await
+    .expect("trip");
+    assert!(
+        !session::live_in(&rows[0]).expect("live"),
+        "no session has that token"
+    );
+    assert!(
+        rows[1].is_empty(),
+        "Alice read Bob's events: {:?}",
+        rows[1].len()
+    );
+    assert_eq!(left_behind().await, nothing, "after a two-part trip");
+
+    // Bob's read, then a service check: each part sees what its role sees.
+    let rows = trip::run_parts(
+        &pool,
+        vec![
+            events::after_part(bob.into(), bobs_chat.into(), seq - 1, 100),
+            live(),
+        ],
+    )
+    .await
+    .expect("trip");
+    assert_eq!(events::events_in(&rows[0]).expect("events").len(), 1);
+    assert!(
+        !session::live_in(&rows[1]).expect("live"),
+        "no session has that token"
+    );
+    assert_eq!(left_behind().await, nothing, "after a two-part trip");
+
+    // A first part that fails ends the trip, and nothing is left behind:
+    // its transaction is rolled back, not left aborted on the connection.
+    let failed = trip::run_parts(
+        &pool,
+        vec![
+            events::after_part(bob.into(), bobs_chat.into(), 0, -1),
+            live(),
+        ],
+    )
+    .await;
+    assert!(failed.is_err(), "{failed:?}");
+    assert_eq!(
+        left_behind().await,
+        nothing,
+        "after a two-part trip that failed"
+    );
 }
 
 /// Every statement a trip runs prepares against the schema, as the role
 /// it runs as: a renamed column fails here, not on a user's request.
 #[tokio::test]
 async fn every_trip_statement_prepares_against_the_schema() {
-    use countersign::{auth::session, db::trip::Statement, events};
+    use countersign::{auth::session, db::trip::Statement, events, models, policy, tools};
     let app = spawn_app().await;
     let statements: Vec<(&Statement, &str)> = events::TRIPS
         .iter()
+        .chain(&tools::connector::TRIPS)
         .map(|s| (*s, "authenticated"))
-        .chain(session::TRIPS.iter().map(|s| (*s, "service_role")))
+        .chain(
+            session::TRIPS
+                .iter()
+                .chain(&policy::TRIPS)
+                .chain(&models::TRIPS)
+                .map(|s| (*s, "service_role")),
+        )
         .collect();
     for (statement, role) in statements {
         let mut conn = app.pool.acquire().await.expect("connection");
