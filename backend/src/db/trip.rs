@@ -140,7 +140,9 @@ pub async fn run(
 /// needed together (a stream's session check and its read; the facts a
 /// turn reads before its first model call) then cost one round trip
 /// instead of one each, and one connection. The first part that fails
-/// ends the trip: the later parts do not run.
+/// ends the trip: the later parts do not run. Parts should be reads: on
+/// a connection's first use of a statement the trip is sent again, and
+/// the parts before the one that was not prepared yet run twice.
 pub async fn run_parts(pool: &PgPool, parts: Vec<Part>) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
     let statements: Vec<&'static Statement> = parts.iter().map(|p| p.statement).collect();
     let query = parts
