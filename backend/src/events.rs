@@ -138,8 +138,7 @@ pub async fn after(
     after: i64,
     limit: i64,
 ) -> Result<Vec<(i64, serde_json::Value)>, sqlx::Error> {
-    let mut rows = trip::run_parts(pool, vec![after_part(user_id, chat_id, after, limit)]).await?;
-    events_in(&rows.pop().unwrap_or_default())
+    events_in(&trip::run(pool, after_part(user_id, chat_id, after, limit)).await?)
 }
 
 /// [`after`] as a part of a larger [`trip`]; read its rows with

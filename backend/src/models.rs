@@ -140,10 +140,8 @@ impl UserKeys {
             statement: &SEALED_KEYS,
             args: vec![Arg::uuid(user_id)],
         };
-        let mut rows = db::trip::run_parts(&state.db, vec![part]).await?;
-        let sealed = rows
-            .pop()
-            .unwrap_or_default()
+        let sealed = db::trip::run(&state.db, part)
+            .await?
             .iter()
             .map(|row| {
                 Ok((

@@ -260,8 +260,7 @@ pub fn parse_hosts(list: &[String]) -> Result<Vec<String>, PolicyError> {
 
 /// The policy now, in one round trip ([`db::trip`]).
 pub async fn current(pool: &PgPool) -> Result<Policy, sqlx::Error> {
-    let mut rows = db::trip::run_parts(pool, vec![now()]).await?;
-    policy_in(&rows.pop().unwrap_or_default())
+    policy_in(&db::trip::run(pool, now()).await?)
 }
 
 /// The policy now.

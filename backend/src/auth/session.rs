@@ -146,13 +146,12 @@ pub async fn lookup(
     token: &str,
     idle: Duration,
 ) -> Result<Option<SessionUser>, AuthError> {
-    let rows = trip::run(
-        pool,
-        As::Service,
-        &LOOKUP,
-        vec![Arg::bytes(&token_hash(token)), idle_millis(idle)],
-    )
-    .await?;
+    let lookup = Part {
+        who: As::Service,
+        statement: &LOOKUP,
+        args: vec![Arg::bytes(&token_hash(token)), idle_millis(idle)],
+    };
+    let rows = trip::run(pool, lookup).await?;
     let Some(row) = rows.first() else {
         return Ok(None);
     };

@@ -112,25 +112,12 @@ pub struct Part {
     pub args: Vec<Arg>,
 }
 
-/// Runs `statement` with `args` as `who`, in one round trip and one
-/// transaction of its own; returns its rows (text format: read them with
-/// `Row::try_get`, which parses them). Like [`super::user_tx`]'s `BEGIN`,
-/// it runs in a task of its own (`db::detached`).
-pub async fn run(
-    pool: &PgPool,
-    who: As,
-    statement: &'static Statement,
-    args: Vec<Arg>,
-) -> Result<Vec<PgRow>, sqlx::Error> {
-    let mut rows = run_parts(
-        pool,
-        vec![Part {
-            who,
-            statement,
-            args,
-        }],
-    )
-    .await?;
+/// Runs `part`, in one round trip and one transaction of its own;
+/// returns its rows (text format: read them with `Row::try_get`, which
+/// parses them). Like [`super::user_tx`]'s `BEGIN`, it runs in a task of
+/// its own (`db::detached`).
+pub async fn run(pool: &PgPool, part: Part) -> Result<Vec<PgRow>, sqlx::Error> {
+    let mut rows = run_parts(pool, vec![part]).await?;
     Ok(rows.pop().unwrap_or_default())
 }
 

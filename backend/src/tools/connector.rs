@@ -258,9 +258,8 @@ async fn kept(
 
 /// All of the user's kept tools, in one round trip.
 async fn kept_tools(state: &AppState, user_id: UserId) -> Result<Vec<Kept>, sqlx::Error> {
-    let mut rows = db::trip::run_parts(&state.db, vec![all_kept(user_id)]).await?;
-    rows.pop()
-        .unwrap_or_default()
+    db::trip::run(&state.db, all_kept(user_id))
+        .await?
         .iter()
         .map(Kept::from_row)
         .collect()
