@@ -20,7 +20,11 @@
 //! whichever instance took the decision and polling as a fallback.
 
 use crate::{
-    AppState, Config, db,
+    AppState, Config,
+    db::{
+        self,
+        trip::{Arg, As, Part, Statement},
+    },
     digest::{canonical, sha256_hex},
     events,
     ids::{ChatId, ConnectorId, PendingCallId, ToolContext, TurnId, UserId},
@@ -33,7 +37,7 @@ use countersign_api::{
 use hmac::{Hmac, KeyInit as _, Mac as _};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
-use sqlx::types::Json;
+use sqlx::{FromRow as _, Row as _, types::Json};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, OnceLock},
@@ -195,7 +199,7 @@ impl ApprovalKeys {
 }
 
 /// A ledger row.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Row {
     /// Ledger id.
     pub id: PendingCallId,
@@ -609,28 +613,36 @@ pub async fn decide(
 ) -> Result<PendingCallStatus, DecideError> {
     let status = verdict.status();
     let grant = (verdict == Verdict::Approve).then_some(grant.as_str());
-    let mut tx = db::service_tx(&state.db).await?;
     // The decision and its NOTIFY (to every instance, once committed) in
-    // one statement: a row comes back only when the UPDATE changed one.
-    let decided = sqlx::query_scalar!(
-        r#"with decided as (
-             update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now()
-              where id = $1 and user_id = $2 and status = 'pending' and expires_at > now()
-                and arguments_digest = $3 and ($5::text is null or $5 = any (offered_grants))
-              returning id
-           )
-           select true as "decided!" from decided, lateral (select pg_notify($6, decided.id::text)) as wake"#,
-        id as PendingCallId,
-        user_id as UserId,
-        arguments_digest,
-        status.as_str(),
-        grant,
-        events::APPROVALS_CHANNEL,
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    if decided.is_some() {
-        tx.commit().await?;
+    // one statement, a transaction of its own in one round trip: a row
+    // comes back only when the UPDATE changed one. The digest was checked
+    // to be 64 hex digits, so it travels as the bytes they spell.
+    let digest = hex::decode(arguments_digest)
+        .ok()
+        .filter(|bytes| hex::encode(bytes) == arguments_digest);
+    let decided = match &digest {
+        Some(digest) => db::trip::run(
+            &state.db,
+            Part {
+                who: As::Service,
+                statement: &DECIDE,
+                args: vec![
+                    Arg::uuid(id),
+                    Arg::uuid(user_id),
+                    Arg::bytes(digest),
+                    Arg::word(status.as_str()),
+                    grant.map_or_else(Arg::null, Arg::word),
+                ],
+            },
+        )
+        .await?
+        .first()
+        .map(|row| row.try_get::<bool, _>(0))
+        .transpose()?
+        .unwrap_or(false),
+        None => false,
+    };
+    if decided {
         // A turn of this instance that waits for it wakes now, without
         // the NOTIFY's hop and the watcher's read; any other instance's
         // watcher reads it on the NOTIFY. The status is what this very
@@ -644,6 +656,7 @@ pub async fn decide(
         });
         return Ok(status);
     }
+    let mut tx = db::service_tx(&state.db).await?;
     let why = sqlx::query!(
         r#"select status as "status: PendingCallStatus", expires_at <= now() as "late!",
                   arguments_digest = $3 as "same!",
@@ -665,6 +678,53 @@ pub async fn decide(
         Some((Pending, false, true, false)) => DecideError::GrantNotOffered,
         _ => DecideError::NotFound,
     })
+}
+
+/// [`decide`]'s conditional UPDATE with its NOTIFY: `$3` is the digest's
+/// bytes, `$4` the status, `$5` the grant (or null).
+static DECIDE: Statement = Statement {
+    name: "cs_decide",
+    params: "(uuid, uuid, bytea, text, text)",
+    sql: "with decided as ( \
+            update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now() \
+             where id = $1 and user_id = $2 and status = 'pending' and expires_at > now() \
+               and arguments_digest = encode($3, 'hex') \
+               and ($5 is null or $5 = any (offered_grants)) \
+            returning id) \
+          select true from decided, \
+                 lateral (select pg_notify('countersign_approvals', decided.id::text)) as wake",
+};
+
+/// [`claim`]'s UPDATE: `approved → executing`, returning the row.
+static CLAIM: Statement = Statement {
+    name: "cs_claim",
+    params: "(uuid)",
+    sql: "update mcp_pending_calls set status = 'executing', claimed_at = now() \
+           where id = $1 and status = 'approved' \
+          returning id, user_id, chat_id, turn_id, call_id, connector_id, connector_name, \
+                    tool_name, model_tool_name, arguments, arguments_canonical, \
+                    arguments_digest, descriptor_digest, destination, destination_url, reason, \
+                    offered_grants as offered_grants_stored, status, grant_kind, hmac_key_id, \
+                    hmac, error, expires_at, decide_by, decided_at, claimed_at, provenance",
+};
+
+/// [`grant_of`]'s read.
+static GRANT_OF: Statement = Statement {
+    name: "cs_grant_of",
+    params: "(uuid)",
+    sql: "select grant_kind from mcp_pending_calls where id = $1",
+};
+
+/// The statements [`db::trip`] runs here, for the test that prepares them all.
+pub static TRIPS: [&Statement; 3] = [&DECIDE, &CLAIM, &GRANT_OF];
+
+/// `statement` on pending call `id`, as the service.
+fn of_call(statement: &'static Statement, id: PendingCallId) -> Part {
+    Part {
+        who: As::Service,
+        statement,
+        args: vec![Arg::uuid(id)],
+    }
 }
 
 /// How a wait ended.
@@ -821,23 +881,9 @@ async fn cancel_one(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx:
 
 /// `approved → executing`, exactly one winner. Returns the row as stored.
 pub async fn claim(state: &AppState, id: PendingCallId) -> Result<Option<Row>, sqlx::Error> {
-    let mut tx = db::service_tx(&state.db).await?;
-    let row = sqlx::query_as!(
-        Row,
-        r#"update mcp_pending_calls set status = 'executing', claimed_at = now()
-            where id = $1 and status = 'approved'
-        returning id as "id: _", user_id as "user_id: _", chat_id as "chat_id: _",
-                  turn_id as "turn_id: _", call_id, connector_id as "connector_id: _",
-                  connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
-                  arguments_digest, descriptor_digest, destination, destination_url, reason,
-                  offered_grants as offered_grants_stored, status as "status: _", grant_kind,
-                  hmac_key_id, hmac, error, expires_at, decide_by, decided_at, claimed_at,
-                  provenance as "provenance: Json<Provenance>""#,
-        id as PendingCallId,
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    tx.commit().await?;
+    // A transaction of its own, in one round trip.
+    let rows = db::trip::run(&state.db, of_call(&CLAIM, id)).await?;
+    let row = rows.first().map(Row::from_row).transpose()?;
     // Both instants are the database's, whichever instance decided.
     if let Some(Row {
         decided_at: Some(decided),
@@ -956,14 +1002,11 @@ pub async fn grant_of(
     state: &AppState,
     id: PendingCallId,
 ) -> Result<Option<GrantKind>, sqlx::Error> {
-    let mut tx = db::service_tx(&state.db).await?;
-    let grant = sqlx::query_scalar!(
-        "select grant_kind from mcp_pending_calls where id = $1",
-        id as PendingCallId,
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    tx.commit().await?;
+    let rows = db::trip::run(&state.db, of_call(&GRANT_OF, id)).await?;
+    let grant: Option<Option<String>> = rows
+        .first()
+        .map(|row| row.try_get("grant_kind"))
+        .transpose()?;
     Ok(grant.flatten().as_deref().map(GrantKind::from_wire))
 }
 
@@ -1238,7 +1281,16 @@ async fn watch_loop(state: AppState, mut wake: tokio::sync::broadcast::Receiver<
                 _ => {}
             },
         }
-        let ids: Vec<PendingCallId> = state.watcher.lock().keys().copied().collect();
+        // Only the calls whose status this instance does not know yet: a
+        // decision taken here was told at once (`settle`), and its NOTIFY,
+        // which comes back here too, needs no read.
+        let ids: Vec<PendingCallId> = state
+            .watcher
+            .lock()
+            .iter()
+            .filter(|(_, status)| status.borrow().is_none())
+            .map(|(id, _)| *id)
+            .collect();
         if !ids.is_empty() {
             match decided_among(&state, &ids).await {
                 Ok(decided) => {
@@ -1288,6 +1340,15 @@ mod tests {
             arguments_digest: digest,
             expires_at_micros: 1_700_000_000_000_000,
         }
+    }
+
+    #[test]
+    fn a_decision_wakes_the_approvals_channel() {
+        assert!(
+            DECIDE
+                .sql
+                .contains(&format!("pg_notify('{}',", events::APPROVALS_CHANNEL))
+        );
     }
 
     #[test]

@@ -16,11 +16,15 @@ pub mod refresh;
 pub mod session;
 
 use crate::{
-    db::{self, Tx},
+    db::{
+        self, Tx,
+        trip::{Arg, As, Part, Statement},
+    },
     secrets::{Sealed, SecretBox},
 };
 use countersign_api::{AuthType, ReviewState, ReviewedTool};
 use serde_json::Value;
+use sqlx::{Row as _, postgres::PgRow};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -56,6 +60,10 @@ pub enum ConnectorError {
          {0} is not one of them."
     )]
     ForbiddenByPolicy(String),
+    /// The connector's URL is no longer the one about to be dialled
+    /// (it changed since it was read): nothing was sent.
+    #[error("The connector's address changed; nothing was sent to it. Try again.")]
+    Moved,
     /// Connecting or listing failed; the message says why.
     #[error("{0}")]
     Unreachable(String),
@@ -540,9 +548,90 @@ pub async fn load_auth(
     let Some(sealed) = sealed else {
         return Ok(Auth::None);
     };
+    open_sealed(secrets, user_id, connector_id, &sealed)
+}
+
+/// [`load_auth`] for a connection to `url`: the credentials only while
+/// the connector still points there, read in the same statement as its
+/// URL. A URL change replaces the credentials with the URL, in one
+/// transaction; a caller that read the URL earlier (a call's card, a
+/// refresh) and dials it now would otherwise send the new URL's
+/// credentials to the old one, had the change landed in between.
+pub async fn load_auth_at(
+    pool: &sqlx::PgPool,
+    secrets: Option<&SecretBox>,
+    user_id: Uuid,
+    connector_id: Uuid,
+    url: &str,
+) -> Result<Auth, ConnectorError> {
+    let rows = db::trip::run(pool, credentials(user_id, connector_id)).await?;
+    auth_at(&rows, secrets, user_id, connector_id, url)
+}
+
+/// The connector's URL and sealed credentials, as a part of a trip; read
+/// them with [`auth_at`].
+pub fn credentials(user_id: Uuid, connector_id: Uuid) -> Part {
+    Part {
+        who: As::Service,
+        statement: &CREDENTIALS,
+        args: vec![Arg::uuid(connector_id), Arg::uuid(user_id)],
+    }
+}
+
+static CREDENTIALS: Statement = Statement {
+    name: "cs_connector_credentials",
+    params: "(uuid, uuid)",
+    sql: "select c.url, s.key_id, s.nonce, s.ciphertext \
+            from connectors c \
+            left join connector_secrets s on s.connector_id = c.id and s.user_id = c.user_id \
+           where c.id = $1 and c.user_id = $2",
+};
+
+/// The statements [`db::trip`] runs here, for the test that prepares them all.
+pub static TRIPS: [&Statement; 1] = [&CREDENTIALS];
+
+/// The credentials from [`credentials`]' rows, if the connector is still
+/// at `url` ([`ConnectorError::Moved`] if not).
+pub fn auth_at(
+    rows: &[PgRow],
+    secrets: Option<&SecretBox>,
+    user_id: Uuid,
+    connector_id: Uuid,
+    url: &str,
+) -> Result<Auth, ConnectorError> {
+    let row = rows.first().ok_or(ConnectorError::NotFound)?;
+    if row.try_get::<String, _>("url")? != url {
+        return Err(ConnectorError::Moved);
+    }
+    let (Some(key_id), Some(nonce), Some(ciphertext)) = (
+        row.try_get("key_id")?,
+        row.try_get("nonce")?,
+        row.try_get("ciphertext")?,
+    ) else {
+        return Ok(Auth::None);
+    };
+    open_sealed(
+        secrets,
+        user_id,
+        connector_id,
+        &Sealed {
+            key_id,
+            nonce,
+            ciphertext,
+        },
+    )
+}
+
+/// Opens a connector's sealed credentials.
+fn open_sealed(
+    secrets: Option<&SecretBox>,
+    user_id: Uuid,
+    connector_id: Uuid,
+    sealed: &Sealed,
+) -> Result<Auth, ConnectorError> {
     let plain = secrets
         .ok_or(ConnectorError::NoSecretKey)?
-        .open(&sealed, &aad(user_id, connector_id))
+        .open(sealed, &aad(user_id, connector_id))
         .map_err(|e| ConnectorError::Invalid(e.to_string()))?;
     let value: Value =
         serde_json::from_slice(&plain).map_err(|e| ConnectorError::Invalid(e.to_string()))?;

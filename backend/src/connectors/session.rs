@@ -12,10 +12,11 @@
 //! What it deliberately does not do: list or store tools (`refresh`), or
 //! decide whether a call may run (`gate`, `approvals`).
 
-use super::{Auth, ConnectorError, load_auth};
+use super::{Auth, ConnectorError, auth_at, credentials, load_auth};
 use crate::{
-    AppState,
+    AppState, db,
     mcp::{self, McpSettings, McpTarget},
+    policy::Policy,
     ssrf,
 };
 use std::time::Duration;
@@ -24,7 +25,17 @@ use uuid::Uuid;
 /// Checks `url` against the admin policy's allowed hosts and the SSRF
 /// guard: on add, on a URL change, and before every connection.
 pub async fn check_url(state: &AppState, url: &str) -> Result<ssrf::GuardedTarget, ConnectorError> {
-    if !crate::policy::current(&state.db).await?.allows_host(url) {
+    let policy = crate::policy::current(&state.db).await?;
+    guard(state, &policy, url).await
+}
+
+/// [`check_url`] under `policy`.
+async fn guard(
+    state: &AppState,
+    policy: &Policy,
+    url: &str,
+) -> Result<ssrf::GuardedTarget, ConnectorError> {
+    if !policy.allows_host(url) {
         return Err(ConnectorError::ForbiddenByPolicy(
             crate::policy::host_of(url).unwrap_or_default(),
         ));
@@ -59,12 +70,20 @@ pub async fn open_session_asking(
     url: &str,
     elicitation: Option<mcp::Elicitation>,
 ) -> Result<mcp::McpSession, ConnectorError> {
-    // Side by side: reading the credentials sends nothing anywhere, and
-    // nothing is sent unless the URL passed.
-    let (guarded, auth) = tokio::try_join!(
-        check_url(state, url),
-        load_auth(&state.db, state.secrets.as_ref(), user_id, id),
-    )?;
+    // The policy and the credentials in one round trip (reading them sends
+    // nothing anywhere); the credentials only while the connector still
+    // points at `url`. Nothing is sent unless the URL passed.
+    let mut rows = db::trip::run_parts(
+        &state.db,
+        vec![crate::policy::now(), credentials(user_id, id)],
+    )
+    .await?;
+    let (credentials, policy) = (
+        rows.pop().unwrap_or_default(),
+        rows.pop().unwrap_or_default(),
+    );
+    let guarded = guard(state, &crate::policy::policy_in(&policy)?, url).await?;
+    let auth = auth_at(&credentials, state.secrets.as_ref(), user_id, id, url)?;
     let mut target = McpTarget::new(guarded.url().clone());
     match auth {
         Auth::None => {}

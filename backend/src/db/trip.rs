@@ -1,4 +1,5 @@
-//! One round trip for reads that stand alone ([`run`], [`run_parts`]).
+//! One round trip for reads that stand alone ([`run`], [`run_parts`]),
+//! and for a write that is one statement of ids ([`run`]).
 //!
 //! A transaction opened by [`super::user_tx`] or [`super::service_tx`]
 //! costs two round trips for a single read: the `BEGIN` that sets the
@@ -31,10 +32,12 @@
 //! transaction.
 //!
 //! A simple query takes no bind parameters, so the values are written
-//! into its text, and only ever as [`Arg`]s: ids, numbers, hashes and
-//! `null`, each built from a typed value and written in an alphabet that
-//! cannot end a literal (hex digits and dashes, decimal digits). There is
-//! no `Arg` for text, and none should be added: a statement's text is
+//! into its text, and only ever as [`Arg`]s: ids, numbers, hashes, `null`
+//! and words of the server's own vocabulary (`&'static str`: a status, a
+//! grant), each built from a typed value and written in an alphabet that
+//! cannot end a literal (hex digits and dashes, decimal digits, lowercase
+//! letters and `_`). There is no `Arg` for text that came from outside
+//! the server, and none should be added: a statement's text is
 //! what Postgres writes to its log with an error
 //! (`log_min_error_statement`) or a slow statement, and users' content (a
 //! message, a model's answer, a tool's arguments) must not reach that
@@ -71,10 +74,11 @@ pub enum As {
     Service,
 }
 
-/// A value written into a trip's text: an id, a number or a hash, only
-/// ever hex digits, dashes and decimal digits inside its quotes, so
-/// nothing in it can end a literal or start a statement. Never content
-/// (see the module's documentation).
+/// A value written into a trip's text: an id, a number, a hash or a word
+/// of the server's own vocabulary, only ever hex digits, dashes, decimal
+/// digits, lowercase letters and `_` inside its quotes, so nothing in it
+/// can end a literal or start a statement. Never content (see the
+/// module's documentation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Arg(String);
 
@@ -87,6 +91,18 @@ impl Arg {
     /// A `bigint`.
     pub fn int(n: i64) -> Self {
         Arg(format!("'{n}'::int8"))
+    }
+
+    /// A word of the server's own vocabulary (a status, a grant: an
+    /// enum's wire name, never anything a user, a model or a server
+    /// wrote), as `text`. Only lowercase ASCII letters and `_` are
+    /// written: anything else is left out, so it cannot end its literal.
+    pub fn word(word: &'static str) -> Self {
+        let word: String = word
+            .chars()
+            .filter(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        Arg(format!("'{word}'::text"))
     }
 
     /// SQL's `null` (a parameter left out).
@@ -129,7 +145,9 @@ pub async fn run(pool: &PgPool, part: Part) -> Result<Vec<PgRow>, sqlx::Error> {
 /// instead of one each, and one connection. The first part that fails
 /// ends the trip: the later parts do not run. Parts should be reads: on
 /// a connection's first use of a statement the trip is sent again, and
-/// the parts before the one that was not prepared yet run twice.
+/// the parts before the one that was not prepared yet run twice. A write
+/// goes alone, through [`run`] (a ledger decision, a claim): its one
+/// statement either ran and committed or was rolled back.
 pub async fn run_parts(pool: &PgPool, parts: Vec<Part>) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
     let statements: Vec<&'static Statement> = parts.iter().map(|p| p.statement).collect();
     let query = parts
@@ -241,7 +259,9 @@ mod tests {
     /// What may appear inside an argument's quotes.
     fn quoted_parts_are_inert(arg: &Arg) -> bool {
         arg.0.split('\'').skip(1).step_by(2).all(|inside| {
-            inside == "hex" || inside.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+            inside
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || c == '-' || c.is_ascii_lowercase() || c == '_')
         }) && arg.0.matches('\'').count().is_multiple_of(2)
     }
 
@@ -255,10 +275,14 @@ mod tests {
             Arg::int(i64::MIN),
             Arg::int(i64::MAX),
             Arg::null(),
+            Arg::word("approved"),
+            Arg::word("it's'; drop table x; --"),
         ] {
             assert!(quoted_parts_are_inert(&arg), "{arg:?}");
             assert!(!arg.0.contains(';'), "{arg:?}");
         }
         assert_eq!(Arg::int(i64::MIN).0, "'-9223372036854775808'::int8");
+        assert_eq!(Arg::word("always").0, "'always'::text");
+        assert_eq!(Arg::word("it's'; drop").0, "'itsdrop'::text");
     }
 }

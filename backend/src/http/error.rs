@@ -134,7 +134,7 @@ impl From<crate::connectors::ConnectorError> for ApiError {
         match err {
             E::Invalid(_) | E::UnknownTool(_) | E::Refused(_) => Self::Unprocessable(message),
             E::Unreachable(_) => Self::BadGateway(message),
-            E::NameTaken(_) | E::StaleReview(_) => Self::Conflict(message),
+            E::NameTaken(_) | E::StaleReview(_) | E::Moved => Self::Conflict(message),
             E::NotFound => Self::NotFound(message),
             E::NoSecretKey => Self::Unavailable(message),
             // The word, like every policy refusal; the sentence is what a

@@ -338,8 +338,31 @@ async fn execute(
     asker: Asker<'_>,
 ) -> Result<String, String> {
     let user_id = asker.ctx.user_id;
-    let session = open_for(state, tool, asker).await?;
-    call_on(state, user_id, tool, session, arguments).await
+    let card = CardTool::from(tool);
+    let session = open_for(state, &card, asker).await?;
+    call_on(state, user_id, &card, session, arguments).await
+}
+
+/// The tool a call is for, where it runs: for a call that asks, as its
+/// card showed it.
+#[derive(Debug, Clone)]
+struct CardTool {
+    connector_id: ConnectorId,
+    connector_name: String,
+    tool_name: String,
+    /// The connector's URL: the only one the call may go to.
+    url: String,
+}
+
+impl From<&Kept> for CardTool {
+    fn from(tool: &Kept) -> Self {
+        Self {
+            connector_id: tool.connector_id,
+            connector_name: tool.connector_name.clone(),
+            tool_name: tool.tool_name.clone(),
+            url: tool.url.clone(),
+        }
+    }
 }
 
 /// The session a call of `tool` runs on, with the user as the one its
@@ -347,7 +370,7 @@ async fn execute(
 /// protocol's own set-up (discovery, or `initialize`).
 async fn open_for(
     state: &AppState,
-    tool: &Kept,
+    tool: &CardTool,
     asker: Asker<'_>,
 ) -> Result<crate::mcp::McpSession, String> {
     let card = CardAsker::new(
@@ -376,7 +399,7 @@ async fn open_for(
 async fn call_on(
     state: &AppState,
     user_id: UserId,
-    tool: &Kept,
+    tool: &CardTool,
     session: crate::mcp::McpSession,
     arguments: Map<String, Value>,
 ) -> Result<String, String> {
@@ -492,128 +515,166 @@ fn millis(started: Instant) -> u64 {
 /// unchanged, run, record. Never cancelled half-way: the caller spawns it.
 /// Returns when it was approved (from the claimed row) and the outcome.
 ///
-/// `key` is the tool the card was for (connector, name): its re-read runs
-/// beside the claim, both after the decision, and is used only if the
-/// claimed row names the same tool. `announced` resolves once the chat was
-/// told of the decision (`mcp_confirmation_resolved`): nothing of the
-/// call's own (an input card, its result) reaches the chat before that,
-/// while the claim, the re-read and the audit record go ahead meanwhile.
+/// `card` is the tool the card was for, at the card's URL. Three things
+/// start at once, all after the decision: the claim; the tool's re-read;
+/// and the session's set-up at the card's URL, which sends only the
+/// protocol's own set-up, with credentials only while the connector still
+/// points there (`connectors::load_auth_at`). The call goes out on that
+/// session only once the claimed row verified, names the card's tool and
+/// URL, the re-read matches it, the activity log took the entry, and
+/// `announced` resolved (the chat was told of the decision:
+/// `mcp_confirmation_resolved`); otherwise the session is closed unused.
 async fn run_approved(
     state: AppState,
     user_id: UserId,
     id: PendingCallId,
-    key: (ConnectorId, String),
+    card: CardTool,
+    asker: (ToolContext, String),
     announced: tokio::sync::oneshot::Receiver<()>,
     cancel: watch::Receiver<bool>,
 ) -> (Option<String>, Result<String, String>) {
-    let (claimed, reread) = tokio::join!(
-        approvals::claim(&state, id),
-        kept_by_connector(&state, user_id, key.0, &key.1),
-    );
-    let row = match claimed {
-        Ok(Some(row)) => row,
-        Ok(None) => {
-            return (
-                None,
-                Err("This call's approval could not be claimed.".to_owned()),
-            );
-        }
-        Err(err) => {
-            tracing::error!(error = %err, "cannot claim an approved call");
-            return (
-                None,
-                Err("Countersign could not record this call; it did not run.".to_owned()),
-            );
-        }
+    let (ctx, call_id) = asker;
+    let asker = Asker {
+        ctx,
+        call_id: &call_id,
+        cancel,
     };
-    let outcome = async {
-        if row.user_id != user_id || !row.verify(&state.approval_keys) {
-            tracing::error!(pending.id = %id, "approval ledger row failed its integrity check");
-            return Err("The approved call failed its integrity check; it did not run.".to_owned());
-        }
-        // The re-read beside the claim is of the row's own tool, or the row's
-        // tool is read now.
-        let reread = if (row.connector_id, row.tool_name.as_str()) == (key.0, key.1.as_str()) {
-            reread
-        } else {
-            kept_by_connector(&state, user_id, row.connector_id, &row.tool_name).await
+    let opening = open_for(&state, &card, asker);
+    let checked = async {
+        let (claimed, reread) = tokio::join!(
+            approvals::claim(&state, id),
+            kept_by_connector(&state, user_id, card.connector_id, &card.tool_name),
+        );
+        let row = match claimed {
+            Ok(Some(row)) => row,
+            Ok(None) => {
+                return Err((
+                    None,
+                    "This call's approval could not be claimed.".to_owned(),
+                ));
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "cannot claim an approved call");
+                return Err((
+                    None,
+                    "Countersign could not record this call; it did not run.".to_owned(),
+                ));
+            }
         };
-        let tool = reread
-            .map_err(|_| "Countersign could not read the tool; the call did not run.".to_owned())?
-            .ok_or_else(|| {
-                "The connector or tool was removed while the call waited; it did not run."
-                    .to_owned()
-            })?;
-        if tool.descriptor_digest != row.descriptor_digest {
-            return Err(
-                "The tool changed while the call waited; it did not run. Ask again.".into(),
-            );
-        }
-        // The URL on the card (signed with the row) is the only one it runs
-        // against: a connector re-pointed since goes nowhere.
-        if tool.url != row.destination_url {
-            return Err(
-                "The connector's address changed while the call waited; it did not run.".into(),
-            );
-        }
-        // The signed bytes are what runs.
-        let arguments = match serde_json::from_str(&row.arguments_canonical) {
-            Ok(Value::Object(map)) => map,
-            _ => return Err("The approved arguments could not be read; it did not run.".into()),
+        let verified = verify_claimed(&state, user_id, &card, &row, reread);
+        let (activity, arguments) = match verified {
+            Ok(verified) => verified,
+            Err(why) => return Err((Some(row), why)),
         };
-        let activity = Activity {
-            user_id,
-            chat_id: row.chat_id,
-            turn_id: row.turn_id,
-            call_ref: row.id.to_string(),
-            connector_id: row.connector_id,
-            connector_name: row.connector_name.clone(),
-            tool_name: row.tool_name.clone(),
-            arguments_digest: row.arguments_digest.clone(),
-        };
-        let started = Instant::now();
-        let asker = Asker {
-            ctx: ToolContext {
-                user_id,
-                chat_id: row.chat_id,
-                turn_id: row.turn_id,
-            },
-            call_id: &row.call_id,
-            cancel,
-        };
-        // The activity entry and the session's set-up side by side; the
-        // call itself only once both are done and the chat was told.
-        let (logged, session) = tokio::join!(
-            activity.decided(
+        let logged = activity
+            .decided(
                 &state,
                 ActivityDecision::Approved,
                 row.grant(),
                 ActivityOutcome::Running,
-            ),
-            open_for(&state, &tool, asker),
-        );
+            )
+            .await;
         if logged.is_err() {
+            return Err((Some(row), UNAUDITED.to_owned()));
+        }
+        Ok((row, activity, arguments))
+    };
+    let (session, checked) = tokio::join!(opening, checked);
+    let (row, activity, arguments) = match checked {
+        Ok(checked) => checked,
+        Err((row, why)) => {
             if let Ok(session) = session {
                 session.close().await;
             }
-            return Err(UNAUDITED.to_owned());
+            let Some(row) = row else {
+                return (None, Err(why));
+            };
+            return (
+                row.decided_at_rfc3339(),
+                recorded(&state, id, Err(why)).await,
+            );
         }
-        // A dropped sender (the turn went away) says as much: go on.
-        let _ = announced.await;
-        let outcome = match session {
-            Ok(session) => call_on(&state, user_id, &tool, session, arguments).await,
-            Err(why) => Err(why),
-        };
-        activity.outcome(&state, &outcome, millis(started)).await;
-        outcome
+    };
+    let started = Instant::now();
+    // A dropped sender (the turn went away) says as much: go on.
+    let _ = announced.await;
+    let outcome = match session {
+        Ok(session) => call_on(&state, user_id, &card, session, arguments).await,
+        Err(why) => Err(why),
+    };
+    activity.outcome(&state, &outcome, millis(started)).await;
+    (
+        row.decided_at_rfc3339(),
+        recorded(&state, id, outcome).await,
+    )
+}
+
+/// Checks a claimed row before its call may run: it is the user's, its
+/// signature holds, it names the card's tool at the card's URL (the
+/// session was opened there), and the tool re-read after the decision is
+/// still the user's, unchanged, at that URL. Returns the call's activity
+/// entry and its arguments (the signed bytes), or why it does not run.
+fn verify_claimed(
+    state: &AppState,
+    user_id: UserId,
+    card: &CardTool,
+    row: &approvals::Row,
+    reread: Result<Option<Kept>, sqlx::Error>,
+) -> Result<(Activity, Map<String, Value>), String> {
+    if row.user_id != user_id || !row.verify(&state.approval_keys) {
+        tracing::error!(pending.id = %row.id, "approval ledger row failed its integrity check");
+        return Err("The approved call failed its integrity check; it did not run.".to_owned());
     }
-    .await;
+    if (row.connector_id, row.tool_name.as_str()) != (card.connector_id, card.tool_name.as_str()) {
+        tracing::error!(pending.id = %row.id, "approval ledger row names another tool than its card");
+        return Err("The approved call failed its integrity check; it did not run.".to_owned());
+    }
+    let tool = reread
+        .map_err(|_| "Countersign could not read the tool; the call did not run.".to_owned())?
+        .ok_or_else(|| {
+            "The connector or tool was removed while the call waited; it did not run.".to_owned()
+        })?;
+    if tool.descriptor_digest != row.descriptor_digest {
+        return Err("The tool changed while the call waited; it did not run. Ask again.".into());
+    }
+    // The URL on the card (signed with the row) is the only one it runs
+    // against: a connector re-pointed since goes nowhere.
+    if tool.url != row.destination_url || card.url != row.destination_url {
+        return Err(
+            "The connector's address changed while the call waited; it did not run.".into(),
+        );
+    }
+    // The signed bytes are what runs.
+    let arguments = match serde_json::from_str(&row.arguments_canonical) {
+        Ok(Value::Object(map)) => map,
+        _ => return Err("The approved arguments could not be read; it did not run.".into()),
+    };
+    let activity = Activity {
+        user_id,
+        chat_id: row.chat_id,
+        turn_id: row.turn_id,
+        call_ref: row.id.to_string(),
+        connector_id: row.connector_id,
+        connector_name: row.connector_name.clone(),
+        tool_name: row.tool_name.clone(),
+        arguments_digest: row.arguments_digest.clone(),
+    };
+    Ok((activity, arguments))
+}
+
+/// Records a claimed call's outcome in the ledger (a failure still spends
+/// the approval); returns the outcome.
+async fn recorded(
+    state: &AppState,
+    id: PendingCallId,
+    outcome: Result<String, String>,
+) -> Result<String, String> {
     if let Err(err) =
-        approvals::record_until_stored(&state, id, outcome.as_ref().err().map(String::as_str)).await
+        approvals::record_until_stored(state, id, outcome.as_ref().err().map(String::as_str)).await
     {
         tracing::error!(error = %err, pending.id = %id, "cannot record a call's outcome");
     }
-    (row.decided_at_rfc3339(), outcome)
+    outcome
 }
 
 impl ToolBox for ConnectorTools {
@@ -985,7 +1046,8 @@ async fn ask_and_wait(
                 state.clone(),
                 run.ctx.user_id,
                 id,
-                (tool.connector_id, tool.tool_name.clone()),
+                CardTool::from(tool),
+                (run.ctx, call.id.clone()),
                 announced,
                 run.cancel.clone(),
             ));

@@ -374,6 +374,55 @@ async fn an_approved_call_never_runs_against_another_url_than_the_one_it_was_pro
     );
 }
 
+/// A URL change replaces the credentials with the URL. Whoever read the
+/// URL before the change and dials it now (a call's card; an approved
+/// call's session opens at the card's URL beside its claim) must not get
+/// the new URL's credentials to send there: they are read together with
+/// the URL they belong to, and only while it is the one being dialled.
+#[tokio::test]
+async fn credentials_are_read_only_for_the_url_they_belong_to() {
+    use countersign::connectors::{self, Auth, ConnectorError};
+    let s = setup(|_| {}).await;
+    let old_url = s.demo.mcp_url();
+    let res = patch(
+        &s,
+        json!({"auth": {"type": "bearer", "token": "for-the-old-url"}}),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let state = state_of(&s.app).await;
+    let id = s.connector.parse().expect("uuid");
+    let read = |url: String| {
+        let state = state.clone();
+        let user = s.user;
+        async move { connectors::load_auth_at(&state.db, state.secrets.as_ref(), user, id, &url).await }
+    };
+    let auth = read(old_url.clone()).await.expect("read");
+    assert!(
+        matches!(&auth, Auth::Bearer(t) if t == "for-the-old-url"),
+        "{auth:?}"
+    );
+
+    // The user moves the connector and gives the new URL its own token.
+    let new_url = format!("{old_url}?moved=1");
+    let res = patch(
+        &s,
+        json!({"url": new_url, "auth": {"type": "bearer", "token": "for-the-new-url"}}),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let stale = read(old_url).await;
+    assert!(
+        matches!(stale, Err(ConnectorError::Moved)),
+        "the old URL would get: {stale:?}"
+    );
+    let auth = read(new_url).await.expect("read");
+    assert!(
+        matches!(&auth, Auth::Bearer(t) if t == "for-the-new-url"),
+        "{auth:?}"
+    );
+}
+
 /// Adding a connector with credentials, or changing its URL, needs a
 /// recent second factor when the user has one.
 #[tokio::test]

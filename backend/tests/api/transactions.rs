@@ -285,7 +285,9 @@ async fn a_trip_runs_as_its_user_and_leaves_nothing_on_its_connection() {
 /// it runs as: a renamed column fails here, not on a user's request.
 #[tokio::test]
 async fn every_trip_statement_prepares_against_the_schema() {
-    use countersign::{auth::session, db::trip::Statement, events, models, policy, tools};
+    use countersign::{
+        approvals, auth::session, db::trip::Statement, events, models, policy, tools,
+    };
     let app = spawn_app().await;
     let statements: Vec<(&Statement, &str)> = events::TRIPS
         .iter()
@@ -296,6 +298,8 @@ async fn every_trip_statement_prepares_against_the_schema() {
                 .iter()
                 .chain(&policy::TRIPS)
                 .chain(&models::TRIPS)
+                .chain(&approvals::TRIPS)
+                .chain(&countersign::connectors::TRIPS)
                 .map(|s| (*s, "service_role")),
         )
         .collect();
