@@ -29,13 +29,14 @@ pub mod head;
 pub use head::{Head, RecordedHead, head};
 
 use crate::{
-    db, digest,
+    db::{self, trip::Statement},
+    digest,
     ids::{ChatId, ConnectorId, TurnId, UserId},
 };
 use countersign_api::{ActivityDecision, ActivityKind, ActivityOutcome, GrantKind, SettingChange};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sqlx::PgPool;
+use sqlx::{PgPool, Row as _};
 use std::fmt;
 use uuid::Uuid;
 
@@ -155,6 +156,11 @@ impl Default for Stored {
 }
 
 impl Entry<'_> {
+    #[cfg(test)]
+    fn to_json(&self, seq: i64, at: &str) -> Value {
+        to_json(self.stored(seq, at))
+    }
+
     fn stored(&self, seq: i64, at: &str) -> Stored {
         Stored {
             seq,
@@ -179,11 +185,6 @@ impl Entry<'_> {
             duration_ms: self.duration_ms,
             ..Stored::default()
         }
-    }
-
-    fn to_json(&self, seq: i64, at: &str) -> Value {
-        #[expect(clippy::expect_used, reason = "a struct of strings, ids and enums")]
-        serde_json::to_value(self.stored(seq, at)).expect("an activity entry is JSON")
     }
 }
 
@@ -219,14 +220,79 @@ pub fn chain_hash(prev_hash: &str, entry: &Value) -> String {
     digest::sha256_hex(format!("{prev_hash}\n{}", digest::canonical(entry)))
 }
 
-/// Appends `entry` to the chain; returns its sequence number.
+/// Appends `entry` to the chain; returns its sequence number. Three
+/// round trips: the `BEGIN` with the lock and the read of the last link
+/// ([`db::service_locked`]), the insert, the `COMMIT` — an approved
+/// call's entry is on its way to execution.
 pub async fn append(pool: &PgPool, entry: &Entry<'_>) -> Result<i64, sqlx::Error> {
-    // The lock in the `BEGIN`'s round trip: an approved call's entry is on
-    // its way to execution.
-    let mut tx = db::service_tx_locked(pool, CHAIN_LOCK).await?;
-    let seq = chain(&mut tx, entry.user_id, |seq, at| entry.to_json(seq, at)).await?;
-    tx.commit().await?;
-    Ok(seq)
+    let user_id = entry.user_id;
+    let stored = entry.stored(0, "");
+    db::service_locked(pool, CHAIN_LOCK, &LAST, move |conn, rows| {
+        Box::pin(async move {
+            let row = rows.first().ok_or(sqlx::Error::RowNotFound)?;
+            let (seq, prev_hash) = next_link(row.try_get("seq")?, row.try_get("hash")?);
+            let value = to_json(Stored {
+                seq,
+                at: row.try_get("at")?,
+                ..stored
+            });
+            insert(conn, user_id, seq, &value, &prev_hash).await?;
+            Ok(seq)
+        })
+    })
+    .await
+}
+
+/// The last link and the database's time now (one row, the link's
+/// columns null on an empty chain). Read under [`CHAIN_LOCK`], by a
+/// statement after the one that took it.
+static LAST: Statement = Statement {
+    name: "cs_chain_last",
+    params: "",
+    sql: "select last.seq, last.hash, \
+                 to_char(now() at time zone 'utc', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') as at \
+            from (values (1)) as one \
+            left join lateral (select seq, hash from activity order by seq desc limit 1) as last \
+              on true",
+};
+
+/// The statements [`db::trip`] prepares here, for the test that prepares
+/// them all.
+pub static TRIPS: [&Statement; 1] = [&LAST];
+
+/// The sequence number and `prev_hash` of the link after `last`.
+fn next_link(seq: Option<i64>, hash: Option<String>) -> (i64, String) {
+    match (seq, hash) {
+        (Some(seq), Some(hash)) => (seq + 1, hash),
+        _ => (1, GENESIS.to_owned()),
+    }
+}
+
+fn to_json(stored: Stored) -> Value {
+    #[expect(clippy::expect_used, reason = "a struct of strings, ids and enums")]
+    serde_json::to_value(stored).expect("an activity entry is JSON")
+}
+
+/// Inserts the link `value` after `prev_hash`.
+async fn insert(
+    conn: &mut sqlx::PgConnection,
+    user_id: UserId,
+    seq: i64,
+    value: &Value,
+    prev_hash: &str,
+) -> Result<(), sqlx::Error> {
+    let hash = chain_hash(prev_hash, value);
+    sqlx::query!(
+        "insert into activity (seq, user_id, entry, prev_hash, hash) values ($1, $2, $3, $4, $5)",
+        seq,
+        user_id as UserId,
+        value,
+        prev_hash,
+        &hash,
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// What an administrator changed (DESIGN §8: policy changes enter the
@@ -279,32 +345,13 @@ async fn chain(
     user_id: UserId,
     make: impl FnOnce(i64, &str) -> Value,
 ) -> Result<i64, sqlx::Error> {
-    let last = sqlx::query!(
-        r#"select last.seq as "seq?", last.hash as "hash?",
-                  to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as "at!"
-             from (values (1)) as one
-             left join lateral (select seq, hash from activity order by seq desc limit 1) as last
-               on true"#
-    )
-    .fetch_one(&mut **tx)
-    .await?;
-    let at = last.at;
-    let (seq, prev_hash) = match (last.seq, last.hash) {
-        (Some(seq), Some(hash)) => (seq + 1, hash),
-        _ => (1, GENESIS.to_owned()),
-    };
+    let last = sqlx::query(sqlx::AssertSqlSafe(LAST.sql))
+        .fetch_one(&mut **tx)
+        .await?;
+    let (seq, prev_hash) = next_link(last.try_get("seq")?, last.try_get("hash")?);
+    let at: String = last.try_get("at")?;
     let value = make(seq, &at);
-    let hash = chain_hash(&prev_hash, &value);
-    sqlx::query!(
-        "insert into activity (seq, user_id, entry, prev_hash, hash) values ($1, $2, $3, $4, $5)",
-        seq,
-        user_id as UserId,
-        &value,
-        &prev_hash,
-        &hash,
-    )
-    .execute(&mut **tx)
-    .await?;
+    insert(tx, user_id, seq, &value, &prev_hash).await?;
     Ok(seq)
 }
 

@@ -4,8 +4,9 @@
 //! Architecture invariant: the server's login role has no privileges of its
 //! own (it is `NOINHERIT` and owns nothing). Every query runs inside a
 //! transaction opened by [`user_tx`] (as `authenticated`, with
-//! `auth.uid()` set) or [`service_tx`] (as `service_role`), or is a
-//! transaction by itself, sent by [`trip::run`] as one or the other. Row-level
+//! `auth.uid()` set) or [`service_tx`] / [`service_locked`] (as
+//! `service_role`), or is a transaction by itself, sent by [`trip::run`]
+//! as one or the other. Row-level
 //! security, enabled and forced on every table, does the rest: a query that
 //! forgets its `where user_id = …` still sees only the caller's rows.
 
@@ -15,7 +16,7 @@ use crate::ids::UserId;
 use sqlx::{
     Connection as _, PgPool, Postgres, Transaction,
     migrate::Migrator,
-    postgres::{PgConnection, PgPoolOptions},
+    postgres::{PgConnection, PgPoolOptions, PgRow},
 };
 use std::time::Duration;
 
@@ -123,17 +124,99 @@ pub async fn service_tx(pool: &PgPool) -> Result<Tx, sqlx::Error> {
     begin(pool, format!("begin; {SERVICE_ROLE}")).await
 }
 
-/// [`service_tx`] whose `BEGIN` round trip also takes the transaction-level
-/// advisory lock `key` (held until the transaction ends), as a statement of
-/// its own: the statements after it read what the lock's previous holder
-/// committed.
-pub async fn service_tx_locked(pool: &PgPool, key: i64) -> Result<Tx, sqlx::Error> {
-    // An integer's text: nothing in it can end the statement.
-    begin(
-        pool,
-        format!("begin; {SERVICE_ROLE}; select pg_advisory_xact_lock({key})"),
-    )
+/// A `service_role` transaction whose `BEGIN` round trip also takes the
+/// transaction-level advisory lock `key` (held until the transaction
+/// ends) and then executes `read` (a [`trip::Statement`] of no
+/// parameters, prepared on the connection's first use of it), each a
+/// statement of its own: `read` sees what the lock's previous holder
+/// committed. `work` gets the connection and `read`'s rows (text format:
+/// read them with `Row::try_get`); once it succeeds the transaction
+/// commits, otherwise it is rolled back.
+///
+/// One round trip fewer than [`service_tx`] + a lock + a read, for a
+/// writer whose statement depends on what it read under the lock (the
+/// activity chain's next link: `audit::append`, on an approved call's way
+/// to execution). It runs in a task of its own (`detached`), so a caller
+/// that goes away does not stop it half-way; should `work` panic, the
+/// connection is closed, never put back in the pool inside the
+/// transaction.
+pub async fn service_locked<T: Send + 'static>(
+    pool: &PgPool,
+    key: i64,
+    read: &'static trip::Statement,
+    work: impl for<'c> FnOnce(
+        &'c mut PgConnection,
+        Vec<PgRow>,
+    ) -> futures_util::future::BoxFuture<'c, Result<T, sqlx::Error>>
+    + Send
+    + 'static,
+) -> Result<T, sqlx::Error> {
+    let pool = pool.clone();
+    detached(async move {
+        let mut open = Open {
+            conn: pool.acquire().await?,
+            ended: false,
+        };
+        let conn = &mut *open.conn;
+        let result = async {
+            let rows = match locked(conn, key, read).await {
+                Err(err) if trip::not_prepared(&err) => {
+                    sqlx::raw_sql("rollback").execute(&mut *conn).await?;
+                    trip::prepare(conn, read).await?;
+                    locked(conn, key, read).await?
+                }
+                rows => rows?,
+            };
+            let value = work(&mut *conn, rows).await?;
+            sqlx::raw_sql("commit").execute(&mut *conn).await?;
+            Ok(value)
+        }
+        .await;
+        let ended = result.is_ok() || sqlx::raw_sql("rollback").execute(&mut *conn).await.is_ok();
+        open.ended = ended;
+        result
+    })
     .await
+}
+
+/// [`service_locked`]'s first round trip: `BEGIN`, the role, the lock,
+/// `read`'s rows.
+async fn locked(
+    conn: &mut PgConnection,
+    key: i64,
+    read: &trip::Statement,
+) -> Result<Vec<PgRow>, sqlx::Error> {
+    // An integer's text and a statement's name: nothing in it can end
+    // the statement. The rows are those of the fourth statement.
+    let mut results = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "begin; {SERVICE_ROLE}; select pg_advisory_xact_lock({key}); execute {}",
+        read.name
+    )))
+    .fetch_many(conn);
+    let (mut statement, mut rows) = (0, Vec::new());
+    while let Some(item) = futures_util::TryStreamExt::try_next(&mut results).await? {
+        match item {
+            sqlx::Either::Left(_done) => statement += 1,
+            sqlx::Either::Right(row) if statement == 3 => rows.push(row),
+            sqlx::Either::Right(_) => {}
+        }
+    }
+    Ok(rows)
+}
+
+/// A connection inside a transaction [`service_locked`] opened: closed
+/// when dropped, unless the transaction was seen to end.
+struct Open {
+    conn: sqlx::pool::PoolConnection<Postgres>,
+    ended: bool,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.conn.close_on_drop();
+        }
+    }
 }
 
 /// Ends a transaction that only read. Nothing is lost by not committing,

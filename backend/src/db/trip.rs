@@ -230,8 +230,8 @@ async fn send(
 }
 
 /// Prepares `statement` on this connection, unless it already is.
-async fn prepare(
-    conn: &mut PoolConnection<Postgres>,
+pub(super) async fn prepare(
+    conn: &mut sqlx::PgConnection,
     statement: &Statement,
 ) -> Result<(), sqlx::Error> {
     let prepare = format!(
@@ -239,7 +239,7 @@ async fn prepare(
         statement.name, statement.params, statement.sql
     );
     match sqlx::raw_sql(sqlx::AssertSqlSafe(prepare))
-        .execute(&mut **conn)
+        .execute(conn)
         .await
     {
         Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("42P05") => Ok(()),
@@ -248,7 +248,7 @@ async fn prepare(
 }
 
 /// "prepared statement does not exist" (SQLSTATE 26000).
-fn not_prepared(err: &sqlx::Error) -> bool {
+pub(super) fn not_prepared(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.code().as_deref() == Some("26000"))
 }
 

@@ -5,7 +5,7 @@
 //! The answer is held back by a loopback TCP relay between a one-connection
 //! pool and Postgres, so the moment of the drop is not left to chance.
 
-use crate::helpers::spawn_app;
+use crate::helpers::{TestApp, spawn_app};
 use countersign::db;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::time::Duration;
@@ -50,6 +50,16 @@ async fn holding_relay(upstream: String) -> (u16, watch::Sender<bool>) {
         }
     });
     (port, hold)
+}
+
+/// A pool of one connection to the app's database, as the app connects:
+/// whatever one use leaves on it, the next query meets.
+async fn one_connection(app: &TestApp) -> sqlx::PgPool {
+    PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with((*app.pool.connect_options()).clone())
+        .await
+        .expect("pool")
 }
 
 /// Whether the connection runs inside a transaction begun before this
@@ -167,12 +177,7 @@ async fn a_trip_runs_as_its_user_and_leaves_nothing_on_its_connection() {
         .expect("append");
     tx.commit().await.expect("commit");
 
-    // One connection: whatever a trip leaves behind, the next query meets.
-    let pool = PgPoolOptions::new()
-        .max_connections(1)
-        .connect_with((*app.pool.connect_options()).clone())
-        .await
-        .expect("pool");
+    let pool = one_connection(&app).await;
     // A simple query, as `in_an_old_transaction` explains.
     let left_behind = || async {
         use sqlx::Row as _;
@@ -281,6 +286,90 @@ async fn a_trip_runs_as_its_user_and_leaves_nothing_on_its_connection() {
     );
 }
 
+/// `db::service_locked` (the activity chain's append: the `BEGIN`, the
+/// lock and a read in one round trip, a transaction sqlx does not track)
+/// ends its transaction whatever its work does: committed when it
+/// succeeds; rolled back, its writes gone, when it fails; and when it
+/// panics the connection is closed, never handed to the next request
+/// inside the transaction (as the service, with its lock held).
+#[tokio::test]
+async fn a_locked_service_transaction_ends_whatever_its_work_does() {
+    use countersign::db::trip::Statement;
+    use sqlx::Row as _;
+    let app = spawn_app().await;
+    let pool = one_connection(&app).await;
+    let left_behind = || async {
+        let mut conn = pool.acquire().await.expect("connection");
+        let row = sqlx::raw_sql(
+            "select current_user::text, now() <> statement_timestamp(), \
+                    (select count(*) from pg_locks where locktype = 'advisory' \
+                      and pid = pg_backend_pid()), \
+                    current_setting('application_name') = 'written'",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .expect("select");
+        (
+            row.get::<String, _>(0),
+            row.get::<bool, _>(1),
+            row.get::<i64, _>(2),
+            row.get::<bool, _>(3),
+        )
+    };
+    let nothing = (db::APP_ROLE.to_owned(), false, 0, false);
+    let key = 4242;
+
+    // Its work reads what `read` returned, as the service, under the lock.
+    static WHO: Statement = Statement {
+        name: "cs_test_who",
+        params: "",
+        sql: "select current_user::text as who",
+    };
+    static ONE: Statement = Statement {
+        name: "cs_test_one",
+        params: "",
+        sql: "select 1",
+    };
+    let seen = db::service_locked(&pool, key, &WHO, |_, rows| {
+        Box::pin(async move { rows[0].try_get::<String, _>("who") })
+    })
+    .await
+    .expect("work");
+    assert_eq!(seen, "service_role");
+    assert_eq!(left_behind().await, nothing, "after a committed one");
+
+    // Work that fails: rolled back, what it wrote gone.
+    let failed = db::service_locked(&pool, key, &ONE, |conn, _| {
+        Box::pin(async move {
+            sqlx::raw_sql("select set_config('application_name', 'written', false)")
+                .execute(&mut *conn)
+                .await?;
+            sqlx::raw_sql("select 1/0").execute(conn).await?;
+            Ok(())
+        })
+    })
+    .await;
+    assert!(failed.is_err(), "{failed:?}");
+    assert_eq!(left_behind().await, nothing, "after one whose work failed");
+
+    // Work that panics: the connection is closed, not reused.
+    let panicked = db::service_locked(&pool, key, &ONE, move |_, _| {
+        Box::pin(async move {
+            if key == 4242 {
+                panic!("work panicked");
+            }
+            Ok(())
+        })
+    })
+    .await;
+    assert!(panicked.is_err(), "{panicked:?}");
+    assert_eq!(
+        left_behind().await,
+        nothing,
+        "after one whose work panicked"
+    );
+}
+
 /// Every statement a trip runs prepares against the schema, as the role
 /// it runs as: a renamed column fails here, not on a user's request.
 #[tokio::test]
@@ -300,6 +389,7 @@ async fn every_trip_statement_prepares_against_the_schema() {
                 .chain(&models::TRIPS)
                 .chain(&approvals::TRIPS)
                 .chain(&countersign::connectors::TRIPS)
+                .chain(&countersign::audit::TRIPS)
                 .map(|s| (*s, "service_role")),
         )
         .collect();
