@@ -188,20 +188,15 @@ async fn locked(
 ) -> Result<Vec<PgRow>, sqlx::Error> {
     // An integer's text and a statement's name: nothing in it can end
     // the statement. The rows are those of the fourth statement.
-    let mut results = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+    let query = format!(
         "begin; {SERVICE_ROLE}; select pg_advisory_xact_lock({key}); execute {}",
         read.name
-    )))
-    .fetch_many(conn);
-    let (mut statement, mut rows) = (0, Vec::new());
-    while let Some(item) = futures_util::TryStreamExt::try_next(&mut results).await? {
-        match item {
-            sqlx::Either::Left(_done) => statement += 1,
-            sqlx::Either::Right(row) if statement == 3 => rows.push(row),
-            sqlx::Either::Right(_) => {}
-        }
-    }
-    Ok(rows)
+    );
+    Ok(trip::rows_by_statement(conn, query)
+        .await?
+        .into_iter()
+        .filter_map(|(statement, row)| (statement == 3).then_some(row))
+        .collect())
 }
 
 /// A connection inside a transaction [`service_locked`] opened: closed

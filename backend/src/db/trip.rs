@@ -202,17 +202,10 @@ async fn send(
     parts: usize,
 ) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
     let result = async {
-        let mut results =
-            sqlx::raw_sql(sqlx::AssertSqlSafe(query.to_owned())).fetch_many(&mut **conn);
         let mut rows: Vec<Vec<PgRow>> = (0..parts).map(|_| Vec::new()).collect();
-        let mut statement = 0;
-        while let Some(item) = results.try_next().await? {
-            match item {
-                Either::Left(_done) => statement += 1,
-                Either::Right(row) if statement % PER_PART == EXECUTE => {
-                    rows[statement / PER_PART].push(row);
-                }
-                Either::Right(_) => {}
+        for (statement, row) in rows_by_statement(conn, query.to_owned()).await? {
+            if statement % PER_PART == EXECUTE {
+                rows[statement / PER_PART].push(row);
             }
         }
         Ok(rows)
@@ -227,6 +220,23 @@ async fn send(
         conn.close_on_drop();
     }
     result
+}
+
+/// Sends `query` (a simple query: several statements, no parameters) and
+/// returns every row with the index of the statement that returned it.
+pub(super) async fn rows_by_statement(
+    conn: &mut sqlx::PgConnection,
+    query: String,
+) -> Result<Vec<(usize, PgRow)>, sqlx::Error> {
+    let mut results = sqlx::raw_sql(sqlx::AssertSqlSafe(query)).fetch_many(conn);
+    let (mut statement, mut rows) = (0, Vec::new());
+    while let Some(item) = results.try_next().await? {
+        match item {
+            Either::Left(_done) => statement += 1,
+            Either::Right(row) => rows.push((statement, row)),
+        }
+    }
+    Ok(rows)
 }
 
 /// Prepares `statement` on this connection, unless it already is.
