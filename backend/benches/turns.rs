@@ -40,7 +40,17 @@ use std::{
 };
 use test_db::TestDb;
 
-const ROUNDS: usize = 40;
+/// Timed rounds of the time to first token: 40, or
+/// `COUNTERSIGN_BENCH_ROUNDS` (more rounds for a steadier median when
+/// two builds are compared side by side; the chat's history then grows
+/// longer too).
+fn rounds() -> usize {
+    std::env::var("COUNTERSIGN_BENCH_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(40)
+}
 /// Turns sent before the timed ones. A fresh server's pool opens its
 /// connections as it needs them and hands them out in turn, and each
 /// connection plans a statement on its first use (`db::connect`): until
@@ -334,7 +344,7 @@ async fn main() {
 
 /// Time to first token, (a) from the fake provider directly and (b)
 /// through Countersign (a chat message until the first `text_delta` on the
-/// chat's stream), `ROUNDS` each; reports the p50s and their difference.
+/// chat's stream), [`rounds`] each; reports the p50s and their difference.
 async fn time_to_first_token(
     client: &reqwest::Client,
     fake: &str,
@@ -342,9 +352,10 @@ async fn time_to_first_token(
     csrf: &str,
     chat_id: &str,
 ) {
+    let rounds = rounds();
     // (a) Directly.
     let mut direct = Vec::new();
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds {
         let t = Instant::now();
         let mut res = client
             .post(format!("{fake}/chat/completions"))
@@ -375,7 +386,7 @@ async fn time_to_first_token(
     let (mut posted, mut asked, mut started, mut token) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut warming = Vec::new();
-    for round in 0..WARM_UP + ROUNDS {
+    for round in 0..WARM_UP + rounds {
         let t = Instant::now();
         let res = client
             .post(format!("{base}/api/chats/{chat_id}/messages"))
@@ -427,7 +438,7 @@ async fn time_to_first_token(
     }
     drop(stream);
     println!(
-        "\nwhere the time to first token goes, {ROUNDS} rounds after {WARM_UP} to warm up, median (ms):"
+        "\nwhere the time to first token goes, {rounds} rounds after {WARM_UP} to warm up, median (ms):"
     );
     for (what, samples) in [
         ("POST answered (202)", posted),
@@ -440,7 +451,7 @@ async fn time_to_first_token(
 
     let (d_med, d_p90) = median_and_p90(direct);
     let (t_med, t_p90) = median_and_p90(through);
-    println!("\ntime to first token, {ROUNDS} rounds (ms):");
+    println!("\ntime to first token, {rounds} rounds (ms):");
     println!("  fake provider directly      median {d_med:7.2}   p90 {d_p90:7.2}");
     println!("  through Countersign         median {t_med:7.2}   p90 {t_p90:7.2}");
     let (w_med, w_p90) = median_and_p90(warming);

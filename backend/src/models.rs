@@ -13,7 +13,7 @@ use crate::{
     secrets::{Sealed, SecretBox, SecretError},
 };
 use countersign_api::{ModelInfo, ProviderKeyStatus};
-use sqlx::Row as _;
+use sqlx::{Row as _, postgres::PgRow};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -135,13 +135,22 @@ pub static TRIPS: [&Statement; 1] = [&SEALED_KEYS];
 impl UserKeys {
     /// Reads them, in one round trip ([`db::trip`]).
     pub async fn read(state: &AppState, user_id: Uuid) -> Result<Self, KeyError> {
-        let part = Part {
+        let rows = db::trip::run(&state.db, Self::part(user_id)).await?;
+        Ok(Self::from_rows(user_id, &rows)?)
+    }
+
+    /// The read, as a part of a trip (a turn's, beside its history).
+    pub fn part(user_id: Uuid) -> Part {
+        Part {
             who: As::Service,
             statement: &SEALED_KEYS,
             args: vec![Arg::uuid(user_id)],
-        };
-        let sealed = db::trip::run(&state.db, part)
-            .await?
+        }
+    }
+
+    /// The keys in the rows [`UserKeys::part`] read.
+    pub fn from_rows(user_id: Uuid, rows: &[PgRow]) -> Result<Self, sqlx::Error> {
+        let sealed = rows
             .iter()
             .map(|row| {
                 Ok((

@@ -13,9 +13,12 @@
 
 use crate::{
     AppState,
-    db::{self, Tx},
+    db::{
+        self, Tx,
+        trip::{Arg, As, Part, Statement},
+    },
     events,
-    ids::{ChatId, TurnId, UserId},
+    ids::{ChatId, TurnId},
     llm::{self, ChatRequest, LlmEvent, Message, ToolCall},
     models,
     tools::{BoxFuture, EventSink, NotRun, ToolContext, ToolRun, TurnSeen},
@@ -23,6 +26,7 @@ use crate::{
 use countersign_api::{
     ChatEvent, ChatEventMessage, MessageStatus, NoProseReason, ToolCallStatus, TurnEnding,
 };
+use sqlx::{Row as _, postgres::PgRow};
 use std::time::Duration;
 use tokio::{
     sync::{oneshot, watch},
@@ -187,36 +191,38 @@ pub async fn start(
     // nothing.
     let (stored, told) = oneshot::channel();
     tokio::spawn(run(state.clone(), ctx, told));
-    let (model, messages) = begin(state, ctx, content).await?;
+    let turn = begin(state, ctx, content).await?;
     // The send fails only if the task panicked; its turn is then reaped
     // like any turn whose task stopped.
-    let _ = stored.send(Stored { model, messages });
+    let _ = stored.send(turn);
     state.trimmer.turn_started();
     tracing::info!(turn.id = %turn_id, "turn started");
     Ok(turn_id)
 }
 
-/// What the turn's task learns once its turn is stored: the chat's model
-/// and its history, the new message last.
+/// What the turn's task learns once its turn is stored: the chat's model,
+/// the user's message, and what says whether the history the task read
+/// beside the transaction ([`prefetch`]) is the chat's history before the
+/// turn ([`History::fits`]).
 #[derive(Debug)]
 pub struct Stored {
     model: String,
-    messages: Vec<Message>,
+    /// The sequence number of the turn's `turn_started` event.
+    seq: i64,
+    /// How many messages the chat had before the turn's.
+    messages: i64,
+    /// The user's message.
+    content: String,
 }
 
 /// Stores the turn (its message, the chat's title, its `turn_started`
-/// event) and reads the chat's history, in one transaction; tells this
-/// instance's streams.
+/// event), in one transaction; tells this instance's streams.
 ///
 /// Three round trips: BEGIN; [`store`]; COMMIT. A chat where that stored
 /// nothing (none of the caller's, or one with a running turn) is looked
 /// at closer: it may hold a turn whose task stopped, which is ended
 /// first; then the turn is stored, or the chat is busy.
-async fn begin(
-    state: &AppState,
-    ctx: ToolContext,
-    content: &str,
-) -> Result<(String, Vec<Message>), TurnError> {
+async fn begin(state: &AppState, ctx: ToolContext, content: &str) -> Result<Stored, TurnError> {
     let message_id = Uuid::new_v4();
     let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
     let stored = match store(&mut tx, ctx, message_id, content).await? {
@@ -251,39 +257,34 @@ async fn begin(
         chat_id: ctx.chat_id.into(),
         seq: stored.seq,
     });
-    let mut messages = stored.history;
-    messages.push(Message::User {
-        text: content.to_owned(),
-    });
-    Ok((stored.model, messages))
+    Ok(Stored {
+        model: stored.model,
+        seq: stored.seq,
+        messages: stored.messages,
+        content: content.to_owned(),
+    })
 }
 
 /// What [`store`] stored and read.
 struct StoredRow {
     seq: i64,
     model: String,
-    /// The chat's conversation before the new message.
-    history: Vec<Message>,
+    /// How many messages the chat had before the new one.
+    messages: i64,
 }
 
 /// One statement: the turn, its user message, the chat's title (the
 /// first message names an untitled chat), the `turn_started` event with
-/// its NOTIFY, and the chat's history as it was before them. `None` when
+/// its NOTIFY, and how many messages the chat had before them. `None` when
 /// nothing was stored: no such chat of the caller's, or a turn of it still
 /// running.
-///
-/// The history is the chat's conversation for the model: every earlier
-/// turn's user message and its answer. A turn whose answer was never
-/// stored (it was interrupted) is carried with the text of its own events
-/// (read from the turn's first event on, by the log's key, not the chat's
-/// whole log), or without an answer. Never an empty assistant message.
 async fn store(
     tx: &mut Tx,
     ctx: ToolContext,
     message_id: Uuid,
     content: &str,
 ) -> Result<Option<StoredRow>, sqlx::Error> {
-    let rows = sqlx::query!(
+    let row = sqlx::query!(
         r#"with next as (
              update chats set last_seq = last_seq + 1, updated_at = now(),
                     title = case when title = '' then $4 else title end
@@ -303,25 +304,10 @@ async fn store(
                from turn
            ), wake as materialized (
              select pg_notify($7, $1::text || ' ' || turn.started_seq) from turn
-           ), history as (
-             select m.role, m.content, m.created_at, r.text as recovered
-               from (select role, content, turn_id, created_at,
-                            bool_or(role = 'assistant') over (partition by turn_id) as answered
-                       from messages where chat_id = $1) m
-               left join lateral (
-                      select string_agg(e.data->>'text', '' order by e.seq) as text
-                        from turns t
-                        join chat_events e
-                          on e.chat_id = $1 and e.seq >= t.started_seq
-                         and e.turn_id = t.id and e.type = 'text_delta'
-                       where t.id = m.turn_id and m.role = 'user' and not m.answered
-                    ) r on true
            )
            select turn.started_seq as "seq!", turn.model as "model!",
-                  h.role as "role?", h.content as "content?", h.recovered as "recovered?"
-             from turn cross join wake
-             left join history h on true
-            order by h.created_at, (h.role = 'assistant')"#,
+                  (select count(*) from messages where chat_id = $1) as "messages!"
+             from turn cross join wake"#,
         ctx.chat_id as ChatId,
         ctx.turn_id as TurnId,
         message_id,
@@ -330,31 +316,109 @@ async fn store(
         started_data(ctx, message_id, content)?,
         events::EVENTS_CHANNEL,
     )
-    .fetch_all(&mut **tx)
+    .fetch_optional(&mut **tx)
     .await?;
-    let Some(first) = rows.first() else {
-        return Ok(None);
-    };
-    let (seq, model) = (first.seq, first.model.clone());
-    let mut history = Vec::new();
-    for row in rows {
-        match (row.role.as_deref(), row.content) {
-            (Some("user"), Some(text)) => {
-                history.push(Message::User { text });
-                if let Some(text) = &row.recovered {
-                    push_assistant(&mut history, text);
-                }
-            }
-            (Some(_), Some(text)) => push_assistant(&mut history, &text),
-            // No history: the chat's first message.
-            _ => {}
+    Ok(row.map(|row| StoredRow {
+        seq: row.seq,
+        model: row.model,
+        messages: row.messages,
+    }))
+}
+
+/// The chat's history for the model (`$1`), but for the rows of turn `$2`
+/// (the one being started), with the chat's `last_seq` when it was read:
+/// every earlier turn's user message and its answer. A turn whose answer
+/// was never stored (it was interrupted) is carried with the text of its
+/// own events (read from the turn's first event on, by the log's key, not
+/// the chat's whole log), or without an answer. No row when the chat is
+/// not the user's; one row with no message for a chat without any.
+static HISTORY: Statement = Statement {
+    name: "cs_history",
+    params: "(uuid, uuid)",
+    sql: "select c.last_seq, h.role, h.content, h.recovered \
+            from chats c \
+            left join lateral ( \
+              select m.role, m.content, m.created_at, r.text as recovered \
+                from (select role, content, turn_id, created_at, \
+                             bool_or(role = 'assistant') over (partition by turn_id) as answered \
+                        from messages where chat_id = $1 and turn_id <> $2) m \
+                left join lateral ( \
+                       select string_agg(e.data->>'text', '' order by e.seq) as text \
+                         from turns t \
+                         join chat_events e \
+                           on e.chat_id = $1 and e.seq >= t.started_seq \
+                          and e.turn_id = t.id and e.type = 'text_delta' \
+                        where t.id = m.turn_id and m.role = 'user' and not m.answered \
+                     ) r on true \
+            ) h on true \
+           where c.id = $1 \
+           order by h.created_at, (h.role = 'assistant')",
+};
+
+/// The statements [`db::trip`] runs here, for the test that prepares them all.
+pub static TRIPS: [&Statement; 1] = [&HISTORY];
+
+/// A chat's history for the model, as [`HISTORY`] read it.
+#[derive(Debug)]
+pub struct History {
+    /// The chat's `last_seq` when it was read.
+    last_seq: i64,
+    /// How many messages it was read from.
+    count: i64,
+    messages: Vec<Message>,
+}
+
+impl History {
+    /// The read of turn `ctx`'s chat's history, as a part of a trip.
+    fn part(ctx: ToolContext) -> Part {
+        Part {
+            who: As::User(ctx.user_id),
+            statement: &HISTORY,
+            args: vec![Arg::uuid(ctx.chat_id), Arg::uuid(ctx.turn_id)],
         }
     }
-    Ok(Some(StoredRow {
-        seq,
-        model,
-        history,
-    }))
+
+    /// `None`: no such chat of the user's.
+    fn from_rows(rows: &[PgRow]) -> Result<Option<Self>, sqlx::Error> {
+        let Some(first) = rows.first() else {
+            return Ok(None);
+        };
+        let mut history = History {
+            last_seq: first.try_get("last_seq")?,
+            count: 0,
+            messages: Vec::new(),
+        };
+        for row in rows {
+            let role: Option<String> = row.try_get("role")?;
+            let content: Option<String> = row.try_get("content")?;
+            let recovered: Option<String> = row.try_get("recovered")?;
+            let (Some(role), Some(text)) = (role, content) else {
+                // No history: the chat's first message.
+                continue;
+            };
+            history.count += 1;
+            if role == "user" {
+                history.messages.push(Message::User { text });
+                if let Some(text) = &recovered {
+                    push_assistant(&mut history.messages, text);
+                }
+            } else {
+                push_assistant(&mut history.messages, &text);
+            }
+        }
+        Ok(Some(history))
+    }
+
+    /// Whether this is the history of `stored`'s chat just before its
+    /// turn was stored: nothing was appended to the chat's event log
+    /// since it was read (an append bumps `last_seq`, and the turn's own
+    /// `turn_started` is the next number), and the chat has as many
+    /// messages (they are only ever added, and deleted only with their
+    /// chat; an answer is stored with its turn's `turn_finished`, except
+    /// when its turn was ended without it, which the count sees).
+    fn fits(&self, stored: &Stored) -> bool {
+        self.last_seq == stored.seq - 1 && self.count == stored.messages
+    }
 }
 
 /// The `turn_started` event's data, but for the chat's model, which the
@@ -548,7 +612,7 @@ pub const DECLINED_REASON: NoProseReason = NoProseReason::Declined;
 /// was not (`told` dropped).
 pub async fn run(state: AppState, ctx: ToolContext, told: oneshot::Receiver<Stored>) {
     // Boxed: a turn waiting for an approval carries none of its state.
-    let read = Box::pin(prefetch(&state, ctx.user_id));
+    let read = Box::pin(prefetch(&state, ctx));
     let Ok((prefetched, stored)) = tokio::try_join!(
         async { Ok::<_, oneshot::error::RecvError>(read.await) },
         told
@@ -725,30 +789,73 @@ struct Setup {
     tools: Vec<llm::ToolSpec>,
 }
 
-/// What a turn reads before it knows its chat: the user's tools (with
-/// the policy they are offered under) and the user's provider keys, side
-/// by side.
+/// What a turn reads beside the transaction that stores it: the user's
+/// tools (with the policy they are offered under) in one trip; the user's
+/// provider keys and the chat's history in another, side by side.
 #[derive(Debug)]
 pub struct Prefetched {
     keys: models::UserKeys,
     tools: Vec<llm::ToolSpec>,
+    /// `None` when it could not be read (it is read again, once the turn
+    /// is stored).
+    history: Option<History>,
 }
 
-async fn prefetch(state: &AppState, user_id: UserId) -> Prefetched {
-    let (keys, tools) = tokio::join!(
-        models::UserKeys::read(state, user_id.into()),
-        state.tools.tools_for(state, user_id.into()),
+async fn prefetch(state: &AppState, ctx: ToolContext) -> Prefetched {
+    let user_id = ctx.user_id;
+    let read = db::trip::run_parts(
+        &state.db,
+        vec![models::UserKeys::part(user_id.into()), History::part(ctx)],
     );
+    let (rows, tools) = tokio::join!(read, state.tools.tools_for(state, user_id.into()));
+    let (keys, history) = match rows {
+        Ok(rows) => (
+            models::UserKeys::from_rows(user_id.into(), &rows[0]),
+            History::from_rows(&rows[1]),
+        ),
+        Err(err) => (Err(err), Ok(None)),
+    };
     let keys = keys.unwrap_or_else(|err| {
         tracing::error!(error = %err, user.id = %user_id, "cannot read the user's keys");
         models::UserKeys::default()
     });
-    Prefetched { keys, tools }
+    let history = history.unwrap_or_else(|err| {
+        tracing::warn!(error = %err, chat.id = %ctx.chat_id, "cannot read the chat's history beside its turn");
+        None
+    });
+    Prefetched {
+        keys,
+        tools,
+        history,
+    }
+}
+
+/// The history the turn gives the model, its user message last: the one
+/// read beside the turn's transaction when it [fits](History::fits), or
+/// else read now (the chat changed between the two, or the read failed).
+async fn history(
+    state: &AppState,
+    ctx: ToolContext,
+    stored: Stored,
+    prefetched: Option<History>,
+) -> Result<Vec<Message>, sqlx::Error> {
+    let history = match prefetched.filter(|h| h.fits(&stored)) {
+        Some(history) => history,
+        None => {
+            let rows = db::trip::run(&state.db, History::part(ctx)).await?;
+            History::from_rows(&rows)?.ok_or(sqlx::Error::RowNotFound)?
+        }
+    };
+    let mut messages = history.messages;
+    messages.push(Message::User {
+        text: stored.content,
+    });
+    Ok(messages)
 }
 
 /// Resolves the chat's model with the keys read beside the turn's
-/// transaction. On failure the chat has been told why, and the turn
-/// fails.
+/// transaction, and its history ([`history`]). On failure the chat has
+/// been told why, and the turn fails.
 async fn setup(
     state: &AppState,
     emitter: &Emitter<'_>,
@@ -763,10 +870,20 @@ async fn setup(
             return None;
         }
     };
+    let messages = match history(state, emitter.ctx, stored, prefetched.history).await {
+        Ok(messages) => messages,
+        Err(err) => {
+            tracing::error!(error = %err, turn.id = %emitter.ctx.turn_id, "cannot read the chat's history");
+            emitter
+                .error("The chat's history could not be read. Try again.".into())
+                .await;
+            return None;
+        }
+    };
     Some(Setup {
         provider,
         model_name,
-        messages: stored.messages,
+        messages,
         tools: prefetched.tools,
     })
 }
@@ -1238,6 +1355,31 @@ mod tests {
         }
         let run = future_size(run);
         assert!(run <= 4096, "the turn's future is {run} B");
+    }
+
+    #[test]
+    fn a_history_fits_only_the_chat_it_was_read_from_unchanged() {
+        let read = History {
+            last_seq: 41,
+            count: 6,
+            messages: Vec::new(),
+        };
+        let stored = |seq, messages| Stored {
+            model: "offline/demo".into(),
+            seq,
+            messages,
+            content: "hi".into(),
+        };
+        assert!(read.fits(&stored(42, 6)), "nothing happened in between");
+        assert!(
+            !read.fits(&stored(43, 6)),
+            "an event was appended in between"
+        );
+        assert!(
+            !read.fits(&stored(42, 7)),
+            "an answer was stored without an event"
+        );
+        assert!(!read.fits(&stored(41, 6)), "read after the turn was stored");
     }
 
     #[test]

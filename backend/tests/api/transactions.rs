@@ -381,6 +381,7 @@ async fn every_trip_statement_prepares_against_the_schema() {
     let statements: Vec<(&Statement, &str)> = events::TRIPS
         .iter()
         .chain(&tools::connector::TRIPS)
+        .chain(&countersign::turns::TRIPS)
         .map(|s| (*s, "authenticated"))
         .chain(
             session::TRIPS

@@ -409,6 +409,24 @@ struct FakeOpenAi {
 }
 
 impl FakeOpenAi {
+    /// The messages of the first request it got, but the system prompt:
+    /// (role, content).
+    fn first_history(&self) -> Vec<(String, Value)> {
+        let requests = self.requests.lock().expect("lock");
+        requests[0]["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .skip(1)
+            .map(|m| {
+                (
+                    m["role"].as_str().expect("role").to_owned(),
+                    m["content"].clone(),
+                )
+            })
+            .collect()
+    }
+
     async fn start(bodies: Vec<String>) -> (Self, String) {
         let fake = Self {
             bodies: Arc::new(Mutex::new(bodies.into())),
@@ -584,24 +602,111 @@ async fn an_answer_that_lives_only_in_events_is_recovered_for_the_history() {
     let mut stream = app.stream(&chat, Some(2)).await;
     app.send(&chat, "and now?").await;
     stream.until("turn_finished").await;
-    let requests = fake.requests.lock().expect("lock").clone();
-    let history: Vec<(String, Value)> = requests[0]["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .skip(1)
-        .map(|m| {
-            (
-                m["role"].as_str().expect("role").to_owned(),
-                m["content"].clone(),
-            )
-        })
-        .collect();
     assert_eq!(
-        history,
+        fake.first_history(),
         vec![
             ("user".to_owned(), json!("earlier question")),
             ("assistant".to_owned(), json!("Recovered answer.")),
+            ("user".to_owned(), json!("and now?")),
+        ]
+    );
+}
+
+/// A turn reads the chat's history beside the transaction that stores it,
+/// and uses that read only if the chat did not change in between. Here
+/// the change lands while the turn's store waits for the chat's row (a
+/// superuser holds it): a finished turn, its question and answer, and its
+/// `turn_finished` at the next sequence number. The history read before
+/// it cannot know it; the model must still get it.
+#[tokio::test]
+async fn a_history_read_before_the_chat_changed_is_not_the_one_the_model_gets() {
+    let (fake, base) = FakeOpenAi::start(vec![openai_text("Noted.")]).await;
+    let app = spawn_app_with(|c| c.openai_base_url = Some(base)).await;
+    let (user_id, _) = app.signed_up_user().await;
+    let chat = app.create_chat("openai/local-model").await;
+    let chat_id: Uuid = chat.parse().expect("uuid");
+
+    let mut su = app.superuser().await;
+    sqlx::query("begin").execute(&mut su).await.expect("begin");
+    sqlx::query("select 1 from chats where id = $1 for update")
+        .bind(chat_id)
+        .execute(&mut su)
+        .await
+        .expect("the chat's row");
+    let change = async {
+        // The turn's store waits for the row; the read beside it does not
+        // (and takes a few milliseconds).
+        let mut watcher = app.superuser().await;
+        loop {
+            let waiting: i64 = sqlx::query_scalar(
+                "select count(*) from pg_stat_activity
+                  where datname = current_database() and wait_event_type = 'Lock'",
+            )
+            .fetch_one(&mut watcher)
+            .await
+            .expect("activity");
+            if waiting > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let turn_id = Uuid::new_v4();
+        sqlx::query(
+            "insert into turns (id, chat_id, user_id, status, model, started_seq)
+             values ($1, $2, $3, 'done', 'openai/local-model', 1)",
+        )
+        .bind(turn_id)
+        .bind(chat_id)
+        .bind(user_id)
+        .execute(&mut su)
+        .await
+        .expect("turn");
+        for (role, content) in [
+            ("user", "a question from elsewhere"),
+            ("assistant", "Its answer."),
+        ] {
+            sqlx::query(
+                "insert into messages (id, chat_id, user_id, turn_id, role, content)
+                 values ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(Uuid::new_v4())
+            .bind(chat_id)
+            .bind(user_id)
+            .bind(turn_id)
+            .bind(role)
+            .bind(content)
+            .execute(&mut su)
+            .await
+            .expect("message");
+        }
+        sqlx::query(
+            "with next as (update chats set last_seq = last_seq + 1 where id = $1 returning last_seq)
+             insert into chat_events (chat_id, seq, user_id, turn_id, type, data)
+             select $1, last_seq, $2, $3, 'turn_finished',
+                    jsonb_build_object('type', 'turn_finished', 'turn_id', $3::text, 'status', 'done')
+               from next",
+        )
+        .bind(chat_id)
+        .bind(user_id)
+        .bind(turn_id)
+        .execute(&mut su)
+        .await
+        .expect("its turn_finished");
+        sqlx::query("commit")
+            .execute(&mut su)
+            .await
+            .expect("commit");
+    };
+    let mut stream = app.stream(&chat, None).await;
+    tokio::join!(app.send(&chat, "and now?"), change);
+    stream.until("turn_finished").await;
+
+    assert_eq!(
+        fake.first_history(),
+        vec![
+            ("user".to_owned(), json!("a question from elsewhere")),
+            ("assistant".to_owned(), json!("Its answer.")),
             ("user".to_owned(), json!("and now?")),
         ]
     );
