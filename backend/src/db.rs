@@ -59,11 +59,18 @@ pub async fn connect(url: &str) -> Result<PgPool, sqlx::Error> {
         // statement: 0.44 ms planning, 0.45 ms running). Once per
         // connection, so the plan is built on a statement's first use and
         // reused after.
+        //
+        // And: a failed statement's bound values (users' content) are not
+        // written to Postgres's log, whatever the database's default
+        // (`logs_parameters`).
         .after_connect(|conn, _meta| {
             Box::pin(async move {
-                sqlx::raw_sql("set plan_cache_mode = force_generic_plan")
-                    .execute(conn)
-                    .await?;
+                sqlx::raw_sql(
+                    "set plan_cache_mode = force_generic_plan; \
+                     set log_parameter_max_length_on_error = 0",
+                )
+                .execute(conn)
+                .await?;
                 Ok(())
             })
         })
@@ -288,6 +295,41 @@ pub async fn role_risk(pool: &PgPool) -> Result<RoleRisk, sqlx::Error> {
         bypass_rls: row.bypass_rls,
         owned_relations: row.owned_relations,
     })
+}
+
+/// Whether Postgres, as configured for the pool's database, writes the
+/// values bound to the server's statements (users' messages, models'
+/// answers, tools' arguments) to its log: it does with every statement it
+/// logs (slow, sampled, or all the data-modifying ones) unless
+/// `log_parameter_max_length` is 0. Only a superuser can change either;
+/// with a failed statement it does not (`connect` sets
+/// `log_parameter_max_length_on_error` to 0 on each connection).
+pub async fn logs_parameters(pool: &PgPool) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"with s as (select name, setting from pg_settings)
+           select (select setting::int from s where name = 'log_parameter_max_length') <> 0
+              and ((select setting::int from s where name = 'log_min_duration_statement') >= 0
+                or ((select setting::int from s where name = 'log_min_duration_sample') >= 0
+                    and (select setting::float8 from s where name = 'log_statement_sample_rate') > 0)
+                or (select setting::float8 from s where name = 'log_transaction_sample_rate') > 0
+                or (select setting from s where name = 'log_statement') in ('mod', 'all'))
+              as "logs!""#
+    )
+    .fetch_one(pool)
+    .await
+}
+
+/// Logs a warning when Postgres writes the values of the statements it
+/// logs ([`logs_parameters`]).
+pub async fn warn_if_postgres_logs_content(pool: &PgPool) -> Result<(), sqlx::Error> {
+    if logs_parameters(pool).await? {
+        tracing::warn!(
+            "Postgres logs statements with the values bound to them: users' messages, models' \
+             answers and tools' arguments will be in its log. Set log_parameter_max_length = 0 \
+             (see docs/operations.md)."
+        );
+    }
+    Ok(())
 }
 
 /// Logs a loud warning when the server's role could read past row-level

@@ -513,6 +513,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .context("connecting to the database")?;
     db::warn_if_role_can_bypass_rls(&pool).await?;
+    db::warn_if_postgres_logs_content(&pool).await?;
 
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await

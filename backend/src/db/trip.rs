@@ -42,7 +42,11 @@
 //! (`log_min_error_statement`) or a slow statement, and users' content (a
 //! message, a model's answer, a tool's arguments) must not reach that
 //! log. Writes of content, and reads by a name a model chose, go through
-//! a transaction and bind parameters, which are not logged.
+//! a transaction and bind parameters, whose values Postgres does not log
+//! with an error (each connection sets `log_parameter_max_length_on_error`
+//! to 0, [`super::connect`]) nor with a logged statement when
+//! `log_parameter_max_length` is 0, which the server asks for at start-up
+//! ([`super::warn_if_postgres_logs_content`]).
 //!
 //! A connection prepares a statement the first time it runs it: the
 //! execution fails with "prepared statement does not exist" (its

@@ -307,3 +307,76 @@ fn an_unknown_log_format_is_refused_naming_the_setting() {
         "{stderr}"
     );
 }
+
+/// Users' content (a message, a model's answer, a tool's arguments)
+/// reaches Postgres only as bound values, and Postgres writes bound values
+/// to its log when told to: with a failed statement
+/// (`log_parameter_max_length_on_error`, which any session may set, so the
+/// server sets it to 0 on each of its connections, whatever the database's
+/// default), or with a logged statement (`log_parameter_max_length`, which
+/// only a superuser sets: the server says at start-up when statements are
+/// logged with their values).
+#[tokio::test]
+async fn postgres_is_not_let_log_users_content_and_says_when_it_would() {
+    use countersign::db;
+    let app = spawn_app().await;
+    let mut su = app.superuser().await;
+    let database: String = sqlx::query_scalar("select current_database()")
+        .fetch_one(&mut su)
+        .await
+        .expect("name");
+    let set = |setting: &'static str| {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "alter database \"{database}\" set {setting}"
+        )))
+    };
+    let fresh_pool = || db::connect(app.config.database_url.expose());
+
+    // An operator's default that would log a failed statement's values.
+    set("log_parameter_max_length_on_error = 1000")
+        .execute(&mut su)
+        .await
+        .expect("set");
+    let pool = fresh_pool().await.expect("pool");
+    let on_error: String = sqlx::query_scalar("show log_parameter_max_length_on_error")
+        .fetch_one(&pool)
+        .await
+        .expect("show");
+    assert_eq!(on_error, "0", "a failed statement's values would be logged");
+    assert!(
+        !db::logs_parameters(&pool).await.expect("settings"),
+        "no statement is logged by default"
+    );
+
+    // Slow statements logged, with their values (the default length, -1).
+    set("log_min_duration_statement = 250")
+        .execute(&mut su)
+        .await
+        .expect("set");
+    let pool = fresh_pool().await.expect("pool");
+    assert!(db::logs_parameters(&pool).await.expect("settings"));
+
+    // … without their values.
+    set("log_parameter_max_length = 0")
+        .execute(&mut su)
+        .await
+        .expect("set");
+    let pool = fresh_pool().await.expect("pool");
+    assert!(!db::logs_parameters(&pool).await.expect("settings"));
+
+    // Every data-modifying statement logged, with its values.
+    set("log_parameter_max_length = 64")
+        .execute(&mut su)
+        .await
+        .expect("set");
+    set("log_min_duration_statement = -1")
+        .execute(&mut su)
+        .await
+        .expect("set");
+    set("log_statement = 'mod'")
+        .execute(&mut su)
+        .await
+        .expect("set");
+    let pool = fresh_pool().await.expect("pool");
+    assert!(db::logs_parameters(&pool).await.expect("settings"));
+}
