@@ -215,15 +215,21 @@ async fn spawn_listening(mut command: Command, what: &'static str) -> (Server, S
     (Server(child), format!("http://127.0.0.1:{port}"))
 }
 
-#[tokio::main]
-async fn main() {
-    if std::env::var_os("COUNTERSIGN_BENCH_BARE_SSE").is_some() {
-        bare_sse_server().await;
-        return;
-    }
-    let server_bin = std::env::var("COUNTERSIGN_BENCH_SERVER").expect("COUNTERSIGN_BENCH_SERVER");
-    let fake = start_fake().await;
+/// A Countersign server under test (a release process), on a database of
+/// its own, and a user of it with one chat.
+struct Target {
+    server: Server,
+    /// Dropped after the server (fields drop in order).
+    _db: TestDb,
+    base: String,
+    client: reqwest::Client,
+    csrf: String,
+    chat_id: String,
+}
 
+/// Starts `server_bin` with the fake provider at `fake`; signs a user up
+/// and makes a chat.
+async fn start_target(server_bin: &str, fake: &str) -> Target {
     let db = TestDb::create("bench").await;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("port")
@@ -231,12 +237,12 @@ async fn main() {
         .expect("addr")
         .port();
     let base = format!("http://127.0.0.1:{port}");
-    let child = Command::new(&server_bin)
+    let child = Command::new(server_bin)
         .arg("serve")
         .env("DATABASE_URL", &db.app_url)
         .env("COUNTERSIGN_MIGRATION_DATABASE_URL", &db.owner_url)
         .env("COUNTERSIGN_BIND", format!("127.0.0.1:{port}"))
-        .env("OPENAI_BASE_URL", &fake)
+        .env("OPENAI_BASE_URL", fake)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .spawn()
@@ -283,21 +289,51 @@ async fn main() {
         .await
         .expect("json");
     let chat_id = chat["id"].as_str().expect("id").to_owned();
+    Target {
+        server,
+        _db: db,
+        base,
+        client,
+        csrf,
+        chat_id,
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    if std::env::var_os("COUNTERSIGN_BENCH_BARE_SSE").is_some() {
+        bare_sse_server().await;
+        return;
+    }
+    let server_bin = std::env::var("COUNTERSIGN_BENCH_SERVER").expect("COUNTERSIGN_BENCH_SERVER");
+    let fake = start_fake().await;
+    let target = start_target(&server_bin, &fake).await;
+    if let Ok(other) = std::env::var("COUNTERSIGN_BENCH_COMPARE") {
+        let other = start_target(&other, &fake).await;
+        compare(&target, &other).await;
+        return;
+    }
+    let Target {
+        base,
+        client,
+        chat_id,
+        ..
+    } = &target;
     if !only_memory() {
-        time_to_first_token(&client, &fake, &base, &csrf, &chat_id).await;
+        time_to_first_token(&fake, &target).await;
     }
     if only_latency() {
         return;
     }
 
     // Idle streams: Countersign, then Express 4 with the same client.
-    let ours = idle_stream_kib(server.0.id(), || {
+    let ours = idle_stream_kib(target.server.0.id(), || {
         client
             .get(format!("{base}/api/chats/{chat_id}/stream?after=1000000"))
             .send()
     })
     .await;
-    drop(server);
+    drop(target.server);
     println!("  Countersign                 {ours:.1} KiB per idle stream");
     let express = match std::env::var_os("COUNTERSIGN_BENCH_EXPRESS") {
         Some(script) => {
@@ -342,16 +378,157 @@ async fn main() {
     });
 }
 
+/// A chat's stream, followed across rounds.
+struct Follow {
+    stream: reqwest::Response,
+    buffer: String,
+}
+
+async fn follow(target: &Target) -> Follow {
+    let Target {
+        base,
+        client,
+        chat_id,
+        ..
+    } = target;
+    let stream = client
+        .get(format!("{base}/api/chats/{chat_id}/stream"))
+        .send()
+        .await
+        .expect("stream");
+    Follow {
+        stream,
+        buffer: String::new(),
+    }
+}
+
+/// One turn's marks, from the client's POST: the POST answered, the
+/// `turn_started` event on the stream, the provider asked, the first
+/// token on the stream.
+struct Marks {
+    post: Duration,
+    started: Duration,
+    asked: Duration,
+    first: Duration,
+}
+
+/// Sends message `round` to `target`'s chat and follows its turn on the
+/// stream to its end.
+async fn one_turn(target: &Target, follow: &mut Follow, round: usize) -> Marks {
+    let Target {
+        base,
+        client,
+        csrf,
+        chat_id,
+        ..
+    } = target;
+    let t = Instant::now();
+    let res = client
+        .post(format!("{base}/api/chats/{chat_id}/messages"))
+        .header("x-csrf-token", csrf)
+        .json(&json!({"content": format!("round {round}")}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(res.status(), 202, "send");
+    let post = t.elapsed();
+    let mut first = None;
+    let mut turn_started = None;
+    loop {
+        if let Some(i) = follow.buffer.find("\n\n") {
+            let frame: String = follow.buffer.drain(..i + 2).collect();
+            if frame.contains("\"type\":\"turn_started\"") && turn_started.is_none() {
+                turn_started = Some(t.elapsed());
+            }
+            if frame.contains("\"type\":\"text_delta\"") && first.is_none() {
+                first = Some(t.elapsed());
+            }
+            if frame.contains("\"type\":\"turn_finished\"") {
+                assert!(
+                    frame.contains("\"status\":\"done\""),
+                    "turn failed: {frame}"
+                );
+                break;
+            }
+            continue;
+        }
+        let bytes = follow
+            .stream
+            .chunk()
+            .await
+            .expect("chunk")
+            .expect("stream open");
+        follow.buffer.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    let asked_at = ASKED_AT
+        .lock()
+        .expect("lock")
+        .take()
+        .expect("the fake was asked");
+    Marks {
+        post,
+        started: turn_started.expect("turn_started"),
+        asked: asked_at.duration_since(t),
+        first: first.expect("a text delta"),
+    }
+}
+
+/// `COUNTERSIGN_BENCH_COMPARE=<another server binary>`: the time to first
+/// token of two builds, each on a database of its own, their rounds
+/// interleaved (which goes first alternates), so that the host's noise
+/// falls on both alike. Prints each one's medians and the median of the
+/// paired differences (B − A). For comparing a change; it reports no
+/// figure.
+async fn compare(a: &Target, b: &Target) {
+    let rounds = rounds();
+    let (mut follow_a, mut follow_b) = (follow(a).await, follow(b).await);
+    let (mut marks_a, mut marks_b) = (Vec::new(), Vec::new());
+    for round in 0..WARM_UP + rounds {
+        let (ma, mb) = if round % 2 == 0 {
+            let ma = one_turn(a, &mut follow_a, round).await;
+            (ma, one_turn(b, &mut follow_b, round).await)
+        } else {
+            let mb = one_turn(b, &mut follow_b, round).await;
+            (one_turn(a, &mut follow_a, round).await, mb)
+        };
+        if round >= WARM_UP {
+            marks_a.push(ma);
+            marks_b.push(mb);
+        }
+    }
+    let ms = |d: &Duration| d.as_secs_f64() * 1000.0;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!("\nA/B, {rounds} interleaved rounds each after {WARM_UP} to warm up, medians (ms):");
+    println!("  {:44} {:>7} {:>7} {:>7}", "", "A", "B", "B − A");
+    for (what, mark) in [
+        (
+            "POST answered (202)",
+            (|m: &Marks| m.post) as fn(&Marks) -> Duration,
+        ),
+        ("turn_started on the stream", |m: &Marks| m.started),
+        ("provider asked (set-up done)", |m: &Marks| m.asked),
+        ("first token on the stream", |m: &Marks| m.first),
+    ] {
+        let a: Vec<f64> = marks_a.iter().map(|m| ms(&mark(m))).collect();
+        let b: Vec<f64> = marks_b.iter().map(|m| ms(&mark(m))).collect();
+        let diff: Vec<f64> = a.iter().zip(&b).map(|(a, b)| b - a).collect();
+        println!(
+            "  {what:44} {:7.2} {:7.2} {:+7.2}",
+            median(a),
+            median(b),
+            median(diff)
+        );
+    }
+}
+
 /// Time to first token, (a) from the fake provider directly and (b)
 /// through Countersign (a chat message until the first `text_delta` on the
 /// chat's stream), [`rounds`] each; reports the p50s and their difference.
-async fn time_to_first_token(
-    client: &reqwest::Client,
-    fake: &str,
-    base: &str,
-    csrf: &str,
-    chat_id: &str,
-) {
+async fn time_to_first_token(fake: &str, target: &Target) {
+    let client = &target.client;
     let rounds = rounds();
     // (a) Directly.
     let mut direct = Vec::new();
@@ -374,12 +551,7 @@ async fn time_to_first_token(
     }
 
     // (b) Through Countersign.
-    let mut stream = client
-        .get(format!("{base}/api/chats/{chat_id}/stream"))
-        .send()
-        .await
-        .expect("stream");
-    let mut buffer = String::new();
+    let mut follow = follow(target).await;
     let mut through = Vec::new();
     // Where the time goes: the POST answered; the provider asked; the
     // turn_started event on the stream; the first token on the stream.
@@ -387,56 +559,18 @@ async fn time_to_first_token(
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut warming = Vec::new();
     for round in 0..WARM_UP + rounds {
-        let t = Instant::now();
-        let res = client
-            .post(format!("{base}/api/chats/{chat_id}/messages"))
-            .header("x-csrf-token", csrf)
-            .json(&json!({"content": format!("round {round}")}))
-            .send()
-            .await
-            .expect("send");
-        assert_eq!(res.status(), 202, "send");
-        let post = t.elapsed();
-        let mut first = None;
-        let mut turn_started = None;
-        loop {
-            if let Some(i) = buffer.find("\n\n") {
-                let frame: String = buffer.drain(..i + 2).collect();
-                if frame.contains("\"type\":\"turn_started\"") && turn_started.is_none() {
-                    turn_started = Some(t.elapsed());
-                }
-                if frame.contains("\"type\":\"text_delta\"") && first.is_none() {
-                    first = Some(t.elapsed());
-                }
-                if frame.contains("\"type\":\"turn_finished\"") {
-                    assert!(
-                        frame.contains("\"status\":\"done\""),
-                        "turn failed: {frame}"
-                    );
-                    break;
-                }
-                continue;
-            }
-            let bytes = stream.chunk().await.expect("chunk").expect("stream open");
-            buffer.push_str(&String::from_utf8_lossy(&bytes));
-        }
-        let first = first.expect("a text delta");
-        let asked_at = ASKED_AT
-            .lock()
-            .expect("lock")
-            .take()
-            .expect("the fake was asked");
+        let marks = one_turn(target, &mut follow, round).await;
         if round < WARM_UP {
-            warming.push(first);
+            warming.push(marks.first);
             continue;
         }
-        through.push(first);
-        posted.push(post);
-        asked.push(asked_at.duration_since(t));
-        started.push(turn_started.expect("turn_started"));
-        token.push(first.saturating_sub(asked_at.duration_since(t)));
+        through.push(marks.first);
+        posted.push(marks.post);
+        asked.push(marks.asked);
+        started.push(marks.started);
+        token.push(marks.first.saturating_sub(marks.asked));
     }
-    drop(stream);
+    drop(follow);
     println!(
         "\nwhere the time to first token goes, {rounds} rounds after {WARM_UP} to warm up, median (ms):"
     );
