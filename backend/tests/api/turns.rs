@@ -699,8 +699,16 @@ async fn a_history_read_before_the_chat_changed_is_not_the_one_the_model_gets() 
             .expect("commit");
     };
     let mut stream = app.stream(&chat, None).await;
-    tokio::join!(app.send(&chat, "and now?"), change);
-    stream.until("turn_finished").await;
+    let (turn_id, ()) = tokio::join!(app.send(&chat, "and now?"), change);
+    // The planted turn's `turn_finished` is on the stream too.
+    while stream
+        .until("turn_finished")
+        .await
+        .last()
+        .expect("finished")
+        .1["turn_id"]
+        != turn_id
+    {}
 
     assert_eq!(
         fake.first_history(),
