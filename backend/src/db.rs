@@ -301,9 +301,10 @@ pub async fn role_risk(pool: &PgPool) -> Result<RoleRisk, sqlx::Error> {
 /// values bound to the server's statements (users' messages, models'
 /// answers, tools' arguments) to its log: it does with every statement it
 /// logs (slow, sampled, or all the data-modifying ones) unless
-/// `log_parameter_max_length` is 0. Only a superuser can change either;
-/// with a failed statement it does not (`connect` sets
-/// `log_parameter_max_length_on_error` to 0 on each connection).
+/// `log_parameter_max_length` is 0. Only a superuser can change those
+/// settings. With a failed statement it does not: any session may set
+/// `log_parameter_max_length_on_error`, and `connect` sets it to 0 on each
+/// connection.
 pub async fn logs_parameters(pool: &PgPool) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar!(
         r#"with s as (select name, setting from pg_settings)

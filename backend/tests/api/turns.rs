@@ -634,23 +634,25 @@ async fn a_history_read_before_the_chat_changed_is_not_the_one_the_model_gets() 
         .await
         .expect("the chat's row");
     let change = async {
-        // The turn's store waits for the row; the read beside it does not
-        // (and takes a few milliseconds).
+        // The turn's store waits for the row; the read beside it does not.
+        // Postgres shows it done: the connection that ran it idle, its
+        // last query the trip that executed it (this app's first turn, so
+        // no earlier one). No event says so: poll.
         let mut watcher = app.superuser().await;
         loop {
-            let waiting: i64 = sqlx::query_scalar(
+            let read: i64 = sqlx::query_scalar(
                 "select count(*) from pg_stat_activity
-                  where datname = current_database() and wait_event_type = 'Lock'",
+                  where datname = current_database() and state = 'idle'
+                    and query like '%execute cs_history(%' and pid <> pg_backend_pid()",
             )
             .fetch_one(&mut watcher)
             .await
             .expect("activity");
-            if waiting > 0 {
+            if read > 0 {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        tokio::time::sleep(Duration::from_millis(300)).await;
         let turn_id = Uuid::new_v4();
         sqlx::query(
             "insert into turns (id, chat_id, user_id, status, model, started_seq)
