@@ -35,6 +35,116 @@ CREATE FUNCTION auth.uid() RETURNS uuid
 
 ALTER FUNCTION auth.uid() OWNER TO countersign_owner;
 
+--
+-- Name: append_chat_event(uuid, uuid, text, jsonb, text); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.append_chat_event(p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+declare
+    v_seq bigint;
+begin
+    update public.chats set last_seq = last_seq + 1 where id = p_chat
+        returning last_seq into v_seq;
+    if v_seq is null then
+        return null;
+    end if;
+    insert into public.chat_events (chat_id, seq, turn_id, type, data)
+        values (p_chat, v_seq, p_turn, p_type, p_data);
+    perform pg_notify(p_channel, p_chat::text || ' ' || v_seq);
+    return v_seq;
+end
+$$;
+
+
+ALTER FUNCTION public.append_chat_event(p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) OWNER TO countersign_owner;
+
+--
+-- Name: append_chat_event_as(uuid, uuid, uuid, text, jsonb, text); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.append_chat_event_as(p_user uuid, p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if current_setting('role') <> 'none' then
+        raise exception 'append_chat_event_as starts its own transaction, and a role is set';
+    end if;
+    perform set_config('role', 'authenticated', true),
+            set_config('countersign.user_id', p_user::text, true);
+    return public.append_chat_event(p_chat, p_turn, p_type, p_data, p_channel);
+end
+$$;
+
+
+ALTER FUNCTION public.append_chat_event_as(p_user uuid, p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) OWNER TO countersign_owner;
+
+--
+-- Name: store_turn(uuid, uuid, uuid, text, text, jsonb, text); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.store_turn(p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) RETURNS TABLE(seq bigint, model text, messages bigint)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+begin
+    return query
+    with next as (
+        update public.chats set last_seq = last_seq + 1, updated_at = now(),
+               title = case when title = '' then p_title else title end
+         where id = p_chat returning last_seq, model
+    ), turn as (
+        insert into public.turns (id, chat_id, model, started_seq)
+        select p_turn, p_chat, model, last_seq from next
+        on conflict (chat_id) where status = 'running' do nothing
+        returning started_seq, model
+    ), message as (
+        insert into public.messages (id, chat_id, turn_id, role, content)
+        select p_message, p_chat, p_turn, 'user', p_content from turn
+    ), event as (
+        insert into public.chat_events (chat_id, seq, turn_id, type, data)
+        select p_chat, started_seq, p_turn, 'turn_started',
+               p_data || jsonb_build_object('model', turn.model)
+          from turn
+    ), wake as materialized (
+        select pg_notify(p_channel, p_chat::text || ' ' || turn.started_seq) from turn
+    )
+    select turn.started_seq, turn.model,
+           (select count(*) from public.messages m where m.chat_id = p_chat)
+      from turn cross join wake;
+    if not found then
+        -- The chat's row was written by `next` all the same: undone with
+        -- the rest of the statement.
+        raise exception 'nothing stored' using errcode = 'CSNOT';
+    end if;
+end
+$$;
+
+
+ALTER FUNCTION public.store_turn(p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) OWNER TO countersign_owner;
+
+--
+-- Name: store_turn_as(uuid, uuid, uuid, uuid, text, text, jsonb, text); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.store_turn_as(p_user uuid, p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) RETURNS TABLE(seq bigint, model text, messages bigint)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if current_setting('role') <> 'none' then
+        raise exception 'store_turn_as starts its own transaction, and a role is set';
+    end if;
+    perform set_config('role', 'authenticated', true),
+            set_config('countersign.user_id', p_user::text, true);
+    return query select * from public.store_turn(p_chat, p_turn, p_message, p_title,
+                                                 p_content, p_data, p_channel);
+end
+$$;
+
+
+ALTER FUNCTION public.store_turn_as(p_user uuid, p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) OWNER TO countersign_owner;
+
 SET default_tablespace = '';
 
 SET default_table_access_method = heap;
@@ -1615,6 +1725,24 @@ REVOKE ALL ON FUNCTION auth.uid() FROM PUBLIC;
 GRANT ALL ON FUNCTION auth.uid() TO anon;
 GRANT ALL ON FUNCTION auth.uid() TO authenticated;
 GRANT ALL ON FUNCTION auth.uid() TO service_role;
+
+
+--
+-- Name: FUNCTION append_chat_event(p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text); Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+REVOKE ALL ON FUNCTION public.append_chat_event(p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.append_chat_event(p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) TO authenticated;
+GRANT ALL ON FUNCTION public.append_chat_event(p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) TO service_role;
+
+
+--
+-- Name: FUNCTION store_turn(p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text); Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+REVOKE ALL ON FUNCTION public.store_turn(p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.store_turn(p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) TO authenticated;
+GRANT ALL ON FUNCTION public.store_turn(p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) TO service_role;
 
 
 --

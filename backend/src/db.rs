@@ -5,8 +5,14 @@
 //! own (it is `NOINHERIT` and owns nothing). Every query runs inside a
 //! transaction opened by [`user_tx`] (as `authenticated`, with
 //! `auth.uid()` set) or [`service_tx`] / [`service_locked`] (as
-//! `service_role`), or is a transaction by itself, sent by [`trip::run`]
-//! as one or the other. Row-level
+//! `service_role`), or is a transaction by itself: sent by [`trip::run`]
+//! as one or the other, or one of the two writes a turn makes on its way
+//! to the first token (`events::append_alone`, `turns::store_alone`),
+//! each one statement outside any transaction that calls a function of
+//! the migrations (`append_chat_event_as`, `store_turn_as`) whose first
+//! act is the switch to `authenticated` with the user's id, local to that
+//! statement's implicit transaction, and which refuses to run once a role
+//! is set. Row-level
 //! security, enabled and forced on every table, does the rest: a query that
 //! forgets its `where user_id = …` still sees only the caller's rows.
 
@@ -108,8 +114,10 @@ pub async fn user_tx(
 }
 
 /// The statement that makes the rest of a transaction run as
-/// `authenticated` for `user_id`: one of the two places a role is set
-/// (the `BEGIN` of [`user_tx`], and [`trip::run`]).
+/// `authenticated` for `user_id`: one of the two places the server's code
+/// sets a role (the `BEGIN` of [`user_tx`], and [`trip::run`]; the
+/// migrations' `…_as` functions make the same switch, as their first
+/// act).
 fn user_role(user_id: UserId) -> String {
     // A UUID's text is hex digits and dashes: nothing in it can end the
     // literal (the statement takes no bind parameters).
@@ -247,7 +255,7 @@ async fn begin(pool: &PgPool, statement: String) -> Result<Tx, sqlx::Error> {
 /// Runs `work` in a task of its own, so that a caller that goes away does
 /// not stop it half-way through a conversation with the server ([`begin`],
 /// [`trip::run`]).
-async fn detached<T: Send + 'static>(
+pub(crate) async fn detached<T: Send + 'static>(
     work: impl Future<Output = Result<T, sqlx::Error>> + Send + 'static,
 ) -> Result<T, sqlx::Error> {
     tokio::spawn(work)

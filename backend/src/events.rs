@@ -2,7 +2,9 @@
 //!
 //! Every event of a turn is appended to `chat_events` with the chat's next
 //! sequence number and announced with `pg_notify` in the same transaction,
-//! so listeners hear of it only once it is committed. Each instance keeps
+//! so listeners hear of it only once it is committed: inside a transaction
+//! of the caller's ([`append`]), or as one of its own in one round trip
+//! ([`append_alone`], how a turn writes its events). Each instance keeps
 //! one `LISTEN` connection ([`EventHub`]) and wakes the streams of that
 //! chat only (a watch of the highest sequence number heard, per chat with
 //! streams open here); streams then read the events from Postgres, so a
@@ -91,25 +93,13 @@ pub async fn append(
     event: &ChatEvent,
 ) -> Result<i64, sqlx::Error> {
     let chat_id: ChatId = chat_id.into();
-    let data = serde_json::to_value(event).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-    let kind = data
-        .get("type")
-        .and_then(|t| t.as_str())
-        .unwrap_or("unknown")
-        .to_owned();
-    // One statement, one round trip: the next sequence number (the row
-    // lock of this UPDATE orders concurrent appends to one chat), the
-    // event, and the wake-up the other instances hear once `tx` commits.
-    let seq: i64 = sqlx::query_scalar!(
-        r#"with next as (
-             update chats set last_seq = last_seq + 1 where id = $1 returning last_seq
-           ), inserted as (
-             insert into chat_events (chat_id, seq, turn_id, type, data)
-             select $1, last_seq, $2, $3, $4 from next
-             returning seq
-           )
-           select inserted.seq as "seq!" from inserted,
-                  lateral (select pg_notify($5, $1::text || ' ' || inserted.seq)) as wake"#,
+    let (kind, data) = stored(event)?;
+    // One statement, one round trip (the migration's
+    // `append_chat_event`): the next sequence number (the row lock of its
+    // UPDATE orders concurrent appends to one chat), the event, and the
+    // wake-up the other instances hear once `tx` commits.
+    let seq = sqlx::query_scalar!(
+        "select append_chat_event($1, $2, $3, $4, $5)",
         chat_id as ChatId,
         turn_id as Option<TurnId>,
         kind,
@@ -118,7 +108,56 @@ pub async fn append(
     )
     .fetch_one(&mut **tx)
     .await?;
-    Ok(seq)
+    seq.ok_or(sqlx::Error::RowNotFound)
+}
+
+/// Appends `event` to the chat's log as a transaction of its own, as
+/// `user_id`, in one round trip: the statement runs outside any
+/// transaction, so it is its own (implicit) one, and its first act is the
+/// switch to `authenticated` with `auth.uid()` = `user_id`, local to it
+/// (the migration's `append_chat_event_as`); the append then runs as the
+/// user, under row-level security. [`append`] inside a transaction costs
+/// its `BEGIN` and `COMMIT` besides, two more round trips: this is how a
+/// turn writes its events, the first token's among them. `RowNotFound`
+/// when the chat is not the user's.
+pub async fn append_alone(
+    pool: &PgPool,
+    user_id: UserId,
+    chat_id: ChatId,
+    turn_id: Option<TurnId>,
+    event: &ChatEvent,
+) -> Result<i64, sqlx::Error> {
+    let (kind, data) = stored(event)?;
+    let pool = pool.clone();
+    // In a task of its own, like every other way into a transaction
+    // (`db::detached`): a caller that goes away does not cut the
+    // conversation short.
+    crate::db::detached(async move {
+        let seq = sqlx::query_scalar!(
+            "select append_chat_event_as($1, $2, $3, $4, $5, $6)",
+            user_id as UserId,
+            chat_id as ChatId,
+            turn_id as Option<TurnId>,
+            kind,
+            data,
+            EVENTS_CHANNEL,
+        )
+        .fetch_one(&pool)
+        .await?;
+        seq.ok_or(sqlx::Error::RowNotFound)
+    })
+    .await
+}
+
+/// An event as the log stores it: its `type`, and its JSON.
+fn stored(event: &ChatEvent) -> Result<(String, serde_json::Value), sqlx::Error> {
+    let data = serde_json::to_value(event).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let kind = data
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or("unknown")
+        .to_owned();
+    Ok((kind, data))
 }
 
 /// The events of a chat after `$2`, oldest first, at most `$3`: the raw

@@ -18,7 +18,7 @@ use crate::{
         trip::{Arg, As, Part, Statement},
     },
     events,
-    ids::{ChatId, TurnId},
+    ids::{ChatId, TurnId, UserId},
     llm::{self, ChatRequest, LlmEvent, Message, ToolCall},
     models,
     tools::{BoxFuture, EventSink, NotRun, ToolContext, ToolRun, TurnSeen},
@@ -216,21 +216,18 @@ pub struct Stored {
 }
 
 /// Stores the turn (its message, the chat's title, its `turn_started`
-/// event), in one transaction; tells this instance's streams.
+/// event) as a transaction of its own; tells this instance's streams.
 ///
-/// Three round trips: BEGIN; [`store`]; COMMIT. A chat where that stored
-/// nothing (none of the caller's, or one with a running turn) is looked
-/// at closer: it may hold a turn whose task stopped, which is ended
+/// One round trip ([`store_alone`]). A chat where that stored nothing (none
+/// of the caller's, or one with a running turn) is looked at closer, in a
+/// transaction: it may hold a turn whose task stopped, which is ended
 /// first; then the turn is stored, or the chat is busy.
 async fn begin(state: &AppState, ctx: ToolContext, content: &str) -> Result<Stored, TurnError> {
     let message_id = Uuid::new_v4();
-    let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
-    let stored = match store(&mut tx, ctx, message_id, content).await? {
+    let stored = match store_alone(state, ctx, message_id, content).await? {
         Some(stored) => stored,
         None => {
-            // The dropped transaction takes the sequence number back.
-            drop(tx);
-            tx = db::user_tx(&state.db, ctx.user_id).await?;
+            let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
             // The chat, locked: what its turns are now is what counts.
             let found: Option<Uuid> = sqlx::query_scalar!(
                 "select id from chats where id = $1 for update",
@@ -247,12 +244,13 @@ async fn begin(state: &AppState, ctx: ToolContext, content: &str) -> Result<Stor
                 state.config.turn_stale_secs as f64,
             )
             .await?;
-            store(&mut tx, ctx, message_id, content)
+            let stored = store(&mut tx, ctx, message_id, content)
                 .await?
-                .ok_or(TurnError::Busy)?
+                .ok_or(TurnError::Busy)?;
+            tx.commit().await?;
+            stored
         }
     };
-    tx.commit().await?;
     state.hub.appended(events::Appended {
         chat_id: ctx.chat_id.into(),
         seq: stored.seq,
@@ -273,41 +271,40 @@ struct StoredRow {
     messages: i64,
 }
 
-/// One statement: the turn, its user message, the chat's title (the
-/// first message names an untitled chat), the `turn_started` event with
-/// its NOTIFY, and how many messages the chat had before them. `None` when
-/// nothing was stored: no such chat of the caller's, or a turn of it still
-/// running.
+/// The SQLSTATE of the migration's `store_turn` when it stored nothing.
+const NOTHING_STORED: &str = "CSNOT";
+
+/// `None` for [`NOTHING_STORED`].
+fn unless_nothing_stored<T>(result: Result<T, sqlx::Error>) -> Result<Option<T>, sqlx::Error> {
+    match result {
+        Ok(row) => Ok(Some(row)),
+        Err(err)
+            if err
+                .as_database_error()
+                .and_then(|e| e.code())
+                .is_some_and(|code| code == NOTHING_STORED) =>
+        {
+            Ok(None)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// One statement (the migration's `store_turn`), inside `tx`: the turn, its
+/// user message, the chat's title (the first message names an untitled
+/// chat), the `turn_started` event with its NOTIFY, and how many messages
+/// the chat had before them. `None` when nothing was stored: no such chat
+/// of the caller's, or a turn of it still running; `tx` is then aborted.
 async fn store(
     tx: &mut Tx,
     ctx: ToolContext,
     message_id: Uuid,
     content: &str,
 ) -> Result<Option<StoredRow>, sqlx::Error> {
-    let row = sqlx::query!(
-        r#"with next as (
-             update chats set last_seq = last_seq + 1, updated_at = now(),
-                    title = case when title = '' then $4 else title end
-              where id = $1 returning last_seq, model
-           ), turn as (
-             insert into turns (id, chat_id, model, started_seq)
-             select $2, $1, model, last_seq from next
-             on conflict (chat_id) where status = 'running' do nothing
-             returning started_seq, model
-           ), message as (
-             insert into messages (id, chat_id, turn_id, role, content)
-             select $3, $1, $2, 'user', $5 from turn
-           ), event as (
-             insert into chat_events (chat_id, seq, turn_id, type, data)
-             select $1, started_seq, $2, 'turn_started',
-                    $6::jsonb || jsonb_build_object('model', turn.model)
-               from turn
-           ), wake as materialized (
-             select pg_notify($7, $1::text || ' ' || turn.started_seq) from turn
-           )
-           select turn.started_seq as "seq!", turn.model as "model!",
-                  (select count(*) from messages where chat_id = $1) as "messages!"
-             from turn cross join wake"#,
+    let row = sqlx::query_as!(
+        StoredRow,
+        r#"select seq as "seq!", model as "model!", messages as "messages!"
+             from store_turn($1, $2, $3, $4, $5, $6, $7)"#,
         ctx.chat_id as ChatId,
         ctx.turn_id as TurnId,
         message_id,
@@ -316,13 +313,47 @@ async fn store(
         started_data(ctx, message_id, content)?,
         events::EVENTS_CHANNEL,
     )
-    .fetch_optional(&mut **tx)
-    .await?;
-    Ok(row.map(|row| StoredRow {
-        seq: row.seq,
-        model: row.model,
-        messages: row.messages,
-    }))
+    .fetch_one(&mut **tx)
+    .await;
+    unless_nothing_stored(row)
+}
+
+/// [`store`] as a transaction of its own, as the turn's user, in one round
+/// trip (the migration's `store_turn_as`: run outside any transaction, its
+/// first act is the switch to `authenticated` with `auth.uid()` = the
+/// user, local to its implicit transaction). `None` when nothing was
+/// stored, and then nothing was written.
+async fn store_alone(
+    state: &AppState,
+    ctx: ToolContext,
+    message_id: Uuid,
+    content: &str,
+) -> Result<Option<StoredRow>, sqlx::Error> {
+    let title = default_title(content);
+    let data = started_data(ctx, message_id, content)?;
+    let content = content.to_owned();
+    let pool = state.db.clone();
+    // In a task of its own, like every way into a transaction
+    // (`db::detached`).
+    db::detached(async move {
+        let row = sqlx::query_as!(
+            StoredRow,
+            r#"select seq as "seq!", model as "model!", messages as "messages!"
+                 from store_turn_as($1, $2, $3, $4, $5, $6, $7, $8)"#,
+            ctx.user_id as UserId,
+            ctx.chat_id as ChatId,
+            ctx.turn_id as TurnId,
+            message_id,
+            title,
+            content,
+            data,
+            events::EVENTS_CHANNEL,
+        )
+        .fetch_one(&pool)
+        .await;
+        unless_nothing_stored(row)
+    })
+    .await
 }
 
 /// The chat's history for the model (`$1`), but for the rows of turn `$2`
@@ -410,14 +441,19 @@ impl History {
     }
 
     /// Whether this is the history of `stored`'s chat just before its
-    /// turn was stored: nothing was appended to the chat's event log
-    /// since it was read (an append bumps `last_seq`, and the turn's own
-    /// `turn_started` is the next number), and the chat has as many
-    /// messages (they are only ever added, and deleted only with their
-    /// chat; an answer is stored with its turn's `turn_finished`, except
-    /// when its turn was ended without it, which the count sees).
+    /// turn was stored. It was read either before the turn was stored,
+    /// with nothing appended to the chat's event log since (an append bumps
+    /// `last_seq`, and the turn's own `turn_started` is the next number),
+    /// or after, with nothing appended since the turn's `turn_started`
+    /// (`last_seq` is that event's: only a snapshot that sees the turn's
+    /// commit has it, and the read leaves the turn's own rows out). And
+    /// the chat has as many messages as then (they are only ever added,
+    /// and deleted only with their chat; an answer is stored with its
+    /// turn's `turn_finished`, except when its turn was ended without it,
+    /// which the count sees).
     fn fits(&self, stored: &Stored) -> bool {
-        self.last_seq == stored.seq - 1 && self.count == stored.messages
+        (self.last_seq == stored.seq - 1 || self.last_seq == stored.seq)
+            && self.count == stored.messages
     }
 }
 
@@ -529,7 +565,8 @@ impl Ending {
     }
 }
 
-/// Writes a turn's events, one short user transaction each.
+/// Writes a turn's events, each a user transaction of its own in one round
+/// trip ([`events::append_alone`]).
 struct Emitter<'a> {
     state: &'a AppState,
     ctx: ToolContext,
@@ -541,13 +578,13 @@ impl Emitter<'_> {
         // turn's way: the turn's future is as large as its largest state,
         // and a turn waiting for an approval should not carry the state of
         // writes it is not making (see [`run`]).
-        let result = Box::pin(async {
-            let mut tx = db::user_tx(&self.state.db, self.ctx.user_id).await?;
-            let seq =
-                events::append(&mut tx, self.ctx.chat_id, Some(self.ctx.turn_id), event).await?;
-            tx.commit().await?;
-            Ok::<_, sqlx::Error>(seq)
-        })
+        let result = Box::pin(events::append_alone(
+            &self.state.db,
+            self.ctx.user_id,
+            self.ctx.chat_id,
+            Some(self.ctx.turn_id),
+            event,
+        ))
         .await;
         match result {
             // This instance's streams of the chat need not wait for the
@@ -1379,7 +1416,14 @@ mod tests {
             !read.fits(&stored(42, 7)),
             "an answer was stored without an event"
         );
-        assert!(!read.fits(&stored(41, 6)), "read after the turn was stored");
+        assert!(
+            read.fits(&stored(41, 6)),
+            "read just after the turn was stored: its own rows are left out"
+        );
+        assert!(
+            !read.fits(&stored(40, 6)),
+            "read after the turn was stored and an event after it"
+        );
     }
 
     #[test]

@@ -226,3 +226,169 @@ async fn as_authenticated_user_a_cannot_see_user_bs_chats_turns_messages_or_even
         }
     }
 }
+
+/// A turn's events are written as one statement outside any transaction
+/// (`events::append_alone`, the migration's `append_chat_event_as`), whose
+/// first act is the switch to the user. What a hostile caller of it could
+/// try: another user's chat, and a transaction already under way as the
+/// service (where the switch would turn it into a user's).
+#[tokio::test]
+async fn an_event_written_in_one_round_trip_runs_as_its_user_and_only_at_a_transactions_start() {
+    use countersign::{events, ids::ChatId};
+    use countersign_api::ChatEvent;
+
+    let app = spawn_app().await;
+    let (a, _) = app.signed_up_user().await;
+    let chat_a: uuid::Uuid = app.create_chat("offline/demo").await.parse().expect("id");
+    let b_app = crate::helpers::TestApp {
+        client: crate::helpers::new_client(),
+        csrf: Default::default(),
+        ..app
+    };
+    let (b, _) = b_app.signed_up_user().await;
+    let chat_b: uuid::Uuid = b_app.create_chat("offline/demo").await.parse().expect("id");
+    let event = |text: &str| ChatEvent::Error {
+        turn_id: uuid::Uuid::nil().to_string(),
+        message: text.to_owned(),
+    };
+    async fn log_of(app: &crate::helpers::TestApp, chat: uuid::Uuid) -> Vec<String> {
+        sqlx::query_scalar(
+            "select data->>'message' from chat_events where chat_id = $1 order by seq",
+        )
+        .bind(chat)
+        .fetch_all(&mut app.superuser().await)
+        .await
+        .expect("log")
+    }
+
+    let append = |chat: uuid::Uuid, text: &'static str| {
+        let pool = b_app.pool.clone();
+        async move {
+            events::append_alone(&pool, a.into(), ChatId::from(chat), None, &event(text)).await
+        }
+    };
+
+    // Its own chat: written, as the chat's next event.
+    let seq = append(chat_a, "A's own")
+        .await
+        .expect("A appends to A's chat");
+    assert!(seq >= 1);
+    assert_eq!(log_of(&b_app, chat_a).await, vec!["A's own".to_owned()]);
+
+    // B's chat, as A: the row-level security of the chats decides.
+    let err = append(chat_b, "A into B's chat")
+        .await
+        .expect_err("A must not append to B's chat");
+    assert!(matches!(err, sqlx::Error::RowNotFound), "{err}");
+    assert!(
+        log_of(&b_app, chat_b).await.is_empty(),
+        "B's log was written"
+    );
+
+    // Inside a transaction that has its role already: refused, whichever
+    // role it is, so the function never changes a transaction's role.
+    for service in [true, false] {
+        let mut tx = if service {
+            db::service_tx(&b_app.pool).await.expect("service tx")
+        } else {
+            db::user_tx(&b_app.pool, b).await.expect("user tx")
+        };
+        let err = sqlx::query_scalar::<_, Option<i64>>(
+            "select append_chat_event_as($1, $2, null, 'error', '{}'::jsonb, 'countersign_events')",
+        )
+        .bind(b)
+        .bind(chat_b)
+        .fetch_one(&mut *tx)
+        .await
+        .expect_err("a role is set: refused");
+        assert!(
+            err.to_string().contains("a role is set"),
+            "service {service}: {err}"
+        );
+    }
+    assert!(
+        log_of(&b_app, chat_b).await.is_empty(),
+        "B's log was written"
+    );
+}
+
+/// A turn is stored as one statement outside any transaction (turns.rs
+/// `store_alone`, the migration's `store_turn_as`), the switch to the user
+/// its first act. Another user's chat stores nothing, a busy chat stores
+/// nothing, and nothing means nothing: the chat's row, which the statement
+/// writes before it tries the turn, is left as it was.
+#[tokio::test]
+async fn a_turn_stored_in_one_round_trip_runs_as_its_user_and_stores_all_or_nothing() {
+    let app = spawn_app().await;
+    let (a, _) = app.signed_up_user().await;
+    let b_app = crate::helpers::TestApp {
+        client: crate::helpers::new_client(),
+        csrf: Default::default(),
+        ..app
+    };
+    let (b, _) = b_app.signed_up_user().await;
+    let chat_b: uuid::Uuid = b_app.create_chat("offline/demo").await.parse().expect("id");
+    let store = |user: uuid::Uuid| {
+        sqlx::query_as::<_, (i64, String, i64)>(
+            "select * from store_turn_as($1, $2, $3, $4, 'a title', 'a message', \
+             '{\"type\":\"turn_started\"}'::jsonb, 'countersign_events')",
+        )
+        .bind(user)
+        .bind(chat_b)
+        .bind(uuid::Uuid::new_v4())
+        .bind(uuid::Uuid::new_v4())
+    };
+    let nothing_stored = |result: Result<(i64, String, i64), sqlx::Error>, what: &str| {
+        let err = result.expect_err(what);
+        assert_eq!(
+            err.as_database_error().and_then(|e| e.code()).as_deref(),
+            Some("CSNOT"),
+            "{what}: {err}"
+        );
+    };
+    let chat_row = || async {
+        sqlx::query_as::<_, (i64, String, time::OffsetDateTime)>(
+            "select last_seq, title, updated_at from chats where id = $1",
+        )
+        .bind(chat_b)
+        .fetch_one(&mut b_app.superuser().await)
+        .await
+        .expect("chat")
+    };
+
+    let untouched = chat_row().await;
+    nothing_stored(
+        store(a).fetch_one(&b_app.pool).await,
+        "A stores into B's chat",
+    );
+    assert_eq!(chat_row().await, untouched, "B's chat was changed by A");
+
+    let (seq, model, messages) = store(b).fetch_one(&b_app.pool).await.expect("B's turn");
+    assert_eq!((seq, model.as_str(), messages), (1, "offline/demo", 0));
+    let stored = chat_row().await;
+    assert_eq!((stored.0, stored.1.as_str()), (1, "a title"));
+
+    // B's chat now has a running turn: a second one is refused, and the
+    // sequence number it took is given back.
+    nothing_stored(
+        store(b).fetch_one(&b_app.pool).await,
+        "a second running turn",
+    );
+    assert_eq!(chat_row().await, stored, "the busy chat's row was changed");
+
+    for service in [true, false] {
+        let mut tx = if service {
+            db::service_tx(&b_app.pool).await.expect("service tx")
+        } else {
+            db::user_tx(&b_app.pool, b).await.expect("user tx")
+        };
+        let err = store(b)
+            .fetch_one(&mut *tx)
+            .await
+            .expect_err("a role is set: refused");
+        assert!(
+            err.to_string().contains("a role is set"),
+            "service {service}: {err}"
+        );
+    }
+}
