@@ -100,6 +100,8 @@ pub struct AppState {
     pub metrics: Arc<metrics::Metrics>,
     /// Trims the allocator once a burst of turns is over.
     pub trimmer: Arc<memory::Trimmer>,
+    /// Chats' histories as this instance's turns left them.
+    pub recent: Arc<turns::recent::Recent>,
 }
 
 impl AppState {
@@ -157,6 +159,7 @@ impl AppState {
             connector_http,
             metrics: Arc::default(),
             trimmer: memory::Trimmer::start(memory::Trimmer::glibc()),
+            recent: Arc::default(),
         })
     }
 

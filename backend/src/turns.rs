@@ -11,6 +11,8 @@
 //! so, by the periodic recovery ([`reap_all_stale`]) or the next time its
 //! chat is used, whichever comes first.
 
+pub mod recent;
+
 use crate::{
     AppState,
     db::{
@@ -441,7 +443,8 @@ impl History {
     }
 
     /// Whether this is the history of `stored`'s chat just before its
-    /// turn was stored. It was read either before the turn was stored,
+    /// turn was stored. It was read (or kept by the chat's last turn here,
+    /// [`recent`], as of its `turn_finished`) either before the turn was stored,
     /// with nothing appended to the chat's event log since (an append bumps
     /// `last_seq`, and the turn's own `turn_started` is the next number),
     /// or after, with nothing appended since the turn's `turn_started`
@@ -663,14 +666,28 @@ pub async fn run(state: AppState, ctx: ToolContext, told: oneshot::Receiver<Stor
     }
     let emitter = Emitter { state: &state, ctx };
     let mut outcome = Outcome::default();
-    let (text, ending) = match Box::pin(setup(&state, &emitter, stored, prefetched)).await {
-        Some(setup) => drive(&state, &emitter, setup, &mut cancel, &mut outcome).await,
-        None => (String::new(), Ending::Failed),
+    let (text, ending, setup) = match Box::pin(setup(&state, &emitter, stored, prefetched)).await {
+        Some(mut setup) => {
+            let (text, ending) =
+                drive(&state, &emitter, &mut setup, &mut cancel, &mut outcome).await;
+            (text, ending, Some(setup))
+        }
+        None => (String::new(), Ending::Failed, None),
     };
     state.hub.unregister_turn(ctx.turn_id);
     let no_prose_reason = (outcome.not_run > 0 && outcome.ran == 0).then_some(DECLINED_REASON);
-    if let Err(err) = Box::pin(finish(&state, &emitter, &text, ending, no_prose_reason)).await {
-        tracing::error!(error = %err, turn.id = %ctx.turn_id, "cannot record the end of a turn");
+    match Box::pin(finish(&state, &emitter, &text, ending, no_prose_reason)).await {
+        // The history as this turn leaves it, for the chat's next turn.
+        Ok(Some(seq)) => {
+            if let Some(setup) = setup {
+                let history = setup.into_history(&text, seq);
+                state.recent.keep(ctx.chat_id, ctx.user_id, history);
+            }
+        }
+        Ok(None) => {}
+        Err(err) => {
+            tracing::error!(error = %err, turn.id = %ctx.turn_id, "cannot record the end of a turn");
+        }
     }
 }
 
@@ -740,7 +757,7 @@ struct Outcome {
 async fn drive(
     state: &AppState,
     emitter: &Emitter<'_>,
-    mut setup: Setup,
+    setup: &mut Setup,
     cancel: &mut watch::Receiver<bool>,
     outcome_of_calls: &mut Outcome,
 ) -> (String, Ending) {
@@ -822,35 +839,66 @@ async fn drive(
 struct Setup {
     provider: llm::Provider,
     model_name: String,
+    /// The chat's history, the user's message (at `user_at`), and then
+    /// what the turn's steps add (their calls and results).
     messages: Vec<Message>,
+    user_at: usize,
+    /// How many messages the chat had before the turn's.
+    before: i64,
     tools: Vec<llm::ToolSpec>,
+}
+
+impl Setup {
+    /// The chat's history as the turn leaves it once its answer, `text`,
+    /// is stored as the event `seq`: what [`HISTORY`] would read then, kept
+    /// for the chat's next turn ([`recent`]).
+    fn into_history(mut self, text: &str, seq: i64) -> History {
+        self.messages.truncate(self.user_at + 1);
+        push_assistant(&mut self.messages, text);
+        History {
+            last_seq: seq,
+            count: self.before + 2,
+            messages: self.messages,
+        }
+    }
 }
 
 /// What a turn reads beside the transaction that stores it: the user's
 /// tools (with the policy they are offered under) in one trip; the user's
-/// provider keys and the chat's history in another, side by side.
+/// provider keys and the chat's history in another, side by side (only the
+/// keys when this instance kept the history the chat's last turn left,
+/// [`recent`]).
 #[derive(Debug)]
 pub struct Prefetched {
     keys: models::UserKeys,
     tools: Vec<llm::ToolSpec>,
-    /// `None` when it could not be read (it is read again, once the turn
-    /// is stored).
+    /// Read or kept; `None` when it could not be read (it is read again,
+    /// once the turn is stored).
     history: Option<History>,
 }
 
 async fn prefetch(state: &AppState, ctx: ToolContext) -> Prefetched {
     let user_id = ctx.user_id;
-    let read = db::trip::run_parts(
-        &state.db,
-        vec![models::UserKeys::part(user_id.into()), History::part(ctx)],
-    );
+    // The history this instance's last turn of the chat left, if any: the
+    // read is then only the keys (it goes to the model only if it fits the
+    // stored turn, like a read's, `history`).
+    let kept = state.recent.take(ctx.chat_id, user_id);
+    let mut parts = vec![models::UserKeys::part(user_id.into())];
+    if kept.is_none() {
+        parts.push(History::part(ctx));
+    }
+    let read = db::trip::run_parts(&state.db, parts);
     let (rows, tools) = tokio::join!(read, state.tools.tools_for(state, user_id.into()));
-    let (keys, history) = match rows {
-        Ok(rows) => (
+    let (keys, history) = match (rows, kept) {
+        (Ok(rows), Some(kept)) => (
+            models::UserKeys::from_rows(user_id.into(), &rows[0]),
+            Ok(Some(kept)),
+        ),
+        (Ok(rows), None) => (
             models::UserKeys::from_rows(user_id.into(), &rows[0]),
             History::from_rows(&rows[1]),
         ),
-        Err(err) => (Err(err), Ok(None)),
+        (Err(err), _) => (Err(err), Ok(None)),
     };
     let keys = keys.unwrap_or_else(|err| {
         tracing::error!(error = %err, user.id = %user_id, "cannot read the user's keys");
@@ -868,8 +916,9 @@ async fn prefetch(state: &AppState, ctx: ToolContext) -> Prefetched {
 }
 
 /// The history the turn gives the model, its user message last: the one
-/// read beside the turn's transaction when it [fits](History::fits), or
-/// else read now (the chat changed between the two, or the read failed).
+/// read beside the turn's transaction, or kept by the chat's last turn
+/// here, when it [fits](History::fits), or else read now (the chat changed
+/// since, or the read failed).
 async fn history(
     state: &AppState,
     ctx: ToolContext,
@@ -907,6 +956,7 @@ async fn setup(
             return None;
         }
     };
+    let before = stored.messages;
     let messages = match history(state, emitter.ctx, stored, prefetched.history).await {
         Ok(messages) => messages,
         Err(err) => {
@@ -920,6 +970,8 @@ async fn setup(
     Some(Setup {
         provider,
         model_name,
+        user_at: messages.len() - 1,
+        before,
         messages,
         tools: prefetched.tools,
     })
@@ -1183,14 +1235,16 @@ fn push_assistant(messages: &mut Vec<Message>, text: &str) {
     }
 }
 
-/// Stores the answer and ends the turn.
+/// Stores the answer and ends the turn. Returns the sequence number of its
+/// `turn_finished` when this ended it with its answer stored (the turn may
+/// have been ended elsewhere already, and an empty answer is not stored).
 async fn finish(
     state: &AppState,
     emitter: &Emitter<'_>,
     text: &str,
     ending: Ending,
     no_prose_reason: Option<NoProseReason>,
-) -> Result<(), sqlx::Error> {
+) -> Result<Option<i64>, sqlx::Error> {
     let ctx = emitter.ctx;
     let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
     let message_id = if text.trim().is_empty() {
@@ -1238,8 +1292,9 @@ async fn finish(
     )
     .execute(&mut *tx)
     .await?;
+    let mut finished = None;
     if updated.rows_affected() == 1 {
-        events::append(
+        let seq = events::append(
             &mut tx,
             ctx.chat_id,
             Some(ctx.turn_id),
@@ -1251,6 +1306,7 @@ async fn finish(
             },
         )
         .await?;
+        finished = message_id.map(|_| seq);
         sqlx::query!(
             "update chats set updated_at = now() where id = $1",
             ctx.chat_id as ChatId,
@@ -1260,7 +1316,7 @@ async fn finish(
     }
     tx.commit().await?;
     tracing::info!(turn.id = %ctx.turn_id, turn.status = ending.as_str(), "turn finished");
-    Ok(())
+    Ok(finished)
 }
 
 #[cfg(test)]
