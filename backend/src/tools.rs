@@ -156,10 +156,36 @@ impl ToolOutcome {
     }
 }
 
+/// [`ToolBox::tools_with`]'s answer: the tools, and the rows of each read
+/// beside them.
+pub type ToolsWith = (
+    Vec<ToolSpec>,
+    Result<Vec<Vec<sqlx::postgres::PgRow>>, sqlx::Error>,
+);
+
 /// A source of tools.
 pub trait ToolBox: Send + Sync + Debug {
     /// Tools offered to `user_id`'s model now.
     fn tools_for<'a>(&'a self, state: &'a AppState, user_id: Uuid) -> BoxFuture<'a, Vec<ToolSpec>>;
+
+    /// [`ToolBox::tools_for`], and `beside` (reads of the caller's, as
+    /// parts of a [`crate::db::trip`]) in the same round trip where the tool
+    /// box reads the database: each part's rows, in order. A trip's first
+    /// failed part ends it, so the tools and the reads beside fail
+    /// together.
+    fn tools_with<'a>(
+        &'a self,
+        state: &'a AppState,
+        user_id: Uuid,
+        beside: Vec<crate::db::trip::Part>,
+    ) -> BoxFuture<'a, ToolsWith> {
+        Box::pin(async move {
+            tokio::join!(
+                self.tools_for(state, user_id),
+                crate::db::trip::run_parts(&state.db, beside)
+            )
+        })
+    }
 
     /// Runs one call. Must re-check at call time that the tool exists and
     /// belongs to the user: the model may name anything. Never panics on

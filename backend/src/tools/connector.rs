@@ -14,7 +14,7 @@
 //! claim → call → record section runs in its own task, so nothing can
 //! cancel it half-way. Declining never contacts the server.
 
-use super::{BoxFuture, NotRun, ToolBox, ToolOutcome, ToolRun};
+use super::{BoxFuture, NotRun, ToolBox, ToolOutcome, ToolRun, ToolsWith};
 use crate::{
     AppState,
     approvals::{self, Waited},
@@ -679,27 +679,43 @@ async fn recorded(
 
 impl ToolBox for ConnectorTools {
     fn tools_for<'a>(&'a self, state: &'a AppState, user_id: Uuid) -> BoxFuture<'a, Vec<ToolSpec>> {
+        Box::pin(async move { self.tools_with(state, user_id, Vec::new()).await.0 })
+    }
+
+    fn tools_with<'a>(
+        &'a self,
+        state: &'a AppState,
+        user_id: Uuid,
+        beside: Vec<Part>,
+    ) -> BoxFuture<'a, ToolsWith> {
         Box::pin(async move {
             let user_id = UserId::from(user_id);
             // Three independent reads, in one round trip: which tool lists
-            // are old, the kept tools, the policy. Mostly none is old, and
-            // the tools read is the one to use; otherwise those connectors
-            // are fetched again and the tools read again, after the
-            // refresh.
-            let parts = vec![stale(state, user_id), all_kept(user_id), policy::now()];
-            let read = db::trip::run_parts(&state.db, parts)
-                .await
-                .and_then(|rows| {
-                    let stale = rows[0]
-                        .iter()
-                        .map(|row| row.try_get(0))
-                        .collect::<Result<Vec<Uuid>, _>>()?;
-                    let tools = rows[1]
-                        .iter()
-                        .map(Kept::from_row)
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Ok((stale, tools, policy::policy_in(&rows[2])?))
-                });
+            // are old, the kept tools, the policy (and the caller's reads
+            // beside them). Mostly none is old, and the tools read is the
+            // one to use; otherwise those connectors are fetched again and
+            // the tools read again, after the refresh.
+            let mut parts = vec![stale(state, user_id), all_kept(user_id), policy::now()];
+            parts.extend(beside);
+            let mut rows = match db::trip::run_parts(&state.db, parts).await {
+                Ok(rows) => rows,
+                Err(err) => {
+                    tracing::error!(error = %err, "cannot list a user's connector tools");
+                    return (Vec::new(), Err(err));
+                }
+            };
+            let beside = rows.split_off(3);
+            let read = (|| {
+                let stale = rows[0]
+                    .iter()
+                    .map(|row| row.try_get(0))
+                    .collect::<Result<Vec<Uuid>, _>>()?;
+                let tools = rows[1]
+                    .iter()
+                    .map(Kept::from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok::<_, sqlx::Error>((stale, tools, policy::policy_in(&rows[2])?))
+            })();
             let read = match read {
                 Ok((stale, _, policy)) if !stale.is_empty() => {
                     refresh_connectors(state, user_id, stale).await;
@@ -710,13 +726,14 @@ impl ToolBox for ConnectorTools {
                 Ok((_, tools, policy)) => Ok((tools, policy)),
                 Err(err) => Err(err),
             };
-            match read {
+            let tools = match read {
                 Ok((tools, policy)) => tools.iter().map(|t| t.spec(&policy)).collect(),
                 Err(err) => {
                     tracing::error!(error = %err, "cannot list a user's connector tools");
                     Vec::new()
                 }
-            }
+            };
+            (tools, Ok(beside))
         })
     }
 
