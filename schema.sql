@@ -1342,7 +1342,7 @@ ALTER TABLE public.activity ENABLE ROW LEVEL SECURITY;
 -- Name: activity activity_owner; Type: POLICY; Schema: public; Owner: countersign_owner
 --
 
-CREATE POLICY activity_owner ON public.activity FOR SELECT TO authenticated USING ((user_id = auth.uid()));
+CREATE POLICY activity_owner ON public.activity FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -1382,7 +1382,7 @@ ALTER TABLE public.chat_events ENABLE ROW LEVEL SECURITY;
 -- Name: chat_events chat_events_owner; Type: POLICY; Schema: public; Owner: countersign_owner
 --
 
-CREATE POLICY chat_events_owner ON public.chat_events TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+CREATE POLICY chat_events_owner ON public.chat_events TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -1402,7 +1402,7 @@ ALTER TABLE public.chats ENABLE ROW LEVEL SECURITY;
 -- Name: chats chats_owner; Type: POLICY; Schema: public; Owner: countersign_owner
 --
 
-CREATE POLICY chats_owner ON public.chats TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+CREATE POLICY chats_owner ON public.chats TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -1448,7 +1448,7 @@ ALTER TABLE public.connector_tools ENABLE ROW LEVEL SECURITY;
 -- Name: connector_tools connector_tools_owner; Type: POLICY; Schema: public; Owner: countersign_owner
 --
 
-CREATE POLICY connector_tools_owner ON public.connector_tools TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+CREATE POLICY connector_tools_owner ON public.connector_tools TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -1468,7 +1468,7 @@ ALTER TABLE public.connectors ENABLE ROW LEVEL SECURITY;
 -- Name: connectors connectors_owner; Type: POLICY; Schema: public; Owner: countersign_owner
 --
 
-CREATE POLICY connectors_owner ON public.connectors TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+CREATE POLICY connectors_owner ON public.connectors TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -1527,7 +1527,7 @@ ALTER TABLE public.messages ENABLE ROW LEVEL SECURITY;
 -- Name: messages messages_owner; Type: POLICY; Schema: public; Owner: countersign_owner
 --
 
-CREATE POLICY messages_owner ON public.messages TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+CREATE POLICY messages_owner ON public.messages TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -1597,7 +1597,7 @@ ALTER TABLE public.profiles ENABLE ROW LEVEL SECURITY;
 -- Name: profiles profiles_owner; Type: POLICY; Schema: public; Owner: countersign_owner
 --
 
-CREATE POLICY profiles_owner ON public.profiles TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+CREATE POLICY profiles_owner ON public.profiles TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -1656,7 +1656,7 @@ ALTER TABLE public.tool_grants ENABLE ROW LEVEL SECURITY;
 -- Name: tool_grants tool_grants_owner; Type: POLICY; Schema: public; Owner: countersign_owner
 --
 
-CREATE POLICY tool_grants_owner ON public.tool_grants TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+CREATE POLICY tool_grants_owner ON public.tool_grants TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -1676,7 +1676,7 @@ ALTER TABLE public.turns ENABLE ROW LEVEL SECURITY;
 -- Name: turns turns_owner; Type: POLICY; Schema: public; Owner: countersign_owner
 --
 
-CREATE POLICY turns_owner ON public.turns TO authenticated USING ((user_id = auth.uid())) WITH CHECK ((user_id = auth.uid()));
+CREATE POLICY turns_owner ON public.turns TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
