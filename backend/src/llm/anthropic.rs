@@ -9,10 +9,10 @@
 use super::http;
 use super::sse::{self, SseEvent};
 use super::{
-    ChatRequest, HttpSettings, LlmError, LlmEvent, LlmStream, Message, StopReason, ToolCall,
+    ChatRequest, HttpSettings, LlmError, LlmEvent, LlmStream, Message, Schema, StopReason, ToolCall,
 };
 use crate::config::Secret;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
@@ -46,44 +46,97 @@ pub async fn stream(
     Ok(sse::spawn(reader, Decoder::default()))
 }
 
-/// The JSON body of a streaming Messages request.
-fn request_body(request: &ChatRequest) -> Value {
-    let mut body = json!({
-        "model": request.model,
-        "max_tokens": request.max_tokens,
-        "messages": messages(&request.messages),
-        "stream": true,
-    });
-    if !request.system.is_empty() {
-        body["system"] = json!(request.system);
-    }
-    if !request.tools.is_empty() {
-        body["tools"] = request
+/// The JSON body of a streaming Messages request, written from the request
+/// as it is: borrowed, with no `serde_json::Value` tree built and dropped
+/// on the way (as `openai::request_body`).
+fn request_body(request: &ChatRequest) -> Body<'_> {
+    Body {
+        model: &request.model,
+        max_tokens: request.max_tokens,
+        messages: messages(&request.messages),
+        stream: true,
+        system: (!request.system.is_empty()).then_some(request.system.as_str()),
+        tools: request
             .tools
             .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.input_schema,
-                })
+            .map(|tool| Tool {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: &tool.input_schema,
             })
-            .collect();
+            .collect(),
     }
-    body
+}
+
+/// A Messages request, as [`request_body`] writes it.
+#[derive(Debug, Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    messages: Vec<Msg<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+}
+
+/// One message: a user's text, or blocks.
+#[derive(Debug, Serialize)]
+struct Msg<'a> {
+    role: &'static str,
+    content: SentContent<'a>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum SentContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<SentBlock<'a>>),
+}
+
+/// One content block, by its `type`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum SentBlock<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        is_error: bool,
+    },
+}
+
+/// A tool the model may call.
+#[derive(Debug, Serialize)]
+struct Tool<'a> {
+    name: &'a str,
+    description: &'a str,
+    /// Written as the text it is kept as.
+    input_schema: &'a Schema,
 }
 
 /// Our history in Anthropic's shape: consecutive tool results become one
 /// user message, as the API requires results to follow their `tool_use`
 /// turn together.
-fn messages(history: &[Message]) -> Vec<Value> {
-    fn flush(out: &mut Vec<Value>, results: &mut Vec<Value>) {
+fn messages(history: &[Message]) -> Vec<Msg<'_>> {
+    fn flush<'a>(out: &mut Vec<Msg<'a>>, results: &mut Vec<SentBlock<'a>>) {
         if !results.is_empty() {
-            out.push(json!({"role": "user", "content": std::mem::take(results)}));
+            out.push(Msg {
+                role: "user",
+                content: SentContent::Blocks(std::mem::take(results)),
+            });
         }
     }
-    let mut out: Vec<Value> = Vec::with_capacity(history.len());
-    let mut results: Vec<Value> = Vec::new();
+    let mut out = Vec::with_capacity(history.len());
+    let mut results = Vec::new();
     for message in history {
         match message {
             Message::ToolResult {
@@ -91,34 +144,36 @@ fn messages(history: &[Message]) -> Vec<Value> {
                 content,
                 is_error,
                 ..
-            } => results.push(json!({
-                "type": "tool_result",
-                "tool_use_id": call_id,
-                "content": content,
-                "is_error": is_error,
-            })),
+            } => results.push(SentBlock::ToolResult {
+                tool_use_id: call_id,
+                content,
+                is_error: *is_error,
+            }),
             Message::User { text } => {
                 flush(&mut out, &mut results);
-                out.push(json!({"role": "user", "content": text}));
+                out.push(Msg {
+                    role: "user",
+                    content: SentContent::Text(text),
+                });
             }
             Message::Assistant { text, tool_calls } => {
                 flush(&mut out, &mut results);
                 let mut content = Vec::with_capacity(tool_calls.len() + 1);
                 if !text.is_empty() {
-                    content.push(json!({"type": "text", "text": text}));
+                    content.push(SentBlock::Text { text });
                 }
-                content.extend(tool_calls.iter().map(|call| {
-                    json!({
-                        "type": "tool_use",
-                        "id": call.id,
-                        "name": call.name,
-                        "input": call.arguments,
-                    })
+                content.extend(tool_calls.iter().map(|call| SentBlock::ToolUse {
+                    id: &call.id,
+                    name: &call.name,
+                    input: &call.arguments,
                 }));
                 // The API rejects an empty assistant turn; the history should
                 // never hold one, but dropping it beats a 400.
                 if !content.is_empty() {
-                    out.push(json!({"role": "assistant", "content": content}));
+                    out.push(Msg {
+                        role: "assistant",
+                        content: SentContent::Blocks(content),
+                    });
                 }
             }
         }
@@ -409,7 +464,7 @@ mod tests {
             max_tokens: 512,
         };
         assert_eq!(
-            request_body(&request),
+            serde_json::to_value(request_body(&request)).expect("body"),
             json!({
                 "model": "claude-x",
                 "max_tokens": 512,
@@ -442,7 +497,7 @@ mod tests {
             tools: vec![],
             max_tokens: 1,
         };
-        let body = request_body(&request);
+        let body = serde_json::to_value(request_body(&request)).expect("body");
         assert!(body.get("tools").is_none(), "no tools field");
         assert!(body.get("system").is_none(), "no system field");
     }

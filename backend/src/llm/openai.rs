@@ -13,12 +13,12 @@
 use super::http;
 use super::sse::{self, SseEvent};
 use super::{
-    ChatRequest, HttpSettings, LlmError, LlmEvent, LlmStream, Message, StopReason, ToolCall,
+    ChatRequest, HttpSettings, LlmError, LlmEvent, LlmStream, Message, Schema, StopReason, ToolCall,
 };
 use crate::config::Secret;
 use reqwest::header::{ACCEPT, AUTHORIZATION};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -90,72 +90,131 @@ fn bearer(key: &Secret) -> Result<reqwest::header::HeaderValue, LlmError> {
     http::secret_header(PROVIDER, &format!("Bearer {}", key.expose()))
 }
 
-/// The JSON body of a streaming Chat Completions request.
-fn request_body(request: &ChatRequest) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    messages.extend(request.messages.iter().filter_map(message));
-    let mut body = json!({
-        "model": request.model,
-        "messages": messages,
-        "stream": true,
-        "max_tokens": request.max_tokens,
+/// The JSON body of a streaming Chat Completions request, written from
+/// the request as it is: borrowed, with no `serde_json::Value` tree built
+/// and dropped on the way (each step of each turn sends the chat's whole
+/// history; as a tree each message was a map and copies of its strings,
+/// and each tool's schema, kept as text, was parsed back into one).
+fn request_body(request: &ChatRequest) -> Body<'_> {
+    let system = (!request.system.is_empty()).then_some(Msg::System {
+        content: &request.system,
     });
-    if !request.tools.is_empty() {
-        body["tools"] = request
+    Body {
+        model: &request.model,
+        messages: system
+            .into_iter()
+            .chain(request.messages.iter().filter_map(message))
+            .collect(),
+        stream: true,
+        max_tokens: request.max_tokens,
+        tools: request
             .tools
             .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.input_schema,
-                    },
-                })
+            .map(|tool| Tool {
+                r#type: "function",
+                function: Function {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.input_schema,
+                },
             })
-            .collect();
+            .collect(),
     }
-    body
+}
+
+/// A Chat Completions request, as [`request_body`] writes it.
+#[derive(Debug, Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<Msg<'a>>,
+    stream: bool,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: Vec<Tool<'a>>,
+}
+
+/// One message, by its `role`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum Msg<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        /// `null` when the message is only tool calls.
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<Call<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+/// A tool call in an assistant message.
+#[derive(Debug, Serialize)]
+struct Call<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: CallFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct CallFunction<'a> {
+    name: &'a str,
+    /// The API wants the arguments as a JSON string.
+    arguments: String,
+}
+
+/// A tool the model may call.
+#[derive(Debug, Serialize)]
+struct Tool<'a> {
+    r#type: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    /// Written as the text it is kept as.
+    parameters: &'a Schema,
 }
 
 /// One history message in OpenAI's shape; `None` for an empty assistant
 /// message (the history should hold none, and servers reject them).
-fn message(message: &Message) -> Option<Value> {
+fn message(message: &Message) -> Option<Msg<'_>> {
     Some(match message {
-        Message::User { text } => json!({"role": "user", "content": text}),
+        Message::User { text } => Msg::User { content: text },
         Message::Assistant { text, tool_calls } => {
             if text.is_empty() && tool_calls.is_empty() {
                 return None;
             }
-            let mut out = json!({
-                "role": "assistant",
-                "content": if text.is_empty() { Value::Null } else { json!(text) },
-            });
-            if !tool_calls.is_empty() {
-                out["tool_calls"] = tool_calls
+            Msg::Assistant {
+                content: (!text.is_empty()).then_some(text.as_str()),
+                tool_calls: tool_calls
                     .iter()
-                    .map(|call| {
-                        json!({
-                            "id": call.id,
-                            "type": "function",
-                            "function": {
-                                "name": call.name,
-                                // The API wants the arguments as a JSON string.
-                                "arguments": call.arguments.to_string(),
-                            },
-                        })
+                    .map(|call| Call {
+                        id: &call.id,
+                        r#type: "function",
+                        function: CallFunction {
+                            name: &call.name,
+                            arguments: call.arguments.to_string(),
+                        },
                     })
-                    .collect();
+                    .collect(),
             }
-            out
         }
         Message::ToolResult {
             call_id, content, ..
-        } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+        } => Msg::Tool {
+            tool_call_id: call_id,
+            content,
+        },
     })
 }
 
@@ -360,6 +419,7 @@ mod tests {
     use super::*;
     use crate::llm::ToolSpec;
     use crate::llm::sse::Decoder as _;
+    use serde_json::json;
 
     fn decode(body: &str) -> Vec<Result<LlmEvent, LlmError>> {
         let mut decoder = Decoder::default();
@@ -427,7 +487,7 @@ mod tests {
             max_tokens: 256,
         };
         assert_eq!(
-            request_body(&request),
+            serde_json::to_value(request_body(&request)).expect("body"),
             json!({
                 "model": "gpt-x",
                 "stream": true,
@@ -455,7 +515,7 @@ mod tests {
             tools: vec![],
             max_tokens: 1,
         };
-        let body = request_body(&request);
+        let body = serde_json::to_value(request_body(&request)).expect("body");
         assert!(body.get("tools").is_none(), "no tools field");
         assert_eq!(body["messages"], json!([{"role": "user", "content": "hi"}]));
     }
