@@ -129,7 +129,7 @@ struct Body<'a> {
     messages: Vec<Msg<'a>>,
     stream: bool,
     max_tokens: u32,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
 }
 
