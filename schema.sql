@@ -92,8 +92,9 @@ begin
     return query
     with next as (
         update public.chats set last_seq = last_seq + 1, updated_at = now(),
-               title = case when title = '' then p_title else title end
-         where id = p_chat returning last_seq, model
+               title = case when title = '' then p_title else title end,
+               message_count = message_count + 1
+         where id = p_chat returning last_seq, model, message_count
     ), turn as (
         insert into public.turns (id, chat_id, model, started_seq)
         select p_turn, p_chat, model, last_seq from next
@@ -110,9 +111,9 @@ begin
     ), wake as materialized (
         select pg_notify(p_channel, p_chat::text || ' ' || turn.started_seq) from turn
     )
-    select turn.started_seq, turn.model,
-           (select count(*) from public.messages m where m.chat_id = p_chat)
-      from turn cross join wake;
+    -- The count before the turn's message, which `next` added.
+    select turn.started_seq, turn.model, next.message_count - 1
+      from turn cross join next cross join wake;
     if not found then
         -- The chat's row was written by `next` all the same: undone with
         -- the rest of the statement.
@@ -239,6 +240,7 @@ CREATE TABLE public.chats (
     last_seq bigint DEFAULT 0 NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    message_count bigint DEFAULT 0 NOT NULL,
     CONSTRAINT chats_model_shape CHECK (((model ~ '^[a-z0-9_-]+/.+$'::text) AND (char_length(model) <= 200))),
     CONSTRAINT chats_title_length CHECK ((char_length(title) <= 200))
 );

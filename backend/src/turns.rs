@@ -453,7 +453,9 @@ impl History {
     /// the chat has as many messages as then (they are only ever added,
     /// and deleted only with their chat; an answer is stored with its
     /// turn's `turn_finished`, except when its turn was ended without it,
-    /// which the count sees).
+    /// which the count sees). The count is the chat row's `message_count`,
+    /// which every statement or transaction that adds a message raises
+    /// ([`store`]'s, [`finish`]).
     fn fits(&self, stored: &Stored) -> bool {
         (self.last_seq == stored.seq - 1 || self.last_seq == stored.seq)
             && self.count == stored.messages
@@ -1304,7 +1306,8 @@ async fn finish(
     .execute(&mut *tx)
     .await?;
     let mut finished = None;
-    if updated.rows_affected() == 1 {
+    let ended_here = updated.rows_affected() == 1;
+    if ended_here {
         let seq = events::append(
             &mut tx,
             ctx.chat_id,
@@ -1318,9 +1321,17 @@ async fn finish(
         )
         .await?;
         finished = message_id.map(|_| seq);
+    }
+    // The chat's row counts its messages (`History::fits`), the answer
+    // included when the turn was ended elsewhere first.
+    if ended_here || message_id.is_some() {
         sqlx::query!(
-            "update chats set updated_at = now() where id = $1",
+            "update chats set updated_at = case when $2 then now() else updated_at end,
+                              message_count = message_count + $3
+              where id = $1",
             ctx.chat_id as ChatId,
+            ended_here,
+            i64::from(message_id.is_some()),
         )
         .execute(&mut *tx)
         .await?;

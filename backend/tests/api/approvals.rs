@@ -279,6 +279,62 @@ async fn decline_never_contacts_the_server_and_the_chat_goes_on() {
     assert!(!detail.to_string().contains(EMPTY_RESPONSE), "{detail}");
 }
 
+/// The chat's row counts its messages (`chats.message_count`, read by the
+/// turn's store instead of counting them): an answer stored by a turn
+/// that was ended elsewhere meanwhile (no `turn_finished` of its own) is
+/// counted too, and so are the next turn's question and answer. Seen
+/// failing with `finish` counting only the answers of turns it ended.
+#[tokio::test]
+async fn the_chat_counts_every_message_even_an_answer_stored_after_its_turn_ended() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (turn, card) = propose(&s, &mut stream, "delete_note", json!({"id": "note-2"})).await;
+    let turn: Uuid = turn.parse().expect("turn id");
+    let chat: Uuid = s.chat.parse().expect("chat id");
+    let mut su = s.app.superuser().await;
+    // Ended elsewhere while its call waits, as another instance's
+    // recovery would end it.
+    sqlx::query("update turns set status = 'failed', finished_at = now() where id = $1")
+        .bind(turn)
+        .execute(&mut su)
+        .await
+        .expect("ended elsewhere");
+    assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
+    let answered = comes_true_within(Duration::from_secs(10), || {
+        let app = &s.app;
+        async move {
+            let mut su = app.superuser().await;
+            sqlx::query_scalar::<_, i64>(
+                "select count(*) from messages where turn_id = $1 and role = 'assistant'",
+            )
+            .bind(turn)
+            .fetch_one(&mut su)
+            .await
+            .expect("answers")
+                == 1
+        }
+    })
+    .await;
+    assert!(answered, "the turn stored its answer");
+    assert_eq!(message_counts(&mut su, chat).await, (2, 2));
+
+    s.app.send(&s.chat, "Thanks, that is all").await;
+    stream.until("turn_finished").await;
+    assert_eq!(message_counts(&mut su, chat).await, (4, 4));
+}
+
+/// The chat's `message_count`, and its messages counted.
+async fn message_counts(su: &mut sqlx::PgConnection, chat: Uuid) -> (i64, i64) {
+    sqlx::query_as(
+        "select c.message_count, (select count(*) from messages m where m.chat_id = c.id)
+           from chats c where c.id = $1",
+    )
+    .bind(chat)
+    .fetch_one(su)
+    .await
+    .expect("counts")
+}
+
 #[tokio::test]
 async fn an_unanswered_call_expires_and_a_late_decision_gets_410() {
     let s = setup(|c| {

@@ -1068,6 +1068,12 @@ async fn plant_finished_turn(
         .await
         .expect("message");
     }
+    // Counted in the chat's row, as `turns::finish` counts them.
+    sqlx::query("update chats set message_count = message_count + 2 where id = $1")
+        .bind(chat_id)
+        .execute(&mut *su)
+        .await
+        .expect("counted");
     if event {
         sqlx::query(
             "with next as (update chats set last_seq = last_seq + 1 where id = $1 returning last_seq)
