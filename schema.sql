@@ -898,6 +898,13 @@ CREATE INDEX activity_user_idx ON public.activity USING btree (user_id, seq DESC
 
 
 --
+-- Name: chat_events_turn_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX chat_events_turn_idx ON public.chat_events USING btree (turn_id);
+
+
+--
 -- Name: chats_user_updated_idx; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 
@@ -947,6 +954,13 @@ CREATE INDEX login_failures_ip_idx ON public.login_failures USING btree (ip, fai
 
 
 --
+-- Name: mcp_input_requests_chat_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_input_requests_chat_idx ON public.mcp_input_requests USING btree (chat_id);
+
+
+--
 -- Name: mcp_input_requests_created_idx; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 
@@ -965,6 +979,13 @@ CREATE INDEX mcp_input_requests_turn_idx ON public.mcp_input_requests USING btre
 --
 
 CREATE INDEX mcp_input_requests_user_live_idx ON public.mcp_input_requests USING btree (user_id) WHERE (status = 'pending'::text);
+
+
+--
+-- Name: mcp_pending_calls_chat_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_pending_calls_chat_idx ON public.mcp_pending_calls USING btree (chat_id);
 
 
 --
@@ -1007,6 +1028,13 @@ CREATE INDEX mcp_pending_calls_user_live_idx ON public.mcp_pending_calls USING b
 --
 
 CREATE INDEX messages_chat_idx ON public.messages USING btree (chat_id, created_at);
+
+
+--
+-- Name: messages_turn_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX messages_turn_idx ON public.messages USING btree (turn_id);
 
 
 --
