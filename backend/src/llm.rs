@@ -21,19 +21,23 @@ pub mod openai;
 pub mod sse;
 
 use serde_json::Value;
-use std::time::Duration;
+use std::{borrow::Cow, time::Duration};
 use tokio::sync::mpsc;
 
 /// A conversation to continue.
 #[derive(Debug, Clone)]
-pub struct ChatRequest {
+pub struct ChatRequest<'a> {
     /// The model name without its provider prefix (`claude-…`, `gpt-…`).
     pub model: String,
     /// System prompt.
     pub system: String,
     /// The conversation so far, oldest first. Never contains an empty
     /// assistant message.
-    pub messages: Vec<Message>,
+    ///
+    /// Borrowed from the turn's history where it can be: each step of a
+    /// turn sends the whole history, which may hold pasted documents, and
+    /// a copy per step cost its size in time and memory for nothing.
+    pub messages: Cow<'a, [Message]>,
     /// Tools the model may call.
     pub tools: Vec<ToolSpec>,
     /// Upper bound on generated tokens.
@@ -286,7 +290,7 @@ pub async fn stream(
     http: &reqwest::Client,
     settings: &HttpSettings,
     provider: &Provider,
-    request: ChatRequest,
+    request: ChatRequest<'_>,
 ) -> Result<LlmStream, LlmError> {
     match provider {
         Provider::Anthropic { base_url, api_key } => {

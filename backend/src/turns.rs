@@ -784,7 +784,7 @@ async fn drive(
         let request = ChatRequest {
             model: setup.model_name.clone(),
             system: SYSTEM_PROMPT.to_owned(),
-            messages: setup.messages.clone(),
+            messages: std::borrow::Cow::Borrowed(&setup.messages),
             tools,
             max_tokens: 4096,
         };
@@ -1007,7 +1007,7 @@ async fn stream_step(
     state: &AppState,
     emitter: &Emitter<'_>,
     provider: &llm::Provider,
-    request: ChatRequest,
+    request: ChatRequest<'_>,
     cancel: &mut watch::Receiver<bool>,
 ) -> Streamed {
     let mut streamed = Streamed {

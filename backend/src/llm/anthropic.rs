@@ -31,7 +31,7 @@ pub async fn stream(
     settings: &HttpSettings,
     base_url: &str,
     api_key: &Secret,
-    request: ChatRequest,
+    request: ChatRequest<'_>,
 ) -> Result<LlmStream, LlmError> {
     let url = http::endpoint(PROVIDER, base_url, "v1/messages")?;
     let key = http::secret_header(PROVIDER, api_key.expose())?;
@@ -49,7 +49,7 @@ pub async fn stream(
 /// The JSON body of a streaming Messages request, written from the request
 /// as it is: borrowed, with no `serde_json::Value` tree built and dropped
 /// on the way (as `openai::request_body`).
-fn request_body(request: &ChatRequest) -> Body<'_> {
+fn request_body<'a>(request: &'a ChatRequest<'_>) -> Body<'a> {
     Body {
         model: &request.model,
         max_tokens: request.max_tokens,
@@ -454,7 +454,8 @@ mod tests {
                 Message::User {
                     text: "Thanks".into(),
                 },
-            ],
+            ]
+            .into(),
             tools: vec![ToolSpec {
                 name: "get_weather".into(),
                 description: "Weather by city".into(),
@@ -493,7 +494,7 @@ mod tests {
         let request = ChatRequest {
             model: "m".into(),
             system: String::new(),
-            messages: vec![Message::User { text: "hi".into() }],
+            messages: vec![Message::User { text: "hi".into() }].into(),
             tools: vec![],
             max_tokens: 1,
         };

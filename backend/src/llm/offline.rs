@@ -27,7 +27,7 @@ pub enum Plan {
 }
 
 /// Decides the demo's answer from the conversation alone.
-pub fn plan(request: &ChatRequest) -> Plan {
+pub fn plan(request: &ChatRequest<'_>) -> Plan {
     // Tool results since the last user message: summarise them.
     let results: Vec<(&str, &str, bool)> = request
         .messages
@@ -135,7 +135,7 @@ fn fill_result(arguments: &mut Value, result: &str) {
 pub const RESULT_PLACEHOLDER: &str = "{{result}}";
 
 /// The offered tool `asked` means (`.` and `_` alike), or `asked` itself.
-fn offered_name(request: &ChatRequest, asked: &str) -> String {
+fn offered_name(request: &ChatRequest<'_>, asked: &str) -> String {
     request
         .tools
         .iter()
@@ -146,7 +146,7 @@ fn offered_name(request: &ChatRequest, asked: &str) -> String {
 
 /// What people call the offered tool `name` (its label: "Notes: search",
 /// as the card names it, never the model's slug), or `name` itself.
-fn label_of<'a>(request: &'a ChatRequest, name: &'a str) -> &'a str {
+fn label_of<'a>(request: &'a ChatRequest<'_>, name: &'a str) -> &'a str {
     request
         .tools
         .iter()
@@ -220,7 +220,7 @@ fn shorten(text: &str, max_chars: usize) -> String {
 
 /// Streams the plan: one word per `word_delay`, then the call, then
 /// `Finished`. Stops when the receiver is dropped.
-pub fn stream(word_delay: Duration, request: ChatRequest) -> LlmStream {
+pub fn stream(word_delay: Duration, request: ChatRequest<'_>) -> LlmStream {
     let (tx, rx) = mpsc::channel(32);
     let plan = plan(&request);
     tokio::spawn(async move {
@@ -263,11 +263,11 @@ mod tests {
     use crate::llm::ToolSpec;
     use serde_json::json;
 
-    fn request(messages: Vec<Message>, tools: &[&str]) -> ChatRequest {
+    fn request(messages: Vec<Message>, tools: &[&str]) -> ChatRequest<'static> {
         ChatRequest {
             model: "demo".into(),
             system: String::new(),
-            messages,
+            messages: messages.into(),
             tools: tools
                 .iter()
                 .map(|n| ToolSpec {
@@ -326,7 +326,7 @@ mod tests {
             "I will call Matter notes: search with those arguments."
         );
         assert_eq!(call.name, "notes__search");
-        labelled.messages.push(Message::ToolResult {
+        labelled.messages.to_mut().push(Message::ToolResult {
             call_id: call.id,
             name: call.name,
             content: "<tool_result>\n1 note\n</tool_result>".into(),

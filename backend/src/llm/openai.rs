@@ -39,7 +39,7 @@ pub async fn stream(
     settings: &HttpSettings,
     base_url: &str,
     api_key: Option<&Secret>,
-    request: ChatRequest,
+    request: ChatRequest<'_>,
 ) -> Result<LlmStream, LlmError> {
     let url = http::endpoint(PROVIDER, base_url, "chat/completions")?;
     let mut builder = http
@@ -95,7 +95,7 @@ fn bearer(key: &Secret) -> Result<reqwest::header::HeaderValue, LlmError> {
 /// and dropped on the way (each step of each turn sends the chat's whole
 /// history; as a tree each message was a map and copies of its strings,
 /// and each tool's schema, kept as text, was parsed back into one).
-fn request_body(request: &ChatRequest) -> Body<'_> {
+fn request_body<'a>(request: &'a ChatRequest<'_>) -> Body<'a> {
     let system = (!request.system.is_empty()).then_some(Msg::System {
         content: &request.system,
     });
@@ -477,7 +477,8 @@ mod tests {
                     text: "Sunny.".into(),
                     tool_calls: vec![],
                 },
-            ],
+            ]
+            .into(),
             tools: vec![ToolSpec {
                 name: "get_weather".into(),
                 description: "Weather by city".into(),
@@ -511,7 +512,7 @@ mod tests {
         let request = ChatRequest {
             model: "m".into(),
             system: String::new(),
-            messages: vec![Message::User { text: "hi".into() }],
+            messages: vec![Message::User { text: "hi".into() }].into(),
             tools: vec![],
             max_tokens: 1,
         };

@@ -20,7 +20,7 @@ fn key() -> Secret {
     Secret::new(KEY)
 }
 
-fn hello() -> ChatRequest {
+fn hello() -> ChatRequest<'static> {
     one_message("claude-opus-4-1-20250805", "Hello")
 }
 
@@ -45,7 +45,7 @@ async fn stream_hello(fake: &FakeProvider) -> Result<LlmStream, LlmError> {
 
 async fn start_and_collect(
     fake: &FakeProvider,
-    request: ChatRequest,
+    request: ChatRequest<'_>,
 ) -> Vec<Result<LlmEvent, LlmError>> {
     let stream = anthropic::stream(&client(), &settings(), &fake.url(""), &key(), request)
         .await
@@ -104,7 +104,7 @@ async fn a_tool_call_round_trip_parses_split_input_and_sends_back_tool_use_and_t
         text: "What is the weather like in San Francisco?".into(),
     };
     let mut request = ChatRequest {
-        messages: vec![question.clone()],
+        messages: vec![question.clone()].into(),
         tools: vec![weather_tool()],
         ..hello()
     };
@@ -136,7 +136,7 @@ async fn a_tool_call_round_trip_parses_split_input_and_sends_back_tool_use_and_t
         }])
     );
 
-    request.messages.extend([
+    request.messages.to_mut().extend([
         Message::Assistant {
             text: text_of(&first),
             tool_calls: vec![call],

@@ -240,11 +240,11 @@ pub fn first_events(body: &str, n: usize) -> String {
 
 /// A request of one user message, `text`, to `model`: a terse system
 /// prompt, no tools, at most 256 tokens.
-pub fn one_message(model: &str, text: &str) -> ChatRequest {
+pub fn one_message(model: &str, text: &str) -> ChatRequest<'static> {
     ChatRequest {
         model: model.into(),
         system: "You are terse.".into(),
-        messages: vec![Message::User { text: text.into() }],
+        messages: vec![Message::User { text: text.into() }].into(),
         tools: vec![],
         max_tokens: 256,
     }

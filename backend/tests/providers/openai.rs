@@ -17,7 +17,7 @@ fn key() -> Secret {
     Secret::new(KEY)
 }
 
-fn hello() -> ChatRequest {
+fn hello() -> ChatRequest<'static> {
     one_message("gpt-4o", "Hello!")
 }
 
@@ -51,7 +51,7 @@ async fn stream_hello(fake: &FakeProvider) -> Result<LlmStream, LlmError> {
 async fn start_and_collect(
     fake: &FakeProvider,
     key: Option<&Secret>,
-    request: ChatRequest,
+    request: ChatRequest<'_>,
 ) -> Vec<Result<LlmEvent, LlmError>> {
     let stream = openai::stream(&client(), &settings(), &fake.url("/v1"), key, request)
         .await
@@ -137,7 +137,8 @@ async fn a_tool_call_round_trip_assembles_fragments_in_index_order_and_sends_bac
     let mut request = ChatRequest {
         messages: vec![Message::User {
             text: "What is the weather like in Paris and Bogotá today?".into(),
-        }],
+        }]
+        .into(),
         tools: vec![weather_tool()],
         ..hello()
     };
@@ -174,7 +175,7 @@ async fn a_tool_call_round_trip_assembles_fragments_in_index_order_and_sends_bac
         }])
     );
 
-    request.messages.extend([
+    request.messages.to_mut().extend([
         Message::Assistant {
             text: String::new(),
             tool_calls: vec![paris, bogota],
