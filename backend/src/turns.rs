@@ -186,17 +186,20 @@ pub async fn start(
         chat_id: chat_id.into(),
         turn_id: turn_id.into(),
     };
-    // The turn's task starts now: what it reads that does not depend on
-    // the chat (the user's tools, the policy, the provider keys) is read
-    // beside the transaction below, not after it. It goes on only once
-    // told the turn was stored; told nothing, it ends, having written
-    // nothing.
-    let (stored, told) = oneshot::channel();
-    tokio::spawn(run(state.clone(), ctx, told));
-    let turn = begin(state, ctx, content).await?;
-    // The send fails only if the task panicked; its turn is then reaped
-    // like any turn whose task stopped.
-    let _ = stored.send(turn);
+    // The turn's task stores the turn, reads beside it what does not
+    // depend on the chat (the user's tools, the policy, the provider
+    // keys), answers here once the turn is stored (or could not be), and
+    // goes on to the model without waiting for this handler: the first
+    // token's way has no hand-over between tasks, and a request whose
+    // client went away meanwhile leaves no stored turn without its task.
+    let (answer, answered) = oneshot::channel();
+    tokio::spawn(run(state.clone(), ctx, content.to_owned(), answer));
+    match answered.await {
+        Ok(result) => result?,
+        // The task panicked before it answered; a turn it stored is
+        // reaped like any turn whose task stopped.
+        Err(_) => return Err(TurnError::Database(sqlx::Error::WorkerCrashed)),
+    }
     state.trimmer.turn_started();
     tracing::info!(turn.id = %turn_id, "turn started");
     Ok(turn_id)
@@ -224,9 +227,9 @@ pub struct Stored {
 /// of the caller's, or one with a running turn) is looked at closer, in a
 /// transaction: it may hold a turn whose task stopped, which is ended
 /// first; then the turn is stored, or the chat is busy.
-async fn begin(state: &AppState, ctx: ToolContext, content: &str) -> Result<Stored, TurnError> {
+async fn begin(state: &AppState, ctx: ToolContext, content: String) -> Result<Stored, TurnError> {
     let message_id = Uuid::new_v4();
-    let stored = match store_alone(state, ctx, message_id, content).await? {
+    let stored = match store_alone(state, ctx, message_id, &content).await? {
         Some(stored) => stored,
         None => {
             let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
@@ -246,7 +249,7 @@ async fn begin(state: &AppState, ctx: ToolContext, content: &str) -> Result<Stor
                 state.config.turn_stale_secs as f64,
             )
             .await?;
-            let stored = store(&mut tx, ctx, message_id, content)
+            let stored = store(&mut tx, ctx, message_id, &content)
                 .await?
                 .ok_or(TurnError::Busy)?;
             tx.commit().await?;
@@ -261,7 +264,7 @@ async fn begin(state: &AppState, ctx: ToolContext, content: &str) -> Result<Stor
         model: stored.model,
         seq: stored.seq,
         messages: stored.messages,
-        content: content.to_owned(),
+        content,
     })
 }
 
@@ -648,17 +651,33 @@ pub const DECLINED_REASON: NoProseReason = NoProseReason::Declined;
 /// more than its history ([`drive`] reads the tools again for each step;
 /// `docs/operations.md`, "Where the memory goes").
 ///
-/// It starts beside the transaction that stores the turn ([`start`]) and
-/// reads what needs nothing from the chat meanwhile; it goes on once told
-/// the turn was stored, and ends at once, having written nothing, when it
-/// was not (`told` dropped).
-pub async fn run(state: AppState, ctx: ToolContext, told: oneshot::Receiver<Stored>) {
+/// It stores the turn ([`begin`]) and reads what needs nothing from the
+/// chat beside it; it tells [`start`] (`answer`) as soon as the turn is
+/// stored, and ends at once, having written nothing, when it was not.
+pub async fn run(
+    state: AppState,
+    ctx: ToolContext,
+    content: String,
+    answer: oneshot::Sender<Result<(), TurnError>>,
+) {
     // Boxed: a turn waiting for an approval carries none of its state.
     let read = Box::pin(prefetch(&state, ctx));
-    let Ok((prefetched, stored)) = tokio::try_join!(
-        async { Ok::<_, oneshot::error::RecvError>(read.await) },
-        told
-    ) else {
+    let store = async {
+        match Box::pin(begin(&state, ctx, content)).await {
+            Ok(stored) => {
+                // Fails only if the request's handler is gone: the turn
+                // runs all the same.
+                let _ = answer.send(Ok(()));
+                Ok(stored)
+            }
+            Err(err) => {
+                let _ = answer.send(Err(err));
+                Err(())
+            }
+        }
+    };
+    let Ok((prefetched, stored)) = tokio::try_join!(async { Ok::<_, ()>(read.await) }, store)
+    else {
         return;
     };
     let _running = state.metrics.turn_running();
@@ -1465,7 +1484,7 @@ mod tests {
     /// build here: 1,848 B when this was written).
     #[test]
     fn a_waiting_turns_task_is_small() {
-        fn future_size<A, B, C, F>(_: fn(A, B, C) -> F) -> usize {
+        fn future_size<A, B, C, D, F>(_: fn(A, B, C, D) -> F) -> usize {
             std::mem::size_of::<F>()
         }
         let run = future_size(run);
