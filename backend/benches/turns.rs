@@ -58,6 +58,15 @@ fn rounds() -> usize {
 /// for that too. The timed rounds measure the server as it runs after
 /// its first minute, not its start.
 const WARM_UP: usize = 40;
+/// How long a person pauses before their next message, for the time to
+/// first token "after a pause": long enough for the machine to go idle
+/// (on a VM, its vCPUs halt) and for the pool's connections to be idle
+/// longer than `db::PING_IF_IDLE_FOR` (1 s), so that each is pinged
+/// before it is handed out, as between a real user's messages.
+const PAUSE: Duration = Duration::from_millis(1500);
+/// Timed rounds after a pause, each way (through Countersign, and the fake
+/// directly): the server is warm by then, and each round costs `PAUSE`.
+const PAUSED_ROUNDS: usize = 30;
 const STREAMS: usize = 10_000;
 
 fn chunk(content: &str) -> String {
@@ -412,9 +421,9 @@ struct Marks {
     first: Duration,
 }
 
-/// Sends message `round` to `target`'s chat and follows its turn on the
-/// stream to its end.
-async fn one_turn(target: &Target, follow: &mut Follow, round: usize) -> Marks {
+/// Sends message `round` to `target`'s chat, `pause` after the last turn
+/// ended (not timed), and follows its turn on the stream to its end.
+async fn one_turn(target: &Target, follow: &mut Follow, round: usize, pause: Duration) -> Marks {
     let Target {
         base,
         client,
@@ -422,6 +431,9 @@ async fn one_turn(target: &Target, follow: &mut Follow, round: usize) -> Marks {
         chat_id,
         ..
     } = target;
+    if !pause.is_zero() {
+        tokio::time::sleep(pause).await;
+    }
     let t = Instant::now();
     let res = client
         .post(format!("{base}/api/chats/{chat_id}/messages"))
@@ -478,18 +490,25 @@ async fn one_turn(target: &Target, follow: &mut Follow, round: usize) -> Marks {
 /// interleaved (which goes first alternates), so that the host's noise
 /// falls on both alike. Prints each one's medians and the median of the
 /// paired differences (B − A). For comparing a change; it reports no
-/// figure.
+/// figure. `COUNTERSIGN_BENCH_PAUSE_MS`: a pause before each message (none
+/// by default), to compare builds on a machine gone idle.
 async fn compare(a: &Target, b: &Target) {
     let rounds = rounds();
+    let pause = Duration::from_millis(
+        std::env::var("COUNTERSIGN_BENCH_PAUSE_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .unwrap_or(0),
+    );
     let (mut follow_a, mut follow_b) = (follow(a).await, follow(b).await);
     let (mut marks_a, mut marks_b) = (Vec::new(), Vec::new());
     for round in 0..WARM_UP + rounds {
         let (ma, mb) = if round % 2 == 0 {
-            let ma = one_turn(a, &mut follow_a, round).await;
-            (ma, one_turn(b, &mut follow_b, round).await)
+            let ma = one_turn(a, &mut follow_a, round, pause).await;
+            (ma, one_turn(b, &mut follow_b, round, pause).await)
         } else {
-            let mb = one_turn(b, &mut follow_b, round).await;
-            (one_turn(a, &mut follow_a, round).await, mb)
+            let mb = one_turn(b, &mut follow_b, round, pause).await;
+            (one_turn(a, &mut follow_a, round, pause).await, mb)
         };
         if round >= WARM_UP {
             marks_a.push(ma);
@@ -524,15 +543,19 @@ async fn compare(a: &Target, b: &Target) {
     }
 }
 
-/// Time to first token, (a) from the fake provider directly and (b)
-/// through Countersign (a chat message until the first `text_delta` on the
-/// chat's stream), [`rounds`] each; reports the p50s and their difference.
-async fn time_to_first_token(fake: &str, target: &Target) {
-    let client = &target.client;
-    let rounds = rounds();
-    // (a) Directly.
-    let mut direct = Vec::new();
+/// The fake provider's first content chunk, asked directly `rounds`
+/// times, each `pause` after the last answer (not timed).
+async fn direct(
+    client: &reqwest::Client,
+    fake: &str,
+    rounds: usize,
+    pause: Duration,
+) -> Vec<Duration> {
+    let mut times = Vec::new();
     for _ in 0..rounds {
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
         let t = Instant::now();
         let mut res = client
             .post(format!("{fake}/chat/completions"))
@@ -547,8 +570,22 @@ async fn time_to_first_token(fake: &str, target: &Target) {
                 break;
             }
         }
-        direct.push(t.elapsed());
+        times.push(t.elapsed());
     }
+    times
+}
+
+/// Time to first token, (a) from the fake provider directly and (b)
+/// through Countersign (a chat message until the first `text_delta` on the
+/// chat's stream), [`rounds`] each, every message sent as the last turn
+/// ends; then both again, [`PAUSED_ROUNDS`] each, every message sent a
+/// [`PAUSE`] after the last, as a person would. Reports the p50s and their
+/// difference.
+async fn time_to_first_token(fake: &str, target: &Target) {
+    let client = &target.client;
+    let rounds = rounds();
+    // (a) Directly.
+    let direct_now = direct(client, fake, rounds, Duration::ZERO).await;
 
     // (b) Through Countersign.
     let mut follow = follow(target).await;
@@ -559,7 +596,7 @@ async fn time_to_first_token(fake: &str, target: &Target) {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut warming = Vec::new();
     for round in 0..WARM_UP + rounds {
-        let marks = one_turn(target, &mut follow, round).await;
+        let marks = one_turn(target, &mut follow, round, Duration::ZERO).await;
         if round < WARM_UP {
             warming.push(marks.first);
             continue;
@@ -570,6 +607,17 @@ async fn time_to_first_token(fake: &str, target: &Target) {
         started.push(marks.started);
         token.push(marks.first.saturating_sub(marks.asked));
     }
+    // After a pause: the machine gone idle, the pool's connections pinged
+    // before use.
+    let mut paused = Vec::new();
+    for round in 0..PAUSED_ROUNDS {
+        paused.push(
+            one_turn(target, &mut follow, WARM_UP + rounds + round, PAUSE)
+                .await
+                .first,
+        );
+    }
+    let direct_paused = direct(client, fake, PAUSED_ROUNDS, PAUSE).await;
     drop(follow);
     println!(
         "\nwhere the time to first token goes, {rounds} rounds after {WARM_UP} to warm up, median (ms):"
@@ -583,7 +631,7 @@ async fn time_to_first_token(fake: &str, target: &Target) {
         println!("  {what:44} {:7.2}", median_and_p90(samples).0);
     }
 
-    let (d_med, d_p90) = median_and_p90(direct);
+    let (d_med, d_p90) = median_and_p90(direct_now);
     let (t_med, t_p90) = median_and_p90(through);
     println!("\ntime to first token, {rounds} rounds (ms):");
     println!("  fake provider directly      median {d_med:7.2}   p90 {d_p90:7.2}");
@@ -605,6 +653,32 @@ async fn time_to_first_token(fake: &str, target: &Target) {
         value: t_med - d_med,
         anchor: None,
         budget: Some(2.0),
+    });
+
+    let (dp_med, dp_p90) = median_and_p90(direct_paused);
+    let (tp_med, tp_p90) = median_and_p90(paused);
+    let pause_s = PAUSE.as_secs_f64();
+    println!(
+        "\ntime to first token, each message {pause_s} s after the last, {PAUSED_ROUNDS} rounds (ms):"
+    );
+    println!("  fake provider directly      median {dp_med:7.2}   p90 {dp_p90:7.2}");
+    println!("  through Countersign         median {tp_med:7.2}   p90 {tp_p90:7.2}");
+    report(&Figure {
+        name: "time to first token after a 1.5 s pause, through Countersign, p50",
+        unit: "ms",
+        value: tp_med,
+        anchor: Some((
+            "the fake provider asked directly after the same pause, p50",
+            dp_med,
+        )),
+        budget: None,
+    });
+    report(&Figure {
+        name: "server-added time to first token after a 1.5 s pause, p50",
+        unit: "ms",
+        value: tp_med - dp_med,
+        anchor: None,
+        budget: None,
     });
 }
 
