@@ -664,7 +664,7 @@ async fn time_to_first_token(fake: &str, target: &Target) {
     println!("  fake provider directly      median {dp_med:7.2}   p90 {dp_p90:7.2}");
     println!("  through Countersign         median {tp_med:7.2}   p90 {tp_p90:7.2}");
     report(&Figure {
-        name: "time to first token after a 1.5 s pause, through Countersign, p50",
+        name: &format!("time to first token after a {pause_s} s pause, through Countersign, p50"),
         unit: "ms",
         value: tp_med,
         anchor: Some((
@@ -674,7 +674,7 @@ async fn time_to_first_token(fake: &str, target: &Target) {
         budget: None,
     });
     report(&Figure {
-        name: "server-added time to first token after a 1.5 s pause, p50",
+        name: &format!("server-added time to first token after a {pause_s} s pause, p50"),
         unit: "ms",
         value: tp_med - dp_med,
         anchor: None,
