@@ -81,6 +81,76 @@ $$;
 ALTER FUNCTION public.append_chat_event_as(p_user uuid, p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) OWNER TO countersign_owner;
 
 --
+-- Name: check_session_stamp(bigint, bigint); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.check_session_stamp(p_epoch bigint, p_ends_ms bigint) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    AS $$
+begin
+    if not exists (select 1 from public.session_epochs
+                    where user_id = (select auth.uid()) and epoch = p_epoch)
+       or now() >= to_timestamp(p_ends_ms / 1000.0) then
+        raise exception 'the session changed since it was looked up' using errcode = 'CSSES';
+    end if;
+    return true;
+end
+$$;
+
+
+ALTER FUNCTION public.check_session_stamp(p_epoch bigint, p_ends_ms bigint) OWNER TO countersign_owner;
+
+--
+-- Name: session_epoch_after_session_change(); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.session_epoch_after_session_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update public.session_epochs set epoch = epoch + 1
+     where user_id = old.user_id
+        or (tg_op = 'UPDATE' and user_id = new.user_id);
+    return null;
+end
+$$;
+
+
+ALTER FUNCTION public.session_epoch_after_session_change() OWNER TO countersign_owner;
+
+--
+-- Name: session_epoch_after_user_change(); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.session_epoch_after_user_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update public.session_epochs set epoch = epoch + 1 where user_id = new.id;
+    return null;
+end
+$$;
+
+
+ALTER FUNCTION public.session_epoch_after_user_change() OWNER TO countersign_owner;
+
+--
+-- Name: session_epoch_for_new_user(); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.session_epoch_for_new_user() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    insert into public.session_epochs (user_id) values (new.id);
+    return null;
+end
+$$;
+
+
+ALTER FUNCTION public.session_epoch_for_new_user() OWNER TO countersign_owner;
+
+--
 -- Name: store_turn(uuid, uuid, uuid, text, text, jsonb, text); Type: FUNCTION; Schema: public; Owner: countersign_owner
 --
 
@@ -145,6 +215,28 @@ $$;
 
 
 ALTER FUNCTION public.store_turn_as(p_user uuid, p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) OWNER TO countersign_owner;
+
+--
+-- Name: store_turn_stamped_as(uuid, bigint, bigint, uuid, uuid, uuid, text, text, jsonb, text); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.store_turn_stamped_as(p_user uuid, p_epoch bigint, p_ends_ms bigint, p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) RETURNS TABLE(seq bigint, model text, messages bigint)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if current_setting('role') <> 'none' then
+        raise exception 'store_turn_stamped_as starts its own transaction, and a role is set';
+    end if;
+    perform set_config('role', 'authenticated', true),
+            set_config('countersign.user_id', p_user::text, true);
+    perform public.check_session_stamp(p_epoch, p_ends_ms);
+    return query select * from public.store_turn(p_chat, p_turn, p_message, p_title,
+                                                 p_content, p_data, p_channel);
+end
+$$;
+
+
+ALTER FUNCTION public.store_turn_stamped_as(p_user uuid, p_epoch bigint, p_ends_ms bigint, p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) OWNER TO countersign_owner;
 
 SET default_tablespace = '';
 
@@ -587,6 +679,20 @@ ALTER TABLE ONLY public.provider_keys FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.provider_keys OWNER TO countersign_owner;
 
 --
+-- Name: session_epochs; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.session_epochs (
+    user_id uuid NOT NULL,
+    epoch bigint DEFAULT 0 NOT NULL
+);
+
+ALTER TABLE ONLY public.session_epochs FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.session_epochs OWNER TO countersign_owner;
+
+--
 -- Name: sessions; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -851,6 +957,14 @@ ALTER TABLE ONLY public.provider_keys
 
 
 --
+-- Name: session_epochs session_epochs_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.session_epochs
+    ADD CONSTRAINT session_epochs_pkey PRIMARY KEY (user_id);
+
+
+--
 -- Name: sessions sessions_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -1101,6 +1215,34 @@ CREATE UNIQUE INDEX users_email_key ON public.users USING btree (email);
 
 
 --
+-- Name: sessions session_epoch_after_session_delete; Type: TRIGGER; Schema: public; Owner: countersign_owner
+--
+
+CREATE TRIGGER session_epoch_after_session_delete AFTER DELETE ON public.sessions FOR EACH ROW EXECUTE FUNCTION public.session_epoch_after_session_change();
+
+
+--
+-- Name: sessions session_epoch_after_session_update; Type: TRIGGER; Schema: public; Owner: countersign_owner
+--
+
+CREATE TRIGGER session_epoch_after_session_update AFTER UPDATE ON public.sessions FOR EACH ROW WHEN (((to_jsonb(old.*) - 'last_seen_at'::text) IS DISTINCT FROM (to_jsonb(new.*) - 'last_seen_at'::text))) EXECUTE FUNCTION public.session_epoch_after_session_change();
+
+
+--
+-- Name: users session_epoch_after_user_change; Type: TRIGGER; Schema: public; Owner: countersign_owner
+--
+
+CREATE TRIGGER session_epoch_after_user_change AFTER UPDATE ON public.users FOR EACH ROW WHEN ((old.* IS DISTINCT FROM new.*)) EXECUTE FUNCTION public.session_epoch_after_user_change();
+
+
+--
+-- Name: users session_epoch_for_new_user; Type: TRIGGER; Schema: public; Owner: countersign_owner
+--
+
+CREATE TRIGGER session_epoch_for_new_user AFTER INSERT ON public.users FOR EACH ROW EXECUTE FUNCTION public.session_epoch_for_new_user();
+
+
+--
 -- Name: admin_policy admin_policy_updated_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -1314,6 +1456,14 @@ ALTER TABLE ONLY public.profiles
 
 ALTER TABLE ONLY public.provider_keys
     ADD CONSTRAINT provider_keys_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: session_epochs session_epochs_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.session_epochs
+    ADD CONSTRAINT session_epochs_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -1651,6 +1801,26 @@ CREATE POLICY provider_keys_service ON public.provider_keys TO service_role USIN
 
 
 --
+-- Name: session_epochs; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.session_epochs ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: session_epochs session_epochs_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY session_epochs_owner ON public.session_epochs FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+
+
+--
+-- Name: session_epochs session_epochs_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY session_epochs_service ON public.session_epochs TO service_role USING (true) WITH CHECK (true);
+
+
+--
 -- Name: sessions; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
 --
 
@@ -1764,6 +1934,35 @@ GRANT ALL ON FUNCTION auth.uid() TO service_role;
 REVOKE ALL ON FUNCTION public.append_chat_event(p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.append_chat_event(p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) TO authenticated;
 GRANT ALL ON FUNCTION public.append_chat_event(p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) TO service_role;
+
+
+--
+-- Name: FUNCTION check_session_stamp(p_epoch bigint, p_ends_ms bigint); Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+REVOKE ALL ON FUNCTION public.check_session_stamp(p_epoch bigint, p_ends_ms bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.check_session_stamp(p_epoch bigint, p_ends_ms bigint) TO authenticated;
+
+
+--
+-- Name: FUNCTION session_epoch_after_session_change(); Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+REVOKE ALL ON FUNCTION public.session_epoch_after_session_change() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION session_epoch_after_user_change(); Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+REVOKE ALL ON FUNCTION public.session_epoch_after_user_change() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION session_epoch_for_new_user(); Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+REVOKE ALL ON FUNCTION public.session_epoch_for_new_user() FROM PUBLIC;
 
 
 --
@@ -1902,6 +2101,14 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.provider_keys TO service_role;
 
 
 --
+-- Name: TABLE session_epochs; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT ON TABLE public.session_epochs TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.session_epochs TO service_role;
+
+
+--
 -- Name: TABLE sessions; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -2019,6 +2226,10 @@ REVOKE ALL ON TABLE profiles FROM anon;
 -- provider_keys: row level security enabled and forced
 REVOKE ALL ON TABLE provider_keys FROM anon;
 REVOKE ALL ON TABLE provider_keys FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- session_epochs: row level security enabled and forced
+REVOKE ALL ON TABLE session_epochs FROM anon;
+-- authenticated may: SELECT
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- sessions: row level security enabled and forced
 REVOKE ALL ON TABLE sessions FROM anon;

@@ -102,6 +102,8 @@ pub struct AppState {
     pub trimmer: Arc<memory::Trimmer>,
     /// Chats' histories as this instance's turns left them.
     pub recent: Arc<turns::recent::Recent>,
+    /// Sessions this instance looked up lately, with their stamps.
+    pub known_sessions: Arc<http::session::Known>,
 }
 
 impl AppState {
@@ -160,6 +162,7 @@ impl AppState {
             metrics: Arc::default(),
             trimmer: memory::Trimmer::start(memory::Trimmer::glibc()),
             recent: Arc::default(),
+            known_sessions: Arc::default(),
         })
     }
 

@@ -15,6 +15,7 @@ pub mod recent;
 
 use crate::{
     AppState,
+    auth::session,
     db::{
         self, Tx,
         trip::{Arg, As, Part, Statement},
@@ -77,9 +78,24 @@ pub enum TurnError {
     /// Empty or oversized message.
     #[error("{0}")]
     InvalidMessage(String),
+    /// The session's [stamp](session::Stamp) no longer holds: something
+    /// about the session or its user changed since it was looked up.
+    /// Nothing was stored; look the session up again.
+    #[error("Your session changed while the message was sent. Send it again.")]
+    SessionChanged,
     /// Database failure.
     #[error(transparent)]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
+}
+
+impl From<sqlx::Error> for TurnError {
+    fn from(err: sqlx::Error) -> Self {
+        if session::is_stale_stamp(&err) {
+            Self::SessionChanged
+        } else {
+            Self::Database(err)
+        }
+    }
 }
 
 /// Marks running turns of `chat_id` whose task stopped beating for
@@ -162,11 +178,17 @@ pub async fn reap_all_stale(state: &AppState) -> Result<usize, sqlx::Error> {
 }
 
 /// Starts a turn with the user's message and spawns its task. Returns the
-/// turn id.
+/// turn id. `stamp` is the [stamp](session::Stamp) of the session the
+/// request came with: the turn is stored only if it still holds
+/// ([`TurnError::SessionChanged`] if not), and the reads beside the store
+/// that could lead to writes on the user's behalf check it too, so a
+/// session known to this instance from an earlier request need not be
+/// looked up again in front of the turn (`http::extract::StampedUser`).
 #[tracing::instrument(skip_all, fields(user.id = %user_id, chat.id = %chat_id))]
 pub async fn start(
     state: &AppState,
     user_id: Uuid,
+    stamp: session::Stamp,
     chat_id: Uuid,
     content: &str,
 ) -> Result<Uuid, TurnError> {
@@ -193,7 +215,7 @@ pub async fn start(
     // token's way has no hand-over between tasks, and a request whose
     // client went away meanwhile leaves no stored turn without its task.
     let (answer, answered) = oneshot::channel();
-    tokio::spawn(run(state.clone(), ctx, content.to_owned(), answer));
+    tokio::spawn(run(state.clone(), ctx, stamp, content.to_owned(), answer));
     match answered.await {
         Ok(result) => result?,
         // The task panicked before it answered; a turn it stored is
@@ -227,12 +249,26 @@ pub struct Stored {
 /// of the caller's, or one with a running turn) is looked at closer, in a
 /// transaction: it may hold a turn whose task stopped, which is ended
 /// first; then the turn is stored, or the chat is busy.
-async fn begin(state: &AppState, ctx: ToolContext, content: String) -> Result<Stored, TurnError> {
+async fn begin(
+    state: &AppState,
+    ctx: ToolContext,
+    stamp: session::Stamp,
+    content: String,
+) -> Result<Stored, TurnError> {
     let message_id = Uuid::new_v4();
-    let stored = match store_alone(state, ctx, message_id, &content).await? {
+    let stored = match store_alone(state, ctx, stamp, message_id, &content).await? {
         Some(stored) => stored,
         None => {
             let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
+            // Nothing is written for a session whose stamp no longer
+            // holds, here either.
+            sqlx::query_scalar!(
+                "select check_session_stamp($1, $2)",
+                stamp.epoch,
+                stamp.ends_ms
+            )
+            .fetch_one(&mut *tx)
+            .await?;
             // The chat, locked: what its turns are now is what counts.
             let found: Option<Uuid> = sqlx::query_scalar!(
                 "select id from chats where id = $1 for update",
@@ -324,13 +360,16 @@ async fn store(
 }
 
 /// [`store`] as a transaction of its own, as the turn's user, in one round
-/// trip (the migration's `store_turn_as`: run outside any transaction, its
-/// first act is the switch to `authenticated` with `auth.uid()` = the
-/// user, local to its implicit transaction). `None` when nothing was
-/// stored, and then nothing was written.
+/// trip, if the session's `stamp` still holds (the migration's
+/// `store_turn_stamped_as`: run outside any transaction, its first act is
+/// the switch to `authenticated` with `auth.uid()` = the user, local to
+/// its implicit transaction; then the stamp's check, which fails with
+/// [`session::STAMP_STALE`]). `None` when nothing was stored, and then
+/// nothing was written.
 async fn store_alone(
     state: &AppState,
     ctx: ToolContext,
+    stamp: session::Stamp,
     message_id: Uuid,
     content: &str,
 ) -> Result<Option<StoredRow>, sqlx::Error> {
@@ -344,8 +383,10 @@ async fn store_alone(
         let row = sqlx::query_as!(
             StoredRow,
             r#"select seq as "seq!", model as "model!", messages as "messages!"
-                 from store_turn_as($1, $2, $3, $4, $5, $6, $7, $8)"#,
+                 from store_turn_stamped_as($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"#,
             ctx.user_id as UserId,
+            stamp.epoch,
+            stamp.ends_ms,
             ctx.chat_id as ChatId,
             ctx.turn_id as TurnId,
             message_id,
@@ -657,13 +698,14 @@ pub const DECLINED_REASON: NoProseReason = NoProseReason::Declined;
 pub async fn run(
     state: AppState,
     ctx: ToolContext,
+    stamp: session::Stamp,
     content: String,
     answer: oneshot::Sender<Result<(), TurnError>>,
 ) {
     // Boxed: a turn waiting for an approval carries none of its state.
-    let read = Box::pin(prefetch(&state, ctx));
+    let read = Box::pin(prefetch(&state, ctx, Some(stamp)));
     let store = async {
-        match Box::pin(begin(&state, ctx, content)).await {
+        match Box::pin(begin(&state, ctx, stamp, content)).await {
             Ok(stored) => {
                 // Fails only if the request's handler is gone: the turn
                 // runs all the same.
@@ -679,6 +721,15 @@ pub async fn run(
     let Ok((prefetched, stored)) = tokio::try_join!(async { Ok::<_, ()>(read.await) }, store)
     else {
         return;
+    };
+    // The stamp held for the store but no longer for the reads beside it
+    // (the session or the user changed in between): the turn is stored,
+    // which is all the stamp was for, and its reads are made again.
+    let prefetched = match prefetched {
+        Some(prefetched) => prefetched,
+        None => Box::pin(prefetch(&state, ctx, None))
+            .await
+            .unwrap_or_default(),
     };
     let _running = state.metrics.turn_running();
     let mut cancel = state.hub.register_turn(ctx.turn_id);
@@ -889,7 +940,7 @@ impl Setup {
 /// provider keys and the chat's history in another, side by side; or, when
 /// this instance kept the history the chat's last turn left ([`recent`]),
 /// the tools and the keys in one trip ([`crate::tools::ToolBox::tools_with`]).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Prefetched {
     keys: models::UserKeys,
     tools: Vec<llm::ToolSpec>,
@@ -898,8 +949,22 @@ pub struct Prefetched {
     history: Option<History>,
 }
 
-async fn prefetch(state: &AppState, ctx: ToolContext) -> Prefetched {
+/// [`Prefetched`]; with a `stamp`, the tools' trip first checks that it
+/// still holds, and `None` comes back when it does not. The tool box may
+/// write on the user's behalf once its trip is back (a connector whose
+/// tool list is old is fetched again, and what changed recorded): the
+/// check, a part of that trip, comes before any of it.
+async fn prefetch(
+    state: &AppState,
+    ctx: ToolContext,
+    stamp: Option<session::Stamp>,
+) -> Option<Prefetched> {
     let user_id = ctx.user_id;
+    let check: Vec<Part> = stamp
+        .map(|stamp| session::stamp_check(user_id.into(), stamp))
+        .into_iter()
+        .collect();
+    let checked = check.len();
     // The history this instance's last turn of the chat left, if any (it
     // goes to the model only if it fits the stored turn, like a read one:
     // `history`): the keys are then the only read left, and go in the
@@ -908,20 +973,39 @@ async fn prefetch(state: &AppState, ctx: ToolContext) -> Prefetched {
     // measured slower than two side by side: the history read is long).
     let kept = state.recent.take(ctx.chat_id, user_id);
     let keys = models::UserKeys::part(user_id.into());
+    let stale = |rows: &Result<Vec<Vec<PgRow>>, sqlx::Error>| {
+        rows.as_ref().is_err_and(session::is_stale_stamp)
+    };
     let (keys, tools, history) = match kept {
         // Only the keys to read: in the tools' trip.
         Some(kept) => {
-            let (tools, rows) = state
-                .tools
-                .tools_with(state, user_id.into(), vec![keys])
-                .await;
-            let keys = rows.and_then(|rows| models::UserKeys::from_rows(user_id.into(), &rows[0]));
+            let mut beside = check;
+            beside.push(keys);
+            let (tools, rows) = state.tools.tools_with(state, user_id.into(), beside).await;
+            if stale(&rows) {
+                return None;
+            }
+            let keys =
+                rows.and_then(|rows| models::UserKeys::from_rows(user_id.into(), &rows[checked]));
             (keys, tools, Ok(Some(kept)))
         }
         // The keys and the history: a trip of their own, beside the tools'.
         None => {
             let read = db::trip::run_parts(&state.db, vec![keys, History::part(ctx)]);
-            let (rows, tools) = tokio::join!(read, state.tools.tools_for(state, user_id.into()));
+            let tools = async {
+                if check.is_empty() {
+                    (
+                        state.tools.tools_for(state, user_id.into()).await,
+                        Ok(Vec::new()),
+                    )
+                } else {
+                    state.tools.tools_with(state, user_id.into(), check).await
+                }
+            };
+            let ((tools, checked), rows) = tokio::join!(tools, read);
+            if stale(&checked) {
+                return None;
+            }
             match rows {
                 Ok(rows) => (
                     models::UserKeys::from_rows(user_id.into(), &rows[0]),
@@ -940,11 +1024,11 @@ async fn prefetch(state: &AppState, ctx: ToolContext) -> Prefetched {
         tracing::warn!(error = %err, chat.id = %ctx.chat_id, "cannot read the chat's history beside its turn");
         None
     });
-    Prefetched {
+    Some(Prefetched {
         keys,
         tools,
         history,
-    }
+    })
 }
 
 /// The history the turn gives the model, its user message last: the one
@@ -1484,7 +1568,7 @@ mod tests {
     /// build here: 1,848 B when this was written).
     #[test]
     fn a_waiting_turns_task_is_small() {
-        fn future_size<A, B, C, D, F>(_: fn(A, B, C, D) -> F) -> usize {
+        fn future_size<A, B, C, D, E, F>(_: fn(A, B, C, D, E) -> F) -> usize {
             std::mem::size_of::<F>()
         }
         let run = future_size(run);

@@ -50,6 +50,36 @@ pub struct SessionUser {
     pub must_change_password: bool,
     /// The session's CSRF token.
     pub csrf_token: String,
+    /// What a statement checks, as the user, to know that nothing about
+    /// this session or its user changed since this lookup
+    /// ([`stamp_check`]).
+    pub stamp: Stamp,
+}
+
+/// A session as one lookup found it: the user's epoch then (one more with
+/// every change to the user's sessions or account, by the migration
+/// `session_stamps`' triggers) and when the session ends by itself, unless
+/// used again (its absolute expiry, or its idle limit counted from the use
+/// the lookup saw). A statement that holds it proves, in its own
+/// transaction and by the database's clock, that the session still
+/// stands: [`stamp_check`], the migration's `store_turn_stamped_as`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// The user's session epoch.
+    pub epoch: i64,
+    /// When the session ends unless used again, in milliseconds since 1970.
+    pub ends_ms: i64,
+}
+
+/// The SQLSTATE of the migration's `check_session_stamp` when a stamp no
+/// longer holds.
+pub const STAMP_STALE: &str = "CSSES";
+
+/// Whether `err` says that a stamp no longer holds.
+pub fn is_stale_stamp(err: &sqlx::Error) -> bool {
+    err.as_database_error()
+        .and_then(|e| e.code())
+        .is_some_and(|code| code == STAMP_STALE)
 }
 
 fn random_token() -> String {
@@ -96,15 +126,17 @@ pub async fn create(
 
 /// The session behind the token hash `$1`, if it is neither revoked, past
 /// its absolute expiry, nor idle for longer than `$2` milliseconds, with
-/// its user (not disabled); `last_seen_at` is refreshed at most once a
-/// minute, by the same statement.
+/// its user (not disabled) and its [`Stamp`]; `last_seen_at` is refreshed
+/// at most once a minute, by the same statement.
 static LOOKUP: Statement = Statement {
     name: "cs_session_lookup",
     params: "(bytea, int8)",
     sql: "with found as ( \
             select s.id, s.user_id, u.email, u.is_admin, u.must_change_password, s.csrf_token, \
-                   s.last_seen_at < now() - interval '60 seconds' as stale \
+                   s.last_seen_at < now() - interval '60 seconds' as stale, \
+                   s.last_seen_at, s.expires_at, e.epoch \
               from sessions s join users u on u.id = s.user_id \
+              join session_epochs e on e.user_id = s.user_id \
              where s.token_hash = $1 \
                and s.revoked_at is null \
                and u.disabled_at is null \
@@ -113,7 +145,21 @@ static LOOKUP: Statement = Statement {
           ), touched as ( \
             update sessions set last_seen_at = now() where id in (select id from found where stale) \
           ) \
-          select id, user_id, email, is_admin, must_change_password, csrf_token from found",
+          select id, user_id, email, is_admin, must_change_password, csrf_token, epoch, \
+                 floor(extract(epoch from least( \
+                   expires_at, \
+                   case when stale then now() else last_seen_at end \
+                     + make_interval(secs => $2 / 1000.0))) * 1000)::int8 as ends_ms \
+            from found",
+};
+
+/// Fails with [`STAMP_STALE`] unless the stamp (`$1` the epoch, `$2` its
+/// end) still holds for the user it runs as: the migration's
+/// `check_session_stamp`.
+static STAMP: Statement = Statement {
+    name: "cs_session_stamp",
+    params: "(int8, int8)",
+    sql: "select public.check_session_stamp($1, $2)",
 };
 
 /// Whether the session whose token hashes to `$1` is live by [`LOOKUP`]'s
@@ -129,7 +175,7 @@ static IS_LIVE: Statement = Statement {
 };
 
 /// The statements [`trip`] runs here, for the test that prepares them all.
-pub static TRIPS: [&Statement; 2] = [&LOOKUP, &IS_LIVE];
+pub static TRIPS: [&Statement; 3] = [&LOOKUP, &IS_LIVE, &STAMP];
 
 /// `idle` as [`LOOKUP`]'s and [`IS_LIVE`]'s `$2`.
 fn idle_millis(idle: Duration) -> Arg {
@@ -162,7 +208,24 @@ pub async fn lookup(
         is_admin: row.try_get("is_admin")?,
         must_change_password: row.try_get("must_change_password")?,
         csrf_token: row.try_get("csrf_token")?,
+        stamp: Stamp {
+            epoch: row.try_get("epoch")?,
+            ends_ms: row.try_get("ends_ms")?,
+        },
     }))
+}
+
+/// The check that `stamp` still holds for `user_id`, as the first part of
+/// a [`trip`]: the trip's later parts run only if it does (a failed part
+/// ends the trip), and the trip fails with [`STAMP_STALE`] if not. For a
+/// trip whose answer may lead to writes as the user, on behalf of a
+/// session that was not looked up for the request.
+pub fn stamp_check(user_id: Uuid, stamp: Stamp) -> Part {
+    Part {
+        who: As::User(user_id.into()),
+        statement: &STAMP,
+        args: vec![Arg::int(stamp.epoch), Arg::int(stamp.ends_ms)],
+    }
 }
 
 /// Whether the session whose token hashes to `token_hash` is still live by

@@ -153,6 +153,9 @@ pub async fn run(pool: &PgPool, part: Part) -> Result<Vec<PgRow>, sqlx::Error> {
 /// goes alone, through [`run`] (a ledger decision, a claim): its one
 /// statement either ran and committed or was rolled back.
 pub async fn run_parts(pool: &PgPool, parts: Vec<Part>) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
+    if parts.is_empty() {
+        return Ok(Vec::new());
+    }
     let statements: Vec<&'static Statement> = parts.iter().map(|p| p.statement).collect();
     let query = parts
         .into_iter()

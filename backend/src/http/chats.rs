@@ -3,10 +3,15 @@
 
 use super::{
     error::ApiError,
-    extract::{CurrentUser, Json, Path},
+    extract::{CurrentUser, Json, Path, StampedUser, refuse_before_new_password},
+    session::session_from_headers,
 };
 use crate::{AppState, db, events, turns};
-use axum::{extract::State, http::StatusCode, response::IntoResponse};
+use axum::{
+    extract::State,
+    http::{HeaderMap, StatusCode, Uri},
+    response::IntoResponse,
+};
 use countersign_api::{
     ChatDetail, ChatMessage, ChatSummary, CreateChatRequest, SendMessageRequest, TurnAccepted,
     TurnRecord, UpdateChatRequest,
@@ -316,15 +321,34 @@ pub async fn delete_chat(
         (status = 404, description = "No such chat of the caller", body = countersign_api::ErrorBody),
         (status = 409, description = "A turn of this chat is running", body = countersign_api::ErrorBody),
         (status = 422, description = "An empty or too long message, or a model the caller cannot use", body = countersign_api::ErrorBody),
+        (status = 503, description = "The session changed twice while the message was sent; nothing was stored, send it again", body = countersign_api::ErrorBody),
     ),
 )]
 pub async fn send_message(
     State(state): State<AppState>,
-    CurrentUser(user): CurrentUser,
+    StampedUser { user, known }: StampedUser,
+    headers: HeaderMap,
+    uri: Uri,
     Path(chat_id): Path<Uuid>,
     Json(req): Json<SendMessageRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let turn_id = turns::start(&state, user.user_id, chat_id, &req.content).await?;
+    let started = turns::start(&state, user.user_id, user.stamp, chat_id, &req.content).await;
+    let turn_id = match started {
+        // The session was known here from an earlier request, and its
+        // stamp no longer holds (a sign-out, a revocation, a change to the
+        // user, here or elsewhere): nothing was stored. The session is
+        // looked up now, and the turn started on that, or refused as any
+        // request with that session would be.
+        Err(turns::TurnError::SessionChanged) if known => {
+            let user = session_from_headers(&headers, &state)
+                .await?
+                .filter(|found| found.session_id == user.session_id)
+                .ok_or_else(ApiError::sign_in_required)?;
+            refuse_before_new_password(&user, uri.path())?;
+            turns::start(&state, user.user_id, user.stamp, chat_id, &req.content).await?
+        }
+        started => started?,
+    };
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(TurnAccepted {

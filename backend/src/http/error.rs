@@ -94,6 +94,7 @@ impl From<crate::turns::TurnError> for ApiError {
             E::ChatNotFound | E::TurnNotFound => Self::NotFound(message),
             E::Busy | E::AlreadyFinished => Self::Conflict(message),
             E::InvalidMessage(_) => Self::Unprocessable(message),
+            E::SessionChanged => Self::Unavailable(message),
             E::Database(e) => Self::Internal(e.into()),
         }
     }

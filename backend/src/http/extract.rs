@@ -33,13 +33,55 @@ impl FromRequestParts<AppState> for CurrentUser {
                 user
             }
         };
-        // After an administrator's reset, the one-time password opens only
-        // the door to choosing a new one.
-        if user.must_change_password && !ALLOWED_BEFORE_NEW_PASSWORD.contains(&parts.uri.path()) {
-            return Err(ApiError::Forbidden(PASSWORD_CHANGE_REQUIRED.into()));
-        }
+        refuse_before_new_password(&user, parts.uri.path())?;
         Ok(Self(user))
     }
+}
+
+/// A session the Origin/CSRF middleware took as this instance
+/// [knew](super::session::Known) it, without looking it up: only
+/// [`StampedUser`] takes it. [`CurrentUser`] ignores it and looks the
+/// session up.
+#[derive(Debug, Clone)]
+pub struct KnownSession(pub SessionUser);
+
+/// The signed-in user for a handler whose every write checks the
+/// session's [stamp](crate::auth::session::Stamp) in its own transaction
+/// (sending a message: `turns::start`): the session as this instance knew
+/// it when it was looked up for an earlier request (`known` is then
+/// `true`), or as looked up now. Refused as [`CurrentUser`] refuses.
+#[derive(Debug, Clone)]
+pub struct StampedUser {
+    /// The session, and its stamp.
+    pub user: SessionUser,
+    /// Not looked up for this request: a stamp that no longer holds
+    /// means looking it up again.
+    pub known: bool,
+}
+
+impl FromRequestParts<AppState> for StampedUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let (user, known) = match parts.extensions.get::<KnownSession>() {
+            Some(KnownSession(user)) => (user.clone(), true),
+            None => (
+                CurrentUser::from_request_parts(parts, state).await?.0,
+                false,
+            ),
+        };
+        refuse_before_new_password(&user, parts.uri.path())?;
+        Ok(Self { user, known })
+    }
+}
+
+/// After an administrator's reset, the one-time password opens only the
+/// door to choosing a new one.
+pub fn refuse_before_new_password(user: &SessionUser, path: &str) -> Result<(), ApiError> {
+    if user.must_change_password && !ALLOWED_BEFORE_NEW_PASSWORD.contains(&path) {
+        return Err(ApiError::Forbidden(PASSWORD_CHANGE_REQUIRED.into()));
+    }
+    Ok(())
 }
 
 /// The `detail` of a request refused until the user replaces a password an

@@ -2,7 +2,11 @@
 //! headers on every response (HSTS behind an https public URL), and the
 //! Origin + CSRF checks on every state-changing `/api` request.
 
-use super::{error::ApiError, session::session_from_headers};
+use super::{
+    error::ApiError,
+    extract::KnownSession,
+    session::{known_or_looked_up, session_from_headers},
+};
 use crate::{AppState, config::split_authority};
 use axum::{
     extract::{Request, State},
@@ -108,11 +112,27 @@ fn is_session_creating(path: &str) -> bool {
     matches!(path, "/auth/signup" | "/auth/login")
 }
 
+/// Whether `path` (inside `/api`) sends a message: the one request whose
+/// handler takes a session this instance [knows](super::session::Known)
+/// without looking it up, because its turn's writes check the session's
+/// stamp (`turns::start`).
+fn sends_a_message(method: &Method, path: &str) -> bool {
+    let path = path.strip_prefix("/api").unwrap_or(path);
+    *method == Method::POST
+        && path
+            .strip_prefix("/chats/")
+            .and_then(|rest| rest.strip_suffix("/messages"))
+            .is_some_and(|id| uuid::Uuid::parse_str(id).is_ok())
+}
+
 /// For every non-GET `/api` request: refuse a cross-origin `Origin` or
 /// `Sec-Fetch-Site` (403); then, except on sign-up and sign-in, require
 /// `X-CSRF-Token` (403 when missing), a live session (401), and that the
 /// token equals the session's (403). The resolved session is handed to the
-/// handler through the request's extensions.
+/// handler through the request's extensions: a [`crate::auth::SessionUser`]
+/// when looked up now; when sending a message, the session as this
+/// instance knew it, as a [`KnownSession`], which only the handler that
+/// sends messages takes (`extract::StampedUser`).
 pub async fn origin_and_csrf(
     State(state): State<AppState>,
     mut request: Request,
@@ -138,15 +158,26 @@ pub async fn origin_and_csrf(
     else {
         return csrf_refused().into_response();
     };
-    let session = match session_from_headers(request.headers(), &state).await {
-        Ok(Some(session)) => session,
+    let found = if sends_a_message(request.method(), request.uri().path()) {
+        known_or_looked_up(request.headers(), &state).await
+    } else {
+        session_from_headers(request.headers(), &state)
+            .await
+            .map(|session| session.map(|session| (session, false)))
+    };
+    let (session, known) = match found {
+        Ok(Some(found)) => found,
         Ok(None) => return ApiError::sign_in_required().into_response(),
         Err(err) => return err.into_response(),
     };
     if !bool::from(sent.as_bytes().ct_eq(session.csrf_token.as_bytes())) {
         return csrf_refused().into_response();
     }
-    request.extensions_mut().insert(session);
+    if known {
+        request.extensions_mut().insert(KnownSession(session));
+    } else {
+        request.extensions_mut().insert(session);
+    }
     next.run(request).await
 }
 

@@ -32,6 +32,7 @@ mod py_oauth;
 mod rls;
 mod rotation;
 mod server_bounds;
+mod stamps;
 #[path = "../support/db.rs"]
 mod test_db;
 mod transactions;

@@ -1,0 +1,295 @@
+//! Sending a message with a session this instance already knows
+//! (`http::session::Known`): the turn's statement checks the session's
+//! stamp instead of a lookup in front of it. Each attack below is a
+//! session that changed after this instance last looked it up — signed out
+//! from another instance, its user disabled or made to choose a new
+//! password, or simply idle for too long — and must not send a message.
+
+use crate::helpers::{GOOD_PASSWORD, TestApp, spawn_app, spawn_app_with};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// A signed-up user with a chat, whose one message this instance answered:
+/// the session is known here now. Returns the user's id and the chat's.
+async fn known_session(app: &TestApp) -> (Uuid, String) {
+    let (user, _) = app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(&chat, "the first message").await;
+    stream.until("turn_finished").await;
+    (user, chat)
+}
+
+async fn post_message(app: &TestApp, chat: &str) -> (StatusCode, Value) {
+    let res = app
+        .post(
+            &format!("/api/chats/{chat}/messages"),
+            &json!({ "content": "the second message" }),
+        )
+        .await;
+    let status = res.status();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+async fn turns_of(su: &mut PgConnection, chat: &str) -> i64 {
+    sqlx::query_scalar("select count(*) from turns where chat_id = $1::uuid")
+        .bind(chat)
+        .fetch_one(su)
+        .await
+        .expect("count")
+}
+
+async fn epoch_of(su: &mut PgConnection, user: Uuid) -> i64 {
+    sqlx::query_scalar("select epoch from session_epochs where user_id = $1")
+        .bind(user)
+        .fetch_one(su)
+        .await
+        .expect("epoch")
+}
+
+/// A session known here, then `change` (`$1` the user's id) written in
+/// the database only, as another instance or an administrator writes it;
+/// then a message. Returns the answer, and how many turns the chat has.
+async fn known_then_changed(change: &str) -> (StatusCode, Value, i64) {
+    let app = spawn_app().await;
+    let (user, chat) = known_session(&app).await;
+    let mut su = app.superuser().await;
+    sqlx::query(sqlx::AssertSqlSafe(change))
+        .bind(user)
+        .execute(&mut su)
+        .await
+        .expect(change);
+    let (status, body) = post_message(&app, &chat).await;
+    (status, body, turns_of(&mut su, &chat).await)
+}
+
+#[tokio::test]
+async fn a_known_session_signed_out_elsewhere_cannot_send_a_message() {
+    let (status, body, turns) =
+        known_then_changed("update sessions set revoked_at = now() where user_id = $1").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(turns, 1, "no turn was stored");
+}
+
+#[tokio::test]
+async fn a_known_session_of_a_disabled_user_cannot_send_a_message() {
+    let (status, body, turns) =
+        known_then_changed("update users set disabled_at = now() where id = $1").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(turns, 1, "no turn was stored");
+}
+
+#[tokio::test]
+async fn a_known_session_whose_password_was_reset_cannot_send_a_message() {
+    let (status, body, turns) =
+        known_then_changed("update users set must_change_password = true where id = $1").await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["detail"], "password_change_required");
+    assert_eq!(turns, 1, "no turn was stored");
+}
+
+/// Nothing in the database changes: the session ends by its idle limit
+/// alone, and the stamp's end, checked by the database's clock, says so.
+#[tokio::test]
+async fn a_known_session_past_its_idle_limit_cannot_send_a_message() {
+    let app = spawn_app_with(|config| config.session_idle_secs = 2).await;
+    let (_, chat) = known_session(&app).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+
+    let (status, body) = post_message(&app, &chat).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let mut su = app.superuser().await;
+    assert_eq!(turns_of(&mut su, &chat).await, 1, "no turn was stored");
+}
+
+/// The other sessions of the same user are signed out (a password change
+/// elsewhere): the epoch moved, the stamp of this one fails, and the
+/// session, still live, is looked up again and sends the message.
+#[tokio::test]
+async fn a_known_session_still_live_after_a_change_sends_after_a_new_lookup() {
+    let app = spawn_app().await;
+    let (user, chat) = known_session(&app).await;
+    let mut su = app.superuser().await;
+    let before = epoch_of(&mut su, user).await;
+    let other = app.at(&app.base);
+    let email: String = sqlx::query_scalar("select email from users where id = $1")
+        .bind(user)
+        .fetch_one(&mut su)
+        .await
+        .expect("email");
+    let (status, _, _) = other.login(&email, GOOD_PASSWORD).await;
+    assert_eq!(status, StatusCode::OK);
+    let res = other.post("/api/auth/logout", &json!({})).await;
+    assert!(res.status().is_success(), "{}", res.status());
+    assert!(
+        epoch_of(&mut su, user).await > before,
+        "the sign-out moved the epoch"
+    );
+
+    let (status, body) = post_message(&app, &chat).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(turns_of(&mut su, &chat).await, 2);
+}
+
+/// That a known session is taken without a lookup: a revocation written
+/// with the epoch's trigger switched off is not seen by the known session
+/// (and is by any request that looks it up). The triggers are what make
+/// the known path safe; the tests above show they do.
+#[tokio::test]
+async fn a_known_session_is_not_looked_up_again() {
+    let app = spawn_app().await;
+    let (user, chat) = known_session(&app).await;
+    let mut su = app.superuser().await;
+    sqlx::query("alter table sessions disable trigger session_epoch_after_session_update")
+        .execute(&mut su)
+        .await
+        .expect("trigger off");
+    sqlx::query("update sessions set revoked_at = now() where user_id = $1")
+        .bind(user)
+        .execute(&mut su)
+        .await
+        .expect("revoke");
+    sqlx::query("alter table sessions enable trigger session_epoch_after_session_update")
+        .execute(&mut su)
+        .await
+        .expect("trigger on");
+
+    let (status, body) = post_message(&app, &chat).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(
+        app.get("/api/auth/me").await.status(),
+        StatusCode::UNAUTHORIZED,
+        "a lookup sees the revocation"
+    );
+}
+
+/// Which changes move a user's epoch: every change to the user or to one
+/// of their sessions, but a session's `last_seen_at` alone (every lookup
+/// refreshes it) and a new session.
+#[tokio::test]
+async fn every_change_to_a_user_or_their_sessions_moves_the_epoch() {
+    let app = spawn_app().await;
+    let (user, _) = app.signed_up_user().await;
+    let mut su = app.superuser().await;
+    let mut epoch = epoch_of(&mut su, user).await;
+    let changes = [
+        (
+            "update sessions set last_seen_at = now() where user_id = $1",
+            false,
+        ),
+        (
+            "update sessions set mfa_verified_at = now() where user_id = $1",
+            true,
+        ),
+        (
+            "update sessions set expires_at = expires_at - interval '1 second' where user_id = $1",
+            true,
+        ),
+        (
+            "update sessions set revoked_at = now() where user_id = $1",
+            true,
+        ),
+        (
+            "update users set is_admin = not is_admin where id = $1",
+            true,
+        ),
+        (
+            "update users set must_change_password = true where id = $1",
+            true,
+        ),
+        ("update users set disabled_at = now() where id = $1", true),
+        (
+            "update users set password_hash = password_hash || 'x' where id = $1",
+            true,
+        ),
+        ("delete from sessions where user_id = $1", true),
+    ];
+    for (change, moves) in changes {
+        sqlx::query(change)
+            .bind(user)
+            .execute(&mut su)
+            .await
+            .expect(change);
+        let now = epoch_of(&mut su, user).await;
+        assert_eq!(now > epoch, moves, "{change}: {epoch} → {now}");
+        epoch = now;
+    }
+    // A new session: no stamp names it yet.
+    let again = app.at(&app.base);
+    let email: String = sqlx::query_scalar("select email from users where id = $1")
+        .bind(user)
+        .fetch_one(&mut su)
+        .await
+        .expect("email");
+    sqlx::query("update users set disabled_at = null, must_change_password = false where id = $1")
+        .bind(user)
+        .execute(&mut su)
+        .await
+        .expect("enable");
+    epoch = epoch_of(&mut su, user).await;
+    let _ = again.login(&email, GOOD_PASSWORD).await;
+    assert_eq!(
+        epoch_of(&mut su, user).await,
+        epoch,
+        "a sign-in moves nothing"
+    );
+
+    // A deleted user takes their epoch along, and nothing fails.
+    sqlx::query("delete from users where id = $1")
+        .bind(user)
+        .execute(&mut su)
+        .await
+        .expect("delete the user");
+    let left: i64 = sqlx::query_scalar("select count(*) from session_epochs where user_id = $1")
+        .bind(user)
+        .fetch_one(&mut su)
+        .await
+        .expect("count");
+    assert_eq!(left, 0);
+}
+
+/// A user reads their own epoch and no one else's, and can write none: a
+/// user who could set their epoch back would make an old stamp hold again.
+#[tokio::test]
+async fn a_user_reads_only_their_own_epoch_and_writes_none() {
+    let app = spawn_app().await;
+    let (a, _) = app.signed_up_user().await;
+    let (b, _) = app.signed_up_user().await;
+
+    let mut tx = countersign::db::user_tx(&app.pool, a)
+        .await
+        .expect("user tx");
+    // No WHERE clause: the policy alone decides.
+    let visible: Vec<Uuid> = sqlx::query_scalar("select user_id from session_epochs")
+        .fetch_all(&mut *tx)
+        .await
+        .expect("select");
+    assert_eq!(visible, vec![a], "B's epoch must be invisible to A");
+    drop(tx);
+    for write in [
+        "update session_epochs set epoch = 0",
+        "delete from session_epochs",
+        "insert into session_epochs (user_id) values ($1)",
+    ] {
+        let mut tx = countersign::db::user_tx(&app.pool, a)
+            .await
+            .expect("user tx");
+        let query = sqlx::query(write);
+        let query = if write.contains("$1") {
+            query.bind(b)
+        } else {
+            query
+        };
+        let err = query
+            .execute(&mut *tx)
+            .await
+            .expect_err("authenticated must not write it");
+        assert_eq!(
+            err.as_database_error().and_then(|e| e.code()).as_deref(),
+            Some("42501"),
+            "{write}: {err}"
+        );
+    }
+}
