@@ -81,6 +81,37 @@ $$;
 ALTER FUNCTION public.append_chat_event_as(p_user uuid, p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) OWNER TO countersign_owner;
 
 --
+-- Name: append_chat_event_stamped_as(uuid, uuid, uuid, text, jsonb, text); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.append_chat_event_stamped_as(p_user uuid, p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) RETURNS TABLE(seq bigint, epoch bigint, at_ms bigint)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    v_seq bigint;
+begin
+    if current_setting('role') <> 'none' then
+        raise exception 'append_chat_event_stamped_as starts its own transaction, and a role is set';
+    end if;
+    perform set_config('role', 'authenticated', true),
+            set_config('countersign.user_id', p_user::text, true);
+    perform public.lock_session_epoch(p_user, true);
+    v_seq := public.append_chat_event(p_chat, p_turn, p_type, p_data, p_channel);
+    if v_seq is null then
+        return;
+    end if;
+    -- A statement of its own: a snapshot taken after the lock.
+    return query
+        select v_seq,
+               (select e.epoch from public.session_epochs e where e.user_id = (select auth.uid())),
+               floor(extract(epoch from clock_timestamp()) * 1000)::int8;
+end
+$$;
+
+
+ALTER FUNCTION public.append_chat_event_stamped_as(p_user uuid, p_chat uuid, p_turn uuid, p_type text, p_data jsonb, p_channel text) OWNER TO countersign_owner;
+
+--
 -- Name: check_session_stamp(bigint, bigint); Type: FUNCTION; Schema: public; Owner: countersign_owner
 --
 
@@ -101,6 +132,25 @@ $$;
 ALTER FUNCTION public.check_session_stamp(p_epoch bigint, p_ends_ms bigint) OWNER TO countersign_owner;
 
 --
+-- Name: lock_session_epoch(uuid, boolean); Type: FUNCTION; Schema: public; Owner: countersign_owner
+--
+
+CREATE FUNCTION public.lock_session_epoch(p_user uuid, p_shared boolean) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if p_shared then
+        perform pg_advisory_xact_lock_shared(1936683887, hashtext(p_user::text));
+    else
+        perform pg_advisory_xact_lock(1936683887, hashtext(p_user::text));
+    end if;
+end
+$$;
+
+
+ALTER FUNCTION public.lock_session_epoch(p_user uuid, p_shared boolean) OWNER TO countersign_owner;
+
+--
 -- Name: session_epoch_after_session_change(); Type: FUNCTION; Schema: public; Owner: countersign_owner
 --
 
@@ -108,6 +158,10 @@ CREATE FUNCTION public.session_epoch_after_session_change() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
+    perform public.lock_session_epoch(old.user_id, false);
+    if tg_op = 'UPDATE' and new.user_id <> old.user_id then
+        perform public.lock_session_epoch(new.user_id, false);
+    end if;
     update public.session_epochs set epoch = epoch + 1
      where user_id = old.user_id
         or (tg_op = 'UPDATE' and user_id = new.user_id);
@@ -126,6 +180,7 @@ CREATE FUNCTION public.session_epoch_after_user_change() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
+    perform public.lock_session_epoch(new.id, false);
     update public.session_epochs set epoch = epoch + 1 where user_id = new.id;
     return null;
 end
@@ -1942,6 +1997,15 @@ GRANT ALL ON FUNCTION public.append_chat_event(p_chat uuid, p_turn uuid, p_type 
 
 REVOKE ALL ON FUNCTION public.check_session_stamp(p_epoch bigint, p_ends_ms bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.check_session_stamp(p_epoch bigint, p_ends_ms bigint) TO authenticated;
+
+
+--
+-- Name: FUNCTION lock_session_epoch(p_user uuid, p_shared boolean); Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+REVOKE ALL ON FUNCTION public.lock_session_epoch(p_user uuid, p_shared boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.lock_session_epoch(p_user uuid, p_shared boolean) TO authenticated;
+GRANT ALL ON FUNCTION public.lock_session_epoch(p_user uuid, p_shared boolean) TO service_role;
 
 
 --

@@ -34,6 +34,25 @@ create policy session_epochs_owner on session_epochs for select to authenticated
 create policy session_epochs_service on session_epochs for all to service_role
     using (true) with check (true);
 
+-- The lock that orders a change of a user's epoch against the events
+-- appended for that user (`append_chat_event_stamped_as`, below): taken
+-- exclusively by the triggers that move the epoch, shared by an append,
+-- each until its transaction ends. An append that returns epoch N was
+-- committed before any change that moves the epoch past N.
+create function lock_session_epoch(p_user uuid, p_shared boolean) returns void
+    language plpgsql volatile
+    as $$
+begin
+    if p_shared then
+        perform pg_advisory_xact_lock_shared(1936683887, hashtext(p_user::text));
+    else
+        perform pg_advisory_xact_lock(1936683887, hashtext(p_user::text));
+    end if;
+end
+$$;
+revoke all on function lock_session_epoch(uuid, boolean) from public;
+grant execute on function lock_session_epoch(uuid, boolean) to authenticated, service_role;
+
 -- Every user has a row. The migrating role owns `users` but, row-level
 -- security being forced, sees none of its rows: the force is lifted for
 -- this one read, inside the migration's transaction.
@@ -60,6 +79,7 @@ create function session_epoch_after_user_change() returns trigger
     language plpgsql
     as $$
 begin
+    perform public.lock_session_epoch(new.id, false);
     update public.session_epochs set epoch = epoch + 1 where user_id = new.id;
     return null;
 end
@@ -78,6 +98,10 @@ create function session_epoch_after_session_change() returns trigger
     language plpgsql
     as $$
 begin
+    perform public.lock_session_epoch(old.user_id, false);
+    if tg_op = 'UPDATE' and new.user_id <> old.user_id then
+        perform public.lock_session_epoch(new.user_id, false);
+    end if;
     update public.session_epochs set epoch = epoch + 1
      where user_id = old.user_id
         or (tg_op = 'UPDATE' and user_id = new.user_id);
@@ -140,3 +164,46 @@ begin
 end
 $$;
 grant execute on function store_turn_stamped_as(uuid, bigint, bigint, uuid, uuid, uuid, text, text, jsonb, text) to public;
+
+-- `append_chat_event_as`, returning beside the event's sequence number the
+-- user's epoch and the database's clock, in milliseconds since 1970, once
+-- the event is written: what a stream of this instance needs to deliver
+-- the event without reading it back (http/stream.rs). The epoch is read
+-- under the user's lock, shared (`lock_session_epoch`), held until the
+-- append commits: a change to the user's sessions that commits before the
+-- append is seen in the epoch, and one that does not waits for the append
+-- to commit first. So when the epoch is the one the stream's last check of
+-- its session read (in the same snapshot as the session), nothing about
+-- the session changed between that check and the event's commit. No row
+-- when the chat is not the caller's.
+create function append_chat_event_stamped_as(
+    p_user uuid,
+    p_chat uuid,
+    p_turn uuid,
+    p_type text,
+    p_data jsonb,
+    p_channel text
+) returns table (seq bigint, epoch bigint, at_ms bigint)
+    language plpgsql volatile
+    as $$
+declare
+    v_seq bigint;
+begin
+    if current_setting('role') <> 'none' then
+        raise exception 'append_chat_event_stamped_as starts its own transaction, and a role is set';
+    end if;
+    perform set_config('role', 'authenticated', true),
+            set_config('countersign.user_id', p_user::text, true);
+    perform public.lock_session_epoch(p_user, true);
+    v_seq := public.append_chat_event(p_chat, p_turn, p_type, p_data, p_channel);
+    if v_seq is null then
+        return;
+    end if;
+    -- A statement of its own: a snapshot taken after the lock.
+    return query
+        select v_seq,
+               (select e.epoch from public.session_epochs e where e.user_id = (select auth.uid())),
+               floor(extract(epoch from clock_timestamp()) * 1000)::int8;
+end
+$$;
+grant execute on function append_chat_event_stamped_as(uuid, uuid, uuid, text, jsonb, text) to public;

@@ -8,7 +8,15 @@
 //! one `LISTEN` connection ([`EventHub`]) and wakes the streams of that
 //! chat only (a watch of the highest sequence number heard, per chat with
 //! streams open here); streams then read the events from Postgres, so a
-//! missed wake-up costs latency, never an event.
+//! missed wake-up costs latency, never an event. An event a turn of this
+//! instance appended ([`append_alone`]) comes with its wake-up
+//! ([`Direct`]), and a stream of this instance may deliver it without
+//! reading it back, when it is the very next event and its stamp says the
+//! stream's session has not changed since the stream last checked it
+//! (http/stream.rs). While such an append is under way, the wake-ups the
+//! `LISTEN` connection hears for its chat are held, and given with the
+//! append's own ([`EventHub::writing`]): the NOTIFY of the append itself
+//! tends to arrive before the append's answer, and would start a read.
 //!
 //! A lost `LISTEN` connection (a Postgres restart) is noticed, logged and
 //! restored by the hub itself; until it is, `/readyz` answers 503, and once
@@ -31,7 +39,11 @@ use sqlx::{
     PgPool, Row as _,
     postgres::{PgListener, PgRow},
 };
-use std::{collections::HashMap, sync::Mutex, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 use tokio::sync::{broadcast, watch};
 use uuid::Uuid;
 
@@ -84,6 +96,34 @@ pub struct Appended {
     pub seq: i64,
 }
 
+/// An event [`append_alone`] committed, as a stream of this instance may
+/// deliver it without reading it back: its sequence number, its JSON, and
+/// what says whether the stream's session still stood when it was
+/// committed — the user's session epoch, read under the lock that makes a
+/// change to the user's sessions wait for the append's commit (or the
+/// append for the change's), and the database's clock then.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Direct {
+    /// Its sequence number.
+    pub seq: i64,
+    /// Its `data:`, as stored.
+    pub data: serde_json::Value,
+    /// The user's session epoch (`None`: no row, which no stamp matches).
+    pub epoch: Option<i64>,
+    /// The database's clock once it was written, in milliseconds since 1970.
+    pub at_ms: i64,
+}
+
+/// What a chat's streams here heard last: the highest sequence number, and
+/// the event itself when this instance appended it and it is that one.
+#[derive(Debug, Clone, Default)]
+pub struct Heard {
+    /// The highest sequence number heard of.
+    pub seq: i64,
+    /// That event, when [`append_alone`] here committed it.
+    pub direct: Option<Arc<Direct>>,
+}
+
 /// Appends `event` to the chat's log inside `tx` (a user transaction) and
 /// queues the cross-instance wake-up for commit. Returns the sequence number.
 pub async fn append(
@@ -126,15 +166,17 @@ pub async fn append_alone(
     chat_id: ChatId,
     turn_id: Option<TurnId>,
     event: &ChatEvent,
-) -> Result<i64, sqlx::Error> {
+) -> Result<Direct, sqlx::Error> {
     let (kind, data) = stored(event)?;
     let pool = pool.clone();
     // In a task of its own, like every other way into a transaction
     // (`db::detached`): a caller that goes away does not cut the
-    // conversation short.
+    // conversation short. The migration's `append_chat_event_stamped_as`:
+    // `append_chat_event_as`, and the epoch and clock of a [`Direct`].
     crate::db::detached(async move {
-        let seq = sqlx::query_scalar!(
-            "select append_chat_event_as($1, $2, $3, $4, $5, $6)",
+        let row = sqlx::query!(
+            r#"select seq as "seq!", epoch, at_ms as "at_ms!"
+                 from append_chat_event_stamped_as($1, $2, $3, $4, $5, $6)"#,
             user_id as UserId,
             chat_id as ChatId,
             turn_id as Option<TurnId>,
@@ -142,9 +184,15 @@ pub async fn append_alone(
             data,
             EVENTS_CHANNEL,
         )
-        .fetch_one(&pool)
-        .await?;
-        seq.ok_or(sqlx::Error::RowNotFound)
+        .fetch_optional(&pool)
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)?;
+        Ok(Direct {
+            seq: row.seq,
+            data,
+            epoch: row.epoch,
+            at_ms: row.at_ms,
+        })
     })
     .await
 }
@@ -271,7 +319,25 @@ async fn listen_loop(pool: PgPool, mut listener: PgListener, hub: std::sync::Wea
 #[derive(Debug)]
 struct ChatEntry {
     streams: usize,
-    seq: watch::Sender<i64>,
+    heard: watch::Sender<Heard>,
+    /// Appends of this instance under way ([`EventHub::writing`]).
+    writing: usize,
+    /// The highest sequence number heard while they were: given with the
+    /// last one's own.
+    held: i64,
+}
+
+impl ChatEntry {
+    /// Wakes the chat's streams if `seq` is news.
+    fn wake(&self, seq: i64, direct: Option<Arc<Direct>>) {
+        self.heard.send_if_modified(|heard| {
+            let newer = seq > heard.seq;
+            if newer {
+                *heard = Heard { seq, direct };
+            }
+            newer
+        });
+    }
 }
 
 /// One stream's subscription to its chat's wake-ups.
@@ -279,8 +345,50 @@ struct ChatEntry {
 pub struct ChatWakeups {
     hub: std::sync::Arc<EventHub>,
     chat_id: Uuid,
-    /// The highest sequence number heard of; changes on each wake-up.
-    pub seq: watch::Receiver<i64>,
+    /// What was heard last; changes on each wake-up.
+    pub heard: watch::Receiver<Heard>,
+}
+
+/// An append of this instance under way in one chat ([`EventHub::writing`]).
+/// Dropped without [`Writing::done`] (the append failed), it gives the
+/// wake-ups it held.
+#[derive(Debug)]
+pub struct Writing {
+    hub: Arc<EventHub>,
+    chat_id: Uuid,
+    counted: bool,
+    direct: Option<Direct>,
+}
+
+impl Writing {
+    /// The append committed `direct`: the chat's streams here wake with it
+    /// (or with a later number heard meanwhile, and then read).
+    pub fn done(mut self, direct: Direct) {
+        self.direct = Some(direct);
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        let mut chats = self.hub.lock_chats();
+        let Some(entry) = chats.get_mut(&self.chat_id) else {
+            return;
+        };
+        if self.counted {
+            entry.writing = entry.writing.saturating_sub(1);
+        }
+        let own = self.direct.take();
+        let own_seq = own.as_ref().map_or(0, |d| d.seq);
+        let held = entry.held;
+        if entry.writing == 0 {
+            entry.held = 0;
+        }
+        if own_seq >= held {
+            entry.wake(own_seq, own.map(Arc::new));
+        } else {
+            entry.wake(held, None);
+        }
+    }
 }
 
 impl Drop for ChatWakeups {
@@ -413,16 +521,39 @@ impl EventHub {
     /// this instance right after its commit, so that streams here need not
     /// wait for the `NOTIFY` to come back from Postgres (the later `NOTIFY`
     /// of the same event then wakes no one).
+    ///
+    /// While an append of this instance is under way in the chat
+    /// ([`EventHub::writing`]), the wake-up is held, and given when that
+    /// append is done.
     pub fn appended(&self, appended: Appended) {
-        let chats = self.lock_chats();
-        if let Some(entry) = chats.get(&appended.chat_id) {
-            entry.seq.send_if_modified(|heard| {
-                let newer = appended.seq > *heard;
-                if newer {
-                    *heard = appended.seq;
-                }
-                newer
-            });
+        let mut chats = self.lock_chats();
+        if let Some(entry) = chats.get_mut(&appended.chat_id) {
+            if entry.writing > 0 {
+                entry.held = entry.held.max(appended.seq);
+            } else {
+                entry.wake(appended.seq, None);
+            }
+        }
+    }
+
+    /// An append of this instance is starting in chat `chat_id`: until the
+    /// returned [`Writing`] is done or dropped, the chat's wake-ups are
+    /// held, so that its streams here wake with the appended event itself
+    /// rather than start a read on its NOTIFY. Held for one round trip at
+    /// most, and given whatever the append's outcome.
+    pub fn writing(self: &Arc<Self>, chat_id: Uuid) -> Writing {
+        let counted = match self.lock_chats().get_mut(&chat_id) {
+            Some(entry) => {
+                entry.writing += 1;
+                true
+            }
+            None => false,
+        };
+        Writing {
+            hub: self.clone(),
+            chat_id,
+            counted,
+            direct: None,
         }
     }
 
@@ -434,19 +565,21 @@ impl EventHub {
 
     /// Wake-ups of one chat, for a stream; dropping it unsubscribes.
     pub fn subscribe_chat(self: &std::sync::Arc<Self>, chat_id: Uuid) -> ChatWakeups {
-        let seq = {
+        let heard = {
             let mut chats = self.lock_chats();
             let entry = chats.entry(chat_id).or_insert_with(|| ChatEntry {
                 streams: 0,
-                seq: watch::Sender::new(0),
+                heard: watch::Sender::new(Heard::default()),
+                writing: 0,
+                held: 0,
             });
             entry.streams += 1;
-            entry.seq.subscribe()
+            entry.heard.subscribe()
         };
         ChatWakeups {
             hub: self.clone(),
             chat_id,
-            seq,
+            heard,
         }
     }
 
@@ -520,14 +653,17 @@ mod tests {
 
         hub.dispatch(EVENTS_CHANNEL, &format!("{a} 7"));
         assert!(
-            first.seq.has_changed().expect("open"),
+            first.heard.has_changed().expect("open"),
             "chat a's stream woke"
         );
-        assert_eq!(*first.seq.borrow_and_update(), 7);
-        assert!(!other.seq.has_changed().expect("open"), "chat b's did not");
+        assert_eq!(first.heard.borrow_and_update().seq, 7);
+        assert!(
+            !other.heard.has_changed().expect("open"),
+            "chat b's did not"
+        );
         // An older number (a late NOTIFY) wakes no one.
         hub.dispatch(EVENTS_CHANNEL, &format!("{a} 3"));
-        assert!(!first.seq.has_changed().expect("open"));
+        assert!(!first.heard.has_changed().expect("open"));
 
         drop(first);
         assert_eq!(hub.chats_followed(), 2, "a still has a stream");
@@ -538,8 +674,51 @@ mod tests {
             "a is forgotten with its last stream"
         );
         hub.dispatch(EVENTS_CHANNEL, &format!("{a} 9"));
-        assert!(!other.seq.has_changed().expect("open"));
+        assert!(!other.heard.has_changed().expect("open"));
         drop(other);
         assert_eq!(hub.chats_followed(), 0);
+    }
+
+    fn direct(seq: i64) -> Direct {
+        Direct {
+            seq,
+            data: serde_json::json!({ "type": "text_delta" }),
+            epoch: Some(1),
+            at_ms: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_append_under_way_holds_the_chats_wake_ups_and_gives_them_with_its_own() {
+        let hub = EventHub::local();
+        let a = Uuid::from_u128(1);
+        let mut stream = hub.subscribe_chat(a);
+
+        // Its own NOTIFY, heard before its answer: held, then the event.
+        let writing = hub.writing(a);
+        hub.dispatch(EVENTS_CHANNEL, &format!("{a} 5"));
+        assert!(!stream.heard.has_changed().expect("open"), "held");
+        writing.done(direct(5));
+        let heard = stream.heard.borrow_and_update().clone();
+        assert_eq!(heard.seq, 5);
+        assert_eq!(heard.direct.as_deref(), Some(&direct(5)));
+
+        // Another instance's later event heard meanwhile: the number
+        // wins, without the event (the stream reads both).
+        let writing = hub.writing(a);
+        hub.dispatch(EVENTS_CHANNEL, &format!("{a} 7"));
+        writing.done(direct(6));
+        let heard = stream.heard.borrow_and_update().clone();
+        assert_eq!((heard.seq, heard.direct.is_none()), (7, true));
+
+        // A failed append gives what it held.
+        let writing = hub.writing(a);
+        hub.dispatch(EVENTS_CHANNEL, &format!("{a} 8"));
+        drop(writing);
+        assert_eq!(stream.heard.borrow_and_update().seq, 8);
+
+        // Nothing under way: woken at once.
+        hub.dispatch(EVENTS_CHANNEL, &format!("{a} 9"));
+        assert_eq!(stream.heard.borrow_and_update().seq, 9);
     }
 }

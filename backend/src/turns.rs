@@ -627,6 +627,9 @@ impl Emitter<'_> {
         // turn's way: the turn's future is as large as its largest state,
         // and a turn waiting for an approval should not carry the state of
         // writes it is not making (see [`run`]).
+        // This instance's streams of the chat need not wait for the
+        // NOTIFY to come back, nor read the event back: they wake with it.
+        let writing = self.state.hub.writing(self.ctx.chat_id.into());
         let result = Box::pin(events::append_alone(
             &self.state.db,
             self.ctx.user_id,
@@ -636,12 +639,7 @@ impl Emitter<'_> {
         ))
         .await;
         match result {
-            // This instance's streams of the chat need not wait for the
-            // NOTIFY to come back.
-            Ok(seq) => self.state.hub.appended(events::Appended {
-                chat_id: self.ctx.chat_id.into(),
-                seq,
-            }),
+            Ok(direct) => writing.done(direct),
             Err(err) => {
                 tracing::error!(error = %err, turn.id = %self.ctx.turn_id, "cannot write a turn event");
             }

@@ -163,15 +163,23 @@ static STAMP: Statement = Statement {
 };
 
 /// Whether the session whose token hashes to `$1` is live by [`LOOKUP`]'s
-/// rule (`$2` milliseconds of idleness allowed).
+/// rule (`$2` milliseconds of idleness allowed), and if so its [`Stamp`]:
+/// its user's epoch, read in the same snapshot, and when it ends unless
+/// used again.
 static IS_LIVE: Statement = Statement {
     name: "cs_session_is_live",
     params: "(bytea, int8)",
-    sql: "select exists (select 1 from sessions \
-                          where token_hash = $1 \
-                            and revoked_at is null \
-                            and expires_at > now() \
-                            and last_seen_at > now() - make_interval(secs => $2 / 1000.0))",
+    sql: "select s.id is not null as live, e.epoch, \
+                 floor(extract(epoch from least( \
+                   s.expires_at, s.last_seen_at + make_interval(secs => $2 / 1000.0))) * 1000)::int8 \
+                   as ends_ms \
+            from (values (1)) as one (x) \
+            left join sessions s \
+              on s.token_hash = $1 \
+             and s.revoked_at is null \
+             and s.expires_at > now() \
+             and s.last_seen_at > now() - make_interval(secs => $2 / 1000.0) \
+            left join session_epochs e on e.user_id = s.user_id",
 };
 
 /// The statements [`trip`] runs here, for the test that prepares them all.
@@ -244,7 +252,20 @@ pub fn is_live(token_hash: &[u8], idle: Duration) -> Part {
 
 /// [`is_live`]'s answer, from its part's rows.
 pub fn live_in(rows: &[PgRow]) -> Result<bool, sqlx::Error> {
-    rows.first().ok_or(sqlx::Error::RowNotFound)?.try_get(0)
+    Ok(stamp_in(rows)?.is_some())
+}
+
+/// [`is_live`]'s answer with the session's [`Stamp`]: `None` when the
+/// session is not live.
+pub fn stamp_in(rows: &[PgRow]) -> Result<Option<Stamp>, sqlx::Error> {
+    let row = rows.first().ok_or(sqlx::Error::RowNotFound)?;
+    if !row.try_get::<bool, _>("live")? {
+        return Ok(None);
+    }
+    Ok(Some(Stamp {
+        epoch: row.try_get("epoch")?,
+        ends_ms: row.try_get("ends_ms")?,
+    }))
 }
 
 /// Of `token_hashes`, those whose sessions are live by [`is_live`]'s rule,

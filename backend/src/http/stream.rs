@@ -19,6 +19,17 @@
 //! streams in one read (`stream_sessions`). It ends when the session was
 //! signed out, signed out from another session, or expired. Nothing read
 //! after that is delivered.
+//!
+//! An event a turn of this instance appended comes with its wake-up
+//! (`events::Direct`), and is delivered without a round trip when it is
+//! the very next event, and its stamp matches the stream's last check:
+//! the user's session epoch the append read (under the lock that orders
+//! it against every change to the user's sessions, migration
+//! `session_stamps`) is the one that check read with the session, and
+//! the database's clock then was more than [`MARGIN_MS`] before the end
+//! that check gave the session. Then nothing about the session changed
+//! between the check and the event's commit, and the session had not
+//! ended by it: what a check after the commit would have found.
 
 use super::{
     error::ApiError,
@@ -35,11 +46,15 @@ use axum::{
     },
 };
 use serde::Deserialize;
-use std::{collections::VecDeque, convert::Infallible, time::Duration};
+use std::{collections::VecDeque, convert::Infallible, sync::Arc, time::Duration};
 use uuid::Uuid;
 
 /// Events read per database round trip.
 const PAGE: i64 = 500;
+
+/// How long before its session's end a stream stops taking events
+/// without a check: the event's clock is read just before its commit.
+pub const MARGIN_MS: i64 = 1_000;
 
 /// `?after=N`.
 #[derive(Debug, Default, Deserialize)]
@@ -65,6 +80,8 @@ struct Follow {
     caught_up: bool,
     /// Told when the session ends (the instance's periodic check).
     session: super::stream_sessions::Watched,
+    /// The session's stamp, as the last batch's check found it live.
+    checked: Option<session::Stamp>,
     /// Counts this stream in `/metrics` until it ends.
     _open: crate::metrics::Open,
 }
@@ -72,9 +89,10 @@ struct Follow {
 impl Follow {
     /// The session's check and the events after `last` (at most a page),
     /// in one round trip ([`db::trip`]: two transactions, the check as
-    /// the service, the read as the user). `None` when the session ended,
-    /// or either failed: nothing read is then delivered.
-    async fn batch(&self) -> Option<Vec<(i64, serde_json::Value)>> {
+    /// the service, the read as the user), with the session's stamp. `None`
+    /// when the session ended, or either failed: nothing read is then
+    /// delivered.
+    async fn batch(&self) -> Option<(session::Stamp, Vec<(i64, serde_json::Value)>)> {
         let chat_id = self.chat_id;
         let parts = vec![
             session::is_live(&self.token_hash, self.state.config.session_idle()),
@@ -88,13 +106,15 @@ impl Follow {
                 return None;
             }
         };
-        match session::live_in(&rows[0]).map(|live| live.then(|| events::events_in(&rows[1]))) {
-            Ok(Some(Ok(events))) => Some(events),
+        match session::stamp_in(&rows[0])
+            .map(|stamp| stamp.map(|stamp| (stamp, events::events_in(&rows[1]))))
+        {
+            Ok(Some((stamp, Ok(events)))) => Some((stamp, events)),
             Ok(None) => {
                 tracing::info!(chat.id = %chat_id, "session ended; closing its stream");
                 None
             }
-            Ok(Some(Err(err))) | Err(err) => {
+            Ok(Some((_, Err(err)))) | Err(err) => {
                 tracing::warn!(error = %err, chat.id = %chat_id, "stream read failed");
                 None
             }
@@ -102,28 +122,32 @@ impl Follow {
     }
 
     /// Waits for a wake-up about this chat past `last` (or a restored
-    /// `LISTEN`: wake-ups may have been lost). `false` when the stream must
-    /// end: its session ended, or the hub is gone (shutdown).
-    async fn wait(&mut self) -> bool {
+    /// `LISTEN`: wake-ups may have been lost), with the event itself when
+    /// this instance appended it. `None` when the stream must end: its
+    /// session ended, or the hub is gone (shutdown).
+    async fn wait(&mut self) -> Option<Option<Arc<events::Direct>>> {
         loop {
             tokio::select! {
-                woke = self.wakeups.seq.changed() => {
-                    if woke.is_err() {
-                        return false;
-                    }
-                    if *self.wakeups.seq.borrow_and_update() > self.last {
-                        return true;
+                woke = self.wakeups.heard.changed() => {
+                    woke.ok()?;
+                    let heard = self.wakeups.heard.borrow_and_update();
+                    if heard.seq > self.last {
+                        return Some(heard.direct.clone());
                     }
                 }
-                _ = self.restored.changed() => return true,
+                _ = self.restored.changed() => return Some(None),
                 changed = self.session.ended.changed() => {
                     if changed.is_err() || *self.session.ended.borrow() {
-                        return false;
+                        return None;
                     }
                 }
-                () = self.state.hub.closed() => return false,
+                () = self.state.hub.closed() => return None,
             }
         }
+    }
+
+    fn takes(&self, direct: &events::Direct) -> bool {
+        takes(self.last, self.checked, direct)
     }
 
     async fn next(mut self) -> Option<(Result<Event, Infallible>, Self)> {
@@ -137,18 +161,37 @@ impl Follow {
             // not full read everything committed when it ran, and a later
             // commit wakes `wait` (its wake-up is kept in the watch until
             // then): nothing to read before waiting. After the wait, read.
-            if self.caught_up && !self.wait().await {
-                return None;
+            if self.caught_up {
+                match self.wait().await? {
+                    Some(direct) if self.takes(&direct) => {
+                        self.buffer.push_back((direct.seq, direct.data.clone()));
+                        continue;
+                    }
+                    _ => {}
+                }
             }
             // Before every batch the session is checked, with the read
             // (one round trip); the batch is delivered only if the session
             // is live. Boxed: its state then exists only while it runs, and
             // an idle stream, parked in `wait`, is small.
-            let rows = Box::pin(self.batch()).await?;
+            let (checked, rows) = Box::pin(self.batch()).await?;
+            self.checked = Some(checked);
             self.caught_up = rows.len() < PAGE as usize;
             self.buffer.extend(rows);
         }
     }
+}
+
+/// Whether a stream whose last event was `last`, and whose session's last
+/// check found it live with stamp `checked`, may deliver `direct` without
+/// a round trip: it is the next event, and that check holds for it (see
+/// the module's documentation).
+fn takes(last: i64, checked: Option<session::Stamp>, direct: &events::Direct) -> bool {
+    direct.seq == last + 1
+        && checked.is_some_and(|checked| {
+            direct.epoch == Some(checked.epoch)
+                && direct.at_ms.saturating_add(MARGIN_MS) < checked.ends_ms
+        })
 }
 
 /// The handler.
@@ -213,6 +256,7 @@ pub async fn chat_stream(
         buffer: VecDeque::new(),
         caught_up: false,
         session,
+        checked: None,
     };
     let stream = futures_util::stream::unfold(follow, Follow::next);
     let mut response = Sse::new(stream)
@@ -254,6 +298,38 @@ mod tests {
         assert!(
             next <= 2048,
             "next {next} B; Follow {held} B, a batch's round trips {batch} B, wait {wait} B"
+        );
+    }
+
+    #[test]
+    fn an_event_is_taken_without_a_read_only_when_the_last_check_holds_for_it() {
+        let checked = Some(session::Stamp {
+            epoch: 3,
+            ends_ms: 100_000,
+        });
+        let direct = |seq, epoch, at_ms| events::Direct {
+            seq,
+            data: serde_json::json!({}),
+            epoch,
+            at_ms,
+        };
+        assert!(takes(41, checked, &direct(42, Some(3), 50_000)));
+        assert!(
+            !takes(41, None, &direct(42, Some(3), 50_000)),
+            "never checked"
+        );
+        assert!(
+            !takes(40, checked, &direct(42, Some(3), 50_000)),
+            "an event in between"
+        );
+        assert!(
+            !takes(41, checked, &direct(42, Some(4), 50_000)),
+            "the user's sessions changed since the check"
+        );
+        assert!(!takes(41, checked, &direct(42, None, 50_000)), "no epoch");
+        assert!(
+            !takes(41, checked, &direct(42, Some(3), 99_500)),
+            "too close to the session's end"
         );
     }
 }

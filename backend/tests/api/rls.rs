@@ -263,7 +263,8 @@ async fn as_authenticated_user_a_cannot_see_user_bs_chats_turns_messages_or_even
 }
 
 /// A turn's events are written as one statement outside any transaction
-/// (`events::append_alone`, the migration's `append_chat_event_as`), whose
+/// (`events::append_alone`, the migration's `append_chat_event_stamped_as`
+/// around `append_chat_event_as`), whose
 /// first act is the switch to the user. What a hostile caller of it could
 /// try: another user's chat, and a transaction already under way as the
 /// service (where the switch would turn it into a user's).
@@ -306,7 +307,8 @@ async fn an_event_written_in_one_round_trip_runs_as_its_user_and_only_at_a_trans
     // Its own chat: written, as the chat's next event.
     let seq = append(chat_a, "A's own")
         .await
-        .expect("A appends to A's chat");
+        .expect("A appends to A's chat")
+        .seq;
     assert!(seq >= 1);
     assert_eq!(log_of(&b_app, chat_a).await, vec!["A's own".to_owned()]);
 
@@ -322,15 +324,20 @@ async fn an_event_written_in_one_round_trip_runs_as_its_user_and_only_at_a_trans
 
     // Inside a transaction that has its role already: refused, whichever
     // role it is, so the function never changes a transaction's role.
-    for service in [true, false] {
+    for (service, function) in [true, false].into_iter().flat_map(|s| {
+        [
+            (s, "append_chat_event_as"),
+            (s, "append_chat_event_stamped_as"),
+        ]
+    }) {
         let mut tx = if service {
             db::service_tx(&b_app.pool).await.expect("service tx")
         } else {
             db::user_tx(&b_app.pool, b).await.expect("user tx")
         };
-        let err = sqlx::query_scalar::<_, Option<i64>>(
-            "select append_chat_event_as($1, $2, null, 'error', '{}'::jsonb, 'countersign_events')",
-        )
+        let err = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {function}($1, $2, null, 'error', '{{}}'::jsonb, 'countersign_events')"
+        )))
         .bind(b)
         .bind(chat_b)
         .fetch_one(&mut *tx)
@@ -338,7 +345,7 @@ async fn an_event_written_in_one_round_trip_runs_as_its_user_and_only_at_a_trans
         .expect_err("a role is set: refused");
         assert!(
             err.to_string().contains("a role is set"),
-            "service {service}: {err}"
+            "{function}, service {service}: {err}"
         );
     }
     assert!(
@@ -424,6 +431,28 @@ async fn a_turn_stored_in_one_round_trip_runs_as_its_user_and_stores_all_or_noth
         assert!(
             err.to_string().contains("a role is set"),
             "service {service}: {err}"
+        );
+        drop(tx);
+        // The same for the statement that checks a session's stamp first.
+        let mut tx = if service {
+            db::service_tx(&b_app.pool).await.expect("service tx")
+        } else {
+            db::user_tx(&b_app.pool, b).await.expect("user tx")
+        };
+        let err = sqlx::query(
+            "select * from store_turn_stamped_as($1, 0, 0, $2, $3, $4, 'a title', 'a message', \
+             '{\"type\":\"turn_started\"}'::jsonb, 'countersign_events')",
+        )
+        .bind(b)
+        .bind(chat_b)
+        .bind(uuid::Uuid::new_v4())
+        .bind(uuid::Uuid::new_v4())
+        .fetch_one(&mut *tx)
+        .await
+        .expect_err("a role is set: refused");
+        assert!(
+            err.to_string().contains("a role is set"),
+            "stamped, service {service}: {err}"
         );
     }
 }

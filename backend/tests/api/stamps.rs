@@ -293,3 +293,40 @@ async fn a_user_reads_only_their_own_epoch_and_writes_none() {
         );
     }
 }
+
+/// An event appended while a change to the user's sessions is under way
+/// waits for that change to commit, and carries the epoch after it: a
+/// stream of this instance never takes an event committed after a sign-out
+/// as if its session still stood (`http::stream`'s direct delivery).
+#[tokio::test]
+async fn an_append_during_a_sign_out_waits_for_it_and_carries_the_new_epoch() {
+    use sqlx::Connection as _;
+    let app = spawn_app().await;
+    let (user, _) = app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut su = app.superuser().await;
+    let before = epoch_of(&mut su, user).await;
+    let mut sign_out = su.begin().await.expect("begin");
+    sqlx::query("update sessions set revoked_at = now() where user_id = $1")
+        .bind(user)
+        .execute(&mut *sign_out)
+        .await
+        .expect("revoke");
+
+    let pool = app.pool.clone();
+    let append = tokio::spawn(async move {
+        sqlx::query_as::<_, (i64, Option<i64>, i64)>(
+            "select * from append_chat_event_stamped_as($1, $2::uuid, null, 'text_delta', \
+             '{\"type\": \"text_delta\", \"text\": \"x\"}'::jsonb, 'countersign_events')",
+        )
+        .bind(user)
+        .bind(chat)
+        .fetch_one(&pool)
+        .await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(!append.is_finished(), "the append waits for the sign-out");
+    sign_out.commit().await.expect("commit");
+    let (_, epoch, _) = append.await.expect("task").expect("append");
+    assert_eq!(epoch, Some(before + 1), "the epoch after the sign-out");
+}
