@@ -106,13 +106,20 @@ pub struct Appended {
 pub struct Direct {
     /// Its sequence number.
     pub seq: i64,
-    /// Its `data:`, as stored.
-    pub data: serde_json::Value,
+    /// Its `data:`, the JSON stored, when at most [`DIRECT_MAX_BYTES`]
+    /// long (a stream reads a longer one back: the hub keeps the last
+    /// event of each chat with streams here, and a thousand chats waiting
+    /// for approvals should not each keep a card).
+    pub data: Option<Box<str>>,
     /// The user's session epoch (`None`: no row, which no stamp matches).
     pub epoch: Option<i64>,
     /// The database's clock once it was written, in milliseconds since 1970.
     pub at_ms: i64,
 }
+
+/// The longest `data:` a [`Direct`] carries: a streamed answer's deltas
+/// are far shorter.
+pub const DIRECT_MAX_BYTES: usize = 1024;
 
 /// What a chat's streams here heard last: the highest sequence number, and
 /// the event itself when this instance appended it and it is that one.
@@ -187,6 +194,10 @@ pub async fn append_alone(
         .fetch_optional(&pool)
         .await?
         .ok_or(sqlx::Error::RowNotFound)?;
+        let data = serde_json::to_string(&data)
+            .ok()
+            .filter(|text| text.len() <= DIRECT_MAX_BYTES)
+            .map(String::into_boxed_str);
         Ok(Direct {
             seq: row.seq,
             data,
@@ -682,7 +693,7 @@ mod tests {
     fn direct(seq: i64) -> Direct {
         Direct {
             seq,
-            data: serde_json::json!({ "type": "text_delta" }),
+            data: Some(r#"{"type":"text_delta"}"#.into()),
             epoch: Some(1),
             at_ms: 0,
         }

@@ -74,7 +74,8 @@ struct Follow {
     /// Changes when the hub's `LISTEN` is restored: wake-ups may have been
     /// lost, so read again.
     restored: tokio::sync::watch::Receiver<u64>,
-    buffer: VecDeque<(i64, serde_json::Value)>,
+    /// Events to deliver: their sequence numbers and `data:`.
+    buffer: VecDeque<(i64, Box<str>)>,
     /// The last read returned less than a page: once its events are out,
     /// wait for a wake-up before reading again.
     caught_up: bool,
@@ -154,7 +155,7 @@ impl Follow {
         loop {
             if let Some((seq, data)) = self.buffer.pop_front() {
                 self.last = seq;
-                let event = Event::default().id(seq.to_string()).data(data.to_string());
+                let event = Event::default().id(seq.to_string()).data(data);
                 return Some((Ok(event), self));
             }
             // A batch is over (or the read found nothing). A page that was
@@ -164,8 +165,10 @@ impl Follow {
             if self.caught_up {
                 match self.wait().await? {
                     Some(direct) if self.takes(&direct) => {
-                        self.buffer.push_back((direct.seq, direct.data.clone()));
-                        continue;
+                        if let Some(data) = &direct.data {
+                            self.buffer.push_back((direct.seq, data.clone()));
+                            continue;
+                        }
                     }
                     _ => {}
                 }
@@ -177,7 +180,10 @@ impl Follow {
             let (checked, rows) = Box::pin(self.batch()).await?;
             self.checked = Some(checked);
             self.caught_up = rows.len() < PAGE as usize;
-            self.buffer.extend(rows);
+            self.buffer.extend(
+                rows.into_iter()
+                    .map(|(seq, data)| (seq, data.to_string().into())),
+            );
         }
     }
 }
@@ -188,6 +194,7 @@ impl Follow {
 /// the module's documentation).
 fn takes(last: i64, checked: Option<session::Stamp>, direct: &events::Direct) -> bool {
     direct.seq == last + 1
+        && direct.data.is_some()
         && checked.is_some_and(|checked| {
             direct.epoch == Some(checked.epoch)
                 && direct.at_ms.saturating_add(MARGIN_MS) < checked.ends_ms
@@ -309,7 +316,7 @@ mod tests {
         });
         let direct = |seq, epoch, at_ms| events::Direct {
             seq,
-            data: serde_json::json!({}),
+            data: Some("{}".into()),
             epoch,
             at_ms,
         };
@@ -327,6 +334,9 @@ mod tests {
             "the user's sessions changed since the check"
         );
         assert!(!takes(41, checked, &direct(42, None, 50_000)), "no epoch");
+        let mut long = direct(42, Some(3), 50_000);
+        long.data = None;
+        assert!(!takes(41, checked, &long), "too long to hand over: read it");
         assert!(
             !takes(41, checked, &direct(42, Some(3), 99_500)),
             "too close to the session's end"
