@@ -172,13 +172,21 @@ pub trait ToolBox: Send + Sync + Debug {
     /// parts of a [`crate::db::trip`]) in the same round trip where the tool
     /// box reads the database: each part's rows, in order. A trip's first
     /// failed part ends it, so the tools and the reads beside fail
-    /// together.
+    /// together. Before the tool box does anything on the user's behalf
+    /// (fetching a connector's tool list again, recording what changed),
+    /// it runs `first_check`, if any, and stops there if it fails: the
+    /// error is then the reads' (`Err`), and no tools.
     fn tools_with<'a>(
         &'a self,
         state: &'a AppState,
         user_id: Uuid,
         beside: Vec<crate::db::trip::Part>,
+        first_check: Option<crate::db::trip::Part>,
     ) -> BoxFuture<'a, ToolsWith> {
+        // `tools_for` beside the reads. A tool box that acts on the user's
+        // behalf while it lists its tools overrides this, to honour
+        // `first_check` (the connectors' does).
+        let _ = first_check;
         Box::pin(async move {
             tokio::join!(
                 self.tools_for(state, user_id),

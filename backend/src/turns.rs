@@ -947,22 +947,19 @@ pub struct Prefetched {
     history: Option<History>,
 }
 
-/// [`Prefetched`]; with a `stamp`, the tools' trip first checks that it
-/// still holds, and `None` comes back when it does not. The tool box may
-/// write on the user's behalf once its trip is back (a connector whose
-/// tool list is old is fetched again, and what changed recorded): the
-/// check, a part of that trip, comes before any of it.
+/// [`Prefetched`]; with a `stamp`, `None` when the tool box found it no
+/// longer holds. The reads are reads; the tool box may also write on the
+/// user's behalf once its trip is back (a connector whose tool list is old
+/// is fetched again, and what changed recorded), and checks the stamp
+/// before it does ([`crate::tools::ToolBox::tools_with`]'s `first_check`:
+/// one more round trip, only then).
 async fn prefetch(
     state: &AppState,
     ctx: ToolContext,
     stamp: Option<session::Stamp>,
 ) -> Option<Prefetched> {
     let user_id = ctx.user_id;
-    let check: Vec<Part> = stamp
-        .map(|stamp| session::stamp_check(user_id.into(), stamp))
-        .into_iter()
-        .collect();
-    let checked = check.len();
+    let check = || stamp.map(|stamp| session::stamp_check(user_id.into(), stamp));
     // The history this instance's last turn of the chat left, if any (it
     // goes to the model only if it fits the stored turn, like a read one:
     // `history`): the keys are then the only read left, and go in the
@@ -977,29 +974,22 @@ async fn prefetch(
     let (keys, tools, history) = match kept {
         // Only the keys to read: in the tools' trip.
         Some(kept) => {
-            let mut beside = check;
-            beside.push(keys);
-            let (tools, rows) = state.tools.tools_with(state, user_id.into(), beside).await;
+            let (tools, rows) = state
+                .tools
+                .tools_with(state, user_id.into(), vec![keys], check())
+                .await;
             if stale(&rows) {
                 return None;
             }
-            let keys =
-                rows.and_then(|rows| models::UserKeys::from_rows(user_id.into(), &rows[checked]));
+            let keys = rows.and_then(|rows| models::UserKeys::from_rows(user_id.into(), &rows[0]));
             (keys, tools, Ok(Some(kept)))
         }
         // The keys and the history: a trip of their own, beside the tools'.
         None => {
             let read = db::trip::run_parts(&state.db, vec![keys, History::part(ctx)]);
-            let tools = async {
-                if check.is_empty() {
-                    (
-                        state.tools.tools_for(state, user_id.into()).await,
-                        Ok(Vec::new()),
-                    )
-                } else {
-                    state.tools.tools_with(state, user_id.into(), check).await
-                }
-            };
+            let tools = state
+                .tools
+                .tools_with(state, user_id.into(), Vec::new(), check());
             let ((tools, checked), rows) = tokio::join!(tools, read);
             if stale(&checked) {
                 return None;

@@ -679,7 +679,7 @@ async fn recorded(
 
 impl ToolBox for ConnectorTools {
     fn tools_for<'a>(&'a self, state: &'a AppState, user_id: Uuid) -> BoxFuture<'a, Vec<ToolSpec>> {
-        Box::pin(async move { self.tools_with(state, user_id, Vec::new()).await.0 })
+        Box::pin(async move { self.tools_with(state, user_id, Vec::new(), None).await.0 })
     }
 
     fn tools_with<'a>(
@@ -687,6 +687,7 @@ impl ToolBox for ConnectorTools {
         state: &'a AppState,
         user_id: Uuid,
         beside: Vec<Part>,
+        first_check: Option<Part>,
     ) -> BoxFuture<'a, ToolsWith> {
         Box::pin(async move {
             let user_id = UserId::from(user_id);
@@ -718,6 +719,13 @@ impl ToolBox for ConnectorTools {
             })();
             let read = match read {
                 Ok((stale, _, policy)) if !stale.is_empty() => {
+                    // Fetching and recording are done on the user's
+                    // behalf: the caller's check first.
+                    if let Some(check) = first_check
+                        && let Err(err) = db::trip::run(&state.db, check).await
+                    {
+                        return (Vec::new(), Err(err));
+                    }
                     refresh_connectors(state, user_id, stale).await;
                     kept_tools(state, user_id)
                         .await

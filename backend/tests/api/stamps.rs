@@ -330,3 +330,67 @@ async fn an_append_during_a_sign_out_waits_for_it_and_carries_the_new_epoch() {
     let (_, epoch, _) = append.await.expect("task").expect("append");
     assert_eq!(epoch, Some(before + 1), "the epoch after the sign-out");
 }
+
+/// The tool box fetches a connector whose tool list is old before a turn
+/// (and records what changed): on the user's behalf, so only once the
+/// stamp of the session that sent the message holds. A stamp that does
+/// not stops it before it connects.
+#[tokio::test]
+async fn a_stamp_that_no_longer_holds_stops_the_tool_box_before_it_fetches_a_connector() {
+    use countersign::auth::session::{self, Stamp};
+    // Every list is old: listing the tools fetches them first.
+    let s = crate::helpers::setup(|c| c.tools_max_age_secs = 0).await;
+    let state = crate::helpers::state_of(&s.app).await;
+    let mut su = s.app.superuser().await;
+    async fn checked_at(su: &mut PgConnection, connector: &str) -> Option<time::OffsetDateTime> {
+        sqlx::query_scalar("select last_checked_at from connectors where id = $1::uuid")
+            .bind(connector)
+            .fetch_one(su)
+            .await
+            .expect("connector")
+    }
+    let before = checked_at(&mut su, &s.connector).await;
+    let in_an_hour = time::OffsetDateTime::now_utc().unix_timestamp() * 1000 + 3_600_000;
+    let epoch = epoch_of(&mut su, s.user).await;
+
+    let gone = Stamp {
+        epoch: epoch - 1,
+        ends_ms: in_an_hour,
+    };
+    let (tools, reads) = state
+        .tools
+        .tools_with(
+            &state,
+            s.user,
+            Vec::new(),
+            Some(session::stamp_check(s.user, gone)),
+        )
+        .await;
+    assert!(tools.is_empty(), "no tools offered");
+    assert!(
+        reads.as_ref().is_err_and(session::is_stale_stamp),
+        "{reads:?}"
+    );
+    assert_eq!(
+        checked_at(&mut su, &s.connector).await,
+        before,
+        "the connector was fetched"
+    );
+
+    // Control: with a stamp that holds, the same call fetches it.
+    let holds = Stamp {
+        epoch,
+        ends_ms: in_an_hour,
+    };
+    let (tools, reads) = state
+        .tools
+        .tools_with(
+            &state,
+            s.user,
+            Vec::new(),
+            Some(session::stamp_check(s.user, holds)),
+        )
+        .await;
+    assert!(reads.is_ok() && !tools.is_empty(), "{reads:?}");
+    assert_ne!(checked_at(&mut su, &s.connector).await, before, "fetched");
+}
