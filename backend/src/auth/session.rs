@@ -239,7 +239,7 @@ pub fn stamp_check(user_id: Uuid, stamp: Stamp) -> Part {
 /// Whether the session whose token hashes to `token_hash` is still live by
 /// the rules of [`lookup`] (not revoked, not past its absolute expiry, not
 /// idle for longer than `idle`): one read on the unique `token_hash` index,
-/// as a part of a [`trip`] (read its answer with [`live_in`]), and no
+/// as a part of a [`trip`] (read its answer with [`stamp_in`]), and no
 /// `last_seen_at` refresh. An open stream asks it with each read of its
 /// events (`http::stream`), and holding a stream open is not activity.
 pub fn is_live(token_hash: &[u8], idle: Duration) -> Part {
@@ -248,11 +248,6 @@ pub fn is_live(token_hash: &[u8], idle: Duration) -> Part {
         statement: &IS_LIVE,
         args: vec![Arg::bytes(token_hash), idle_millis(idle)],
     }
-}
-
-/// [`is_live`]'s answer, from its part's rows.
-pub fn live_in(rows: &[PgRow]) -> Result<bool, sqlx::Error> {
-    Ok(stamp_in(rows)?.is_some())
 }
 
 /// [`is_live`]'s answer with the session's [`Stamp`]: `None` when the

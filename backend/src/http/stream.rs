@@ -163,14 +163,12 @@ impl Follow {
             // commit wakes `wait` (its wake-up is kept in the watch until
             // then): nothing to read before waiting. After the wait, read.
             if self.caught_up {
-                match self.wait().await? {
-                    Some(direct) if self.takes(&direct) => {
-                        if let Some(data) = &direct.data {
-                            self.buffer.push_back((direct.seq, data.clone()));
-                            continue;
-                        }
-                    }
-                    _ => {}
+                let woke = self.wait().await?;
+                if let Some(direct) = woke.filter(|direct| self.takes(direct))
+                    && let Some(data) = &direct.data
+                {
+                    self.buffer.push_back((direct.seq, data.clone()));
+                    continue;
                 }
             }
             // Before every batch the session is checked, with the read

@@ -96,6 +96,7 @@ async fn a_known_session_whose_password_was_reset_cannot_send_a_message() {
 async fn a_known_session_past_its_idle_limit_cannot_send_a_message() {
     let app = spawn_app_with(|config| config.session_idle_secs = 2).await;
     let (_, chat) = known_session(&app).await;
+    // The passing of time is what is tested: there is no event to await.
     tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
 
     let (status, body) = post_message(&app, &chat).await;
@@ -324,7 +325,22 @@ async fn an_append_during_a_sign_out_waits_for_it_and_carries_the_new_epoch() {
         .fetch_one(&pool)
         .await
     });
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // Until the append waits for the sign-out's lock, or ends first.
+    let mut watcher = app.superuser().await;
+    let waiting = async {
+        while !sqlx::query_scalar::<_, bool>(
+            "select exists (select 1 from pg_locks where locktype = 'advisory' and not granted)",
+        )
+        .fetch_one(&mut watcher)
+        .await
+        .expect("locks")
+        {}
+    };
+    let mut append = append;
+    tokio::select! {
+        () = waiting => {}
+        ended = &mut append => panic!("the append did not wait for the sign-out: {ended:?}"),
+    }
     assert!(!append.is_finished(), "the append waits for the sign-out");
     sign_out.commit().await.expect("commit");
     let (_, epoch, _) = append.await.expect("task").expect("append");

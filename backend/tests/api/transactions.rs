@@ -241,7 +241,7 @@ async fn a_trip_runs_as_its_user_and_leaves_nothing_on_its_connection() {
     .await
     .expect("trip");
     assert!(
-        !session::live_in(&rows[0]).expect("live"),
+        session::stamp_in(&rows[0]).expect("live").is_none(),
         "no session has that token"
     );
     assert!(
@@ -263,7 +263,7 @@ async fn a_trip_runs_as_its_user_and_leaves_nothing_on_its_connection() {
     .expect("trip");
     assert_eq!(events::events_in(&rows[0]).expect("events").len(), 1);
     assert!(
-        !session::live_in(&rows[1]).expect("live"),
+        session::stamp_in(&rows[1]).expect("live").is_none(),
         "no session has that token"
     );
     assert_eq!(left_behind().await, nothing, "after a two-part trip");
