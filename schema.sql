@@ -275,7 +275,7 @@ ALTER FUNCTION public.store_turn_as(p_user uuid, p_chat uuid, p_turn uuid, p_mes
 -- Name: store_turn_stamped_as(uuid, bigint, bigint, uuid, uuid, uuid, text, text, jsonb, text); Type: FUNCTION; Schema: public; Owner: countersign_owner
 --
 
-CREATE FUNCTION public.store_turn_stamped_as(p_user uuid, p_epoch bigint, p_ends_ms bigint, p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) RETURNS TABLE(seq bigint, model text, messages bigint)
+CREATE FUNCTION public.store_turn_stamped_as(p_user uuid, p_epoch bigint, p_ends_ms bigint, p_chat uuid, p_turn uuid, p_message uuid, p_title text, p_content text, p_data jsonb, p_channel text) RETURNS TABLE(seq bigint, model text, messages bigint, epoch bigint, at_ms bigint)
     LANGUAGE plpgsql
     AS $$
 begin
@@ -284,9 +284,14 @@ begin
     end if;
     perform set_config('role', 'authenticated', true),
             set_config('countersign.user_id', p_user::text, true);
+    perform public.lock_session_epoch(p_user, true);
+    -- A statement of its own: a snapshot taken after the lock.
     perform public.check_session_stamp(p_epoch, p_ends_ms);
-    return query select * from public.store_turn(p_chat, p_turn, p_message, p_title,
-                                                 p_content, p_data, p_channel);
+    return query
+        select s.seq, s.model, s.messages, p_epoch,
+               floor(extract(epoch from clock_timestamp()) * 1000)::int8
+          from public.store_turn(p_chat, p_turn, p_message, p_title,
+                                 p_content, p_data, p_channel) s;
 end
 $$;
 

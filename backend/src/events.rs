@@ -117,6 +117,23 @@ pub struct Direct {
     pub at_ms: i64,
 }
 
+impl Direct {
+    /// Event `seq`, stored as `data`, committed with `epoch` at `at_ms`:
+    /// its text kept when at most [`DIRECT_MAX_BYTES`] long.
+    pub fn new(seq: i64, data: &serde_json::Value, epoch: Option<i64>, at_ms: i64) -> Self {
+        let data = serde_json::to_string(data)
+            .ok()
+            .filter(|text| text.len() <= DIRECT_MAX_BYTES)
+            .map(String::into_boxed_str);
+        Self {
+            seq,
+            data,
+            epoch,
+            at_ms,
+        }
+    }
+}
+
 /// The longest `data:` a [`Direct`] carries: a streamed answer's deltas
 /// are far shorter.
 pub const DIRECT_MAX_BYTES: usize = 1024;
@@ -194,16 +211,7 @@ pub async fn append_alone(
         .fetch_optional(&pool)
         .await?
         .ok_or(sqlx::Error::RowNotFound)?;
-        let data = serde_json::to_string(&data)
-            .ok()
-            .filter(|text| text.len() <= DIRECT_MAX_BYTES)
-            .map(String::into_boxed_str);
-        Ok(Direct {
-            seq: row.seq,
-            data,
-            epoch: row.epoch,
-            at_ms: row.at_ms,
-        })
+        Ok(Direct::new(row.seq, &data, row.epoch, row.at_ms))
     })
     .await
 }

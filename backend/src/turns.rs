@@ -245,10 +245,11 @@ pub struct Stored {
 /// Stores the turn (its message, the chat's title, its `turn_started`
 /// event) as a transaction of its own; tells this instance's streams.
 ///
-/// One round trip ([`store_alone`]). A chat where that stored nothing (none
-/// of the caller's, or one with a running turn) is looked at closer, in a
-/// transaction: it may hold a turn whose task stopped, which is ended
-/// first; then the turn is stored, or the chat is busy.
+/// One round trip ([`store_alone`]); the chat's streams here wake with the
+/// stored event. A chat where that stored nothing (none of the caller's,
+/// or one with a running turn) is looked at closer, in a transaction: it
+/// may hold a turn whose task stopped, which is ended first; then the turn
+/// is stored, or the chat is busy, and the streams wake to read it.
 async fn begin(
     state: &AppState,
     ctx: ToolContext,
@@ -256,9 +257,19 @@ async fn begin(
     content: String,
 ) -> Result<Stored, TurnError> {
     let message_id = Uuid::new_v4();
-    let stored = match store_alone(state, ctx, stamp, message_id, &content).await? {
-        Some(stored) => stored,
-        None => {
+    // This instance's streams of the chat wake with the stored
+    // `turn_started` itself, not with its NOTIFY (held meanwhile), and
+    // need not read it back.
+    let writing = state.hub.writing(ctx.chat_id.into());
+    let stored = match store_alone(state, ctx, stamp, message_id, &content).await {
+        Ok(Some((stored, direct))) => {
+            writing.done(direct);
+            stored
+        }
+        Err(err) => return Err(err.into()),
+        Ok(None) => {
+            // The wake-ups held meanwhile are given.
+            drop(writing);
             let mut tx = db::user_tx(&state.db, ctx.user_id).await?;
             // Nothing is written for a session whose stamp no longer
             // holds, here either.
@@ -289,13 +300,13 @@ async fn begin(
                 .await?
                 .ok_or(TurnError::Busy)?;
             tx.commit().await?;
+            state.hub.appended(events::Appended {
+                chat_id: ctx.chat_id.into(),
+                seq: stored.seq,
+            });
             stored
         }
     };
-    state.hub.appended(events::Appended {
-        chat_id: ctx.chat_id.into(),
-        seq: stored.seq,
-    });
     Ok(Stored {
         model: stored.model,
         seq: stored.seq,
@@ -363,26 +374,29 @@ async fn store(
 /// trip, if the session's `stamp` still holds (the migration's
 /// `store_turn_stamped_as`: run outside any transaction, its first act is
 /// the switch to `authenticated` with `auth.uid()` = the user, local to
-/// its implicit transaction; then the stamp's check, which fails with
-/// [`session::STAMP_STALE`]). `None` when nothing was stored, and then
-/// nothing was written.
+/// its implicit transaction; then the user's session lock, shared, and
+/// the stamp's check, which fails with [`session::STAMP_STALE`]). With the
+/// row, the stored `turn_started` as this instance's streams may take it
+/// without a read: its epoch is the stamp's, checked under that lock
+/// (`http::stream`). `None` when nothing was stored, and then nothing was
+/// written.
 async fn store_alone(
     state: &AppState,
     ctx: ToolContext,
     stamp: session::Stamp,
     message_id: Uuid,
     content: &str,
-) -> Result<Option<StoredRow>, sqlx::Error> {
+) -> Result<Option<(StoredRow, events::Direct)>, sqlx::Error> {
     let title = default_title(content);
-    let data = started_data(ctx, message_id, content)?;
+    let mut data = started_data(ctx, message_id, content)?;
     let content = content.to_owned();
     let pool = state.db.clone();
     // In a task of its own, like every way into a transaction
     // (`db::detached`).
     db::detached(async move {
-        let row = sqlx::query_as!(
-            StoredRow,
-            r#"select seq as "seq!", model as "model!", messages as "messages!"
+        let row = sqlx::query!(
+            r#"select seq as "seq!", model as "model!", messages as "messages!",
+                      epoch as "epoch!", at_ms as "at_ms!"
                  from store_turn_stamped_as($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"#,
             ctx.user_id as UserId,
             stamp.epoch,
@@ -392,12 +406,23 @@ async fn store_alone(
             message_id,
             title,
             content,
-            data,
+            data.clone(),
             events::EVENTS_CHANNEL,
         )
         .fetch_one(&pool)
         .await;
-        unless_nothing_stored(row)
+        let Some(row) = unless_nothing_stored(row)? else {
+            return Ok(None);
+        };
+        // What the statement stored: the event, with the chat's model.
+        data["model"] = serde_json::Value::String(row.model.clone());
+        let direct = events::Direct::new(row.seq, &data, Some(row.epoch), row.at_ms);
+        let stored = StoredRow {
+            seq: row.seq,
+            model: row.model,
+            messages: row.messages,
+        };
+        Ok(Some((stored, direct)))
     })
     .await
 }

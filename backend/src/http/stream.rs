@@ -20,12 +20,13 @@
 //! signed out, signed out from another session, or expired. Nothing read
 //! after that is delivered.
 //!
-//! An event a turn of this instance appended comes with its wake-up
-//! (`events::Direct`), and is delivered without a round trip when it is
-//! the very next event, and its stamp matches the stream's last check:
-//! the user's session epoch the append read (under the lock that orders
-//! it against every change to the user's sessions, migration
-//! `session_stamps`) is the one that check read with the session, and
+//! An event a turn of this instance appended (its `turn_started`
+//! included) comes with its wake-up (`events::Direct`), and is delivered
+//! without a round trip when it is the very next event, and its stamp
+//! matches the stream's last check: the user's session epoch the append
+//! read (under the lock that orders it against every change to the
+//! user's sessions, migrations `session_stamps` and
+//! `turn_started_direct`) is the one that check read with the session, and
 //! the database's clock then was more than [`MARGIN_MS`] before the end
 //! that check gave the session. Then nothing about the session changed
 //! between the check and the event's commit, and the session had not

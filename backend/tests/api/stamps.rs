@@ -315,7 +315,7 @@ async fn an_append_during_a_sign_out_waits_for_it_and_carries_the_new_epoch() {
         .expect("revoke");
 
     let pool = app.pool.clone();
-    let append = tokio::spawn(async move {
+    let mut append = tokio::spawn(async move {
         sqlx::query_as::<_, (i64, Option<i64>, i64)>(
             "select * from append_chat_event_stamped_as($1, $2::uuid, null, 'text_delta', \
              '{\"type\": \"text_delta\", \"text\": \"x\"}'::jsonb, 'countersign_events')",
@@ -325,7 +325,25 @@ async fn an_append_during_a_sign_out_waits_for_it_and_carries_the_new_epoch() {
         .fetch_one(&pool)
         .await
     });
-    // Until the append waits for the sign-out's lock, or ends first.
+    waits_for_the_lock(
+        &app,
+        &mut append,
+        "the append did not wait for the sign-out",
+    )
+    .await;
+    sign_out.commit().await.expect("commit");
+    let (_, epoch, _) = append.await.expect("task").expect("append");
+    assert_eq!(epoch, Some(before + 1), "the epoch after the sign-out");
+}
+
+/// Until an advisory lock is waited for (the statement `task` runs waits
+/// on the user's session lock), or `task` ends first: then it panics with
+/// `what`.
+async fn waits_for_the_lock<T: std::fmt::Debug>(
+    app: &TestApp,
+    task: &mut tokio::task::JoinHandle<T>,
+    what: &str,
+) {
     let mut watcher = app.superuser().await;
     let waiting = async {
         while !sqlx::query_scalar::<_, bool>(
@@ -336,15 +354,100 @@ async fn an_append_during_a_sign_out_waits_for_it_and_carries_the_new_epoch() {
         .expect("locks")
         {}
     };
-    let mut append = append;
     tokio::select! {
         () = waiting => {}
-        ended = &mut append => panic!("the append did not wait for the sign-out: {ended:?}"),
+        ended = &mut *task => panic!("{what}: {ended:?}"),
     }
-    assert!(!append.is_finished(), "the append waits for the sign-out");
+    assert!(!task.is_finished(), "{what}");
+}
+
+/// A turn stored while a change to the user's sessions is under way waits
+/// for that change to commit, and then stores nothing: its stamp's check
+/// runs under the user's session lock, so the `turn_started` a stored turn
+/// hands to this instance's streams carries an epoch no change had moved
+/// when it committed (`http::stream`'s direct delivery).
+#[tokio::test]
+async fn a_turn_stored_during_a_sign_out_waits_for_it_and_stores_nothing() {
+    use sqlx::Connection as _;
+    let app = spawn_app().await;
+    let (user, _) = app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut su = app.superuser().await;
+    let epoch = epoch_of(&mut su, user).await;
+    let in_an_hour = time::OffsetDateTime::now_utc().unix_timestamp() * 1000 + 3_600_000;
+    let mut sign_out = su.begin().await.expect("begin");
+    sqlx::query("update sessions set revoked_at = now() where user_id = $1")
+        .bind(user)
+        .execute(&mut *sign_out)
+        .await
+        .expect("revoke");
+
+    let pool = app.pool.clone();
+    let chat_id = chat.clone();
+    let mut store = tokio::spawn(async move {
+        sqlx::query_as::<_, (i64, String, i64, i64, i64)>(
+            "select * from store_turn_stamped_as($1, $2, $3, $4::uuid, gen_random_uuid(), \
+             gen_random_uuid(), 'a title', 'a message', '{\"type\": \"turn_started\"}'::jsonb, \
+             'countersign_events')",
+        )
+        .bind(user)
+        .bind(epoch)
+        .bind(in_an_hour)
+        .bind(chat_id)
+        .fetch_one(&pool)
+        .await
+    });
+    waits_for_the_lock(&app, &mut store, "the store did not wait for the sign-out").await;
     sign_out.commit().await.expect("commit");
-    let (_, epoch, _) = append.await.expect("task").expect("append");
-    assert_eq!(epoch, Some(before + 1), "the epoch after the sign-out");
+    let err = store
+        .await
+        .expect("task")
+        .expect_err("a turn stored after the sign-out");
+    assert!(
+        countersign::auth::session::is_stale_stamp(&err),
+        "the stamp's check failed: {err}"
+    );
+    assert_eq!(turns_of(&mut su, &chat).await, 0, "nothing stored");
+}
+
+/// A turn stored with a stamp wakes this instance's streams of its chat
+/// with its `turn_started` itself — the event as stored, and the epoch it
+/// was checked under — so they deliver it without reading it back.
+#[tokio::test]
+async fn a_stored_turn_hands_its_turn_started_to_this_instances_streams() {
+    use countersign::auth::session::Stamp;
+    let app = spawn_app().await;
+    let (user, _) = app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let chat_id: Uuid = chat.parse().expect("uuid");
+    let mut su = app.superuser().await;
+    let epoch = epoch_of(&mut su, user).await;
+    let state = crate::helpers::state_of(&app).await;
+    let mut wakeups = state.hub.subscribe_chat(chat_id);
+    let stamp = Stamp {
+        epoch,
+        ends_ms: time::OffsetDateTime::now_utc().unix_timestamp() * 1000 + 3_600_000,
+    };
+    countersign::turns::start(&state, user, stamp, chat_id, "hello")
+        .await
+        .expect("start");
+    wakeups.heard.changed().await.expect("woken");
+    let heard = wakeups.heard.borrow_and_update().clone();
+    let direct = heard.direct.expect("woken with the event itself");
+    assert_eq!(direct.seq, heard.seq);
+    assert_eq!(direct.epoch, Some(epoch), "the stamp's epoch");
+    let handed: Value =
+        serde_json::from_str(direct.data.as_deref().expect("short: carried")).expect("json");
+    let stored: Value =
+        sqlx::query_scalar("select data from chat_events where chat_id = $1 and seq = $2")
+            .bind(chat_id)
+            .bind(direct.seq)
+            .fetch_one(&mut su)
+            .await
+            .expect("stored");
+    assert_eq!(handed["type"], "turn_started");
+    assert_eq!(handed["model"], "offline/demo");
+    assert_eq!(handed, stored, "the event as stored");
 }
 
 /// The tool box fetches a connector whose tool list is old before a turn
