@@ -53,11 +53,16 @@ $$;
 revoke all on function lock_session_epoch(uuid, boolean) from public;
 grant execute on function lock_session_epoch(uuid, boolean) to authenticated, service_role;
 
--- Every user has a row. The migrating role owns `users` but, row-level
--- security being forced, sees none of its rows: the force is lifted for
--- this one read, inside the migration's transaction.
+-- Every user has a row. The migrating role owns `users` and
+-- `session_epochs` but, row-level security being forced, may read and
+-- write none of their rows: the force is lifted for this one statement,
+-- inside the migration's transaction. (As first written it was lifted on
+-- `users` only, and a database holding users could not pass this
+-- migration: `db.rs` `REPAIRED` says so.)
 alter table users no force row level security;
+alter table session_epochs no force row level security;
 insert into session_epochs (user_id) select id from users;
+alter table session_epochs force row level security;
 alter table users force row level security;
 
 -- A new user's row.

@@ -92,12 +92,75 @@ pub async fn connect(url: &str) -> Result<PgPool, sqlx::Error> {
         .await
 }
 
-/// Applies pending migrations with a single connection of the owner role.
+/// Migrations corrected after they were released, each with the checksum
+/// (SHA-384 of its text) it was released with. Each wrote rows of a table
+/// with row-level security forced while the force was on, as the
+/// migrating owner, whom forced security lets touch no row: on a database
+/// holding such rows it failed (and the database stayed before it), and
+/// where it passed it had no row to touch, which is what the corrected
+/// text does there too. So a database that recorded the released text is
+/// where the corrected one would have left it, and [`migrate`] records
+/// the corrected checksum for it; without that, sqlx refuses a database
+/// whose applied migration changed. `tests/api/upgrades.rs` migrates
+/// databases holding those rows.
+pub const REPAIRED: [(i64, &str); 2] = [
+    // `decide_by`: its backfill of the pending calls' deadline saw none,
+    // and `set not null` then failed on a database holding pending calls.
+    (
+        20261201000060,
+        "04ed512e86e7ab008ba0f5b98466acb540cc323a309744fe8513adb9987dfc6529fae0f76c59f98357049a8d7e302a5a",
+    ),
+    // `session_stamps`: its backfill of every user's epoch failed on a
+    // database holding users (the insert into `session_epochs`).
+    (
+        20261206000010,
+        "fc8d7d9fe557f7571aa702bb5ffb5630e0d4d59ba0d353701b39db9e2d1bc89125c2ae5db90ee071cf8b717f0904a1f0",
+    ),
+];
+
+/// Applies pending migrations with a single connection of the owner role,
+/// having first recorded the corrected checksum of each [`REPAIRED`]
+/// migration the database recorded as released.
 #[tracing::instrument(skip_all)]
 pub async fn migrate(owner_url: &str) -> Result<(), sqlx::migrate::MigrateError> {
     let mut conn = PgConnection::connect(owner_url).await?;
+    repair_checksums(&mut conn).await?;
     MIGRATOR.run(&mut conn).await?;
     conn.close().await?;
+    Ok(())
+}
+
+/// [`REPAIRED`]: where the database recorded a corrected migration with
+/// the checksum it was released with, the corrected one. Nothing on a new
+/// database (no `_sqlx_migrations` yet).
+async fn repair_checksums(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    let recorded = sqlx::query_scalar!(
+        r#"select to_regclass('public._sqlx_migrations') is not null as "recorded!""#
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    if !recorded {
+        return Ok(());
+    }
+    for (version, released) in REPAIRED {
+        let corrected = MIGRATOR
+            .iter()
+            .find(|m| m.version == version)
+            .map(|m| m.checksum.to_vec())
+            .ok_or_else(|| sqlx::Error::Protocol(format!("no migration {version}")))?;
+        let released = hex::decode(released).map_err(|e| sqlx::Error::Decode(e.into()))?;
+        let repaired = sqlx::query!(
+            "update _sqlx_migrations set checksum = $1 where version = $2 and checksum = $3",
+            corrected,
+            version,
+            released,
+        )
+        .execute(&mut *conn)
+        .await?;
+        if repaired.rows_affected() > 0 {
+            tracing::info!(version, "recorded a corrected migration's checksum");
+        }
+    }
     Ok(())
 }
 

@@ -37,3 +37,4 @@ mod stamps;
 mod test_db;
 mod transactions;
 mod turns;
+mod upgrades;
