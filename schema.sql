@@ -140,6 +140,11 @@ CREATE FUNCTION public.lock_session_epoch(p_user uuid, p_shared boolean) RETURNS
     AS $$
 begin
     if p_shared then
+        if current_setting('transaction_isolation') <> 'read committed' then
+            raise exception 'a stamped write runs at read committed, not %',
+                current_setting('transaction_isolation')
+                using errcode = 'CSISO';
+        end if;
         perform pg_advisory_xact_lock_shared(1936683887, hashtext(p_user::text));
     else
         perform pg_advisory_xact_lock(1936683887, hashtext(p_user::text));

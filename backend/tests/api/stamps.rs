@@ -410,6 +410,75 @@ async fn a_turn_stored_during_a_sign_out_waits_for_it_and_stores_nothing() {
     assert_eq!(turns_of(&mut su, &chat).await, 0, "nothing stored");
 }
 
+/// The stamped writes read the user's epoch after waiting for the user's
+/// lock, which holds only if that read takes a snapshot of its own (READ
+/// COMMITTED): at REPEATABLE READ the snapshot would predate the wait, and
+/// a sign-out committed meanwhile would go unseen. Both refuse to run at
+/// any other level.
+#[tokio::test]
+async fn the_stamped_writes_refuse_to_run_above_read_committed() {
+    use sqlx::Connection as _;
+    let app = spawn_app().await;
+    let (user, _) = app.signed_up_user().await;
+    let chat = app.create_chat("offline/demo").await;
+    let mut su = app.superuser().await;
+    let epoch = epoch_of(&mut su, user).await;
+    let in_an_hour = time::OffsetDateTime::now_utc().unix_timestamp() * 1000 + 3_600_000;
+    for level in ["repeatable read", "serializable"] {
+        let mut tx = su.begin().await.expect("begin");
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "set transaction isolation level {level}"
+        )))
+        .execute(&mut *tx)
+        .await
+        .expect("level");
+        let err = sqlx::query(
+            "select * from append_chat_event_stamped_as($1, $2::uuid, null, 'text_delta', \
+             '{\"type\": \"text_delta\", \"text\": \"x\"}'::jsonb, 'countersign_events')",
+        )
+        .bind(user)
+        .bind(&chat)
+        .execute(&mut *tx)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("an append ran at {level}"));
+        assert_eq!(
+            err.as_database_error().and_then(|e| e.code()).as_deref(),
+            Some("CSISO"),
+            "append at {level}: {err}"
+        );
+        tx.rollback().await.expect("rollback");
+
+        let mut tx = su.begin().await.expect("begin");
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "set transaction isolation level {level}"
+        )))
+        .execute(&mut *tx)
+        .await
+        .expect("level");
+        let err = sqlx::query(
+            "select * from store_turn_stamped_as($1, $2, $3, $4::uuid, gen_random_uuid(), \
+             gen_random_uuid(), 'a title', 'a message', '{\"type\": \"turn_started\"}'::jsonb, \
+             'countersign_events')",
+        )
+        .bind(user)
+        .bind(epoch)
+        .bind(in_an_hour)
+        .bind(&chat)
+        .execute(&mut *tx)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("a store ran at {level}"));
+        assert_eq!(
+            err.as_database_error().and_then(|e| e.code()).as_deref(),
+            Some("CSISO"),
+            "store at {level}: {err}"
+        );
+        tx.rollback().await.expect("rollback");
+    }
+    assert_eq!(turns_of(&mut su, &chat).await, 0, "nothing stored");
+}
+
 /// A turn stored with a stamp wakes this instance's streams of its chat
 /// with its `turn_started` itself — the event as stored, and the epoch it
 /// was checked under — so they deliver it without reading it back.
