@@ -98,15 +98,16 @@ pub async fn connect(url: &str) -> Result<PgPool, sqlx::Error> {
 /// migrating owner, whom forced security lets touch no row: on a database
 /// holding such rows it failed (and the database stayed before it), and
 /// where it passed it had no row to touch, which is what the corrected
-/// text does there too. "Released" is the text `main` landed with: an
-/// earlier text of `session_stamps`, on `main` only between two commits
-/// of the session that wrote it, is not repaired (a database that ran it
-/// lacks functions the later migrations call) and fails with sqlx's
-/// `VersionMismatch`. So a database that recorded the released text is
+/// text does there too. So a database that recorded the released text is
 /// where the corrected one would have left it, and [`migrate`] records
 /// the corrected checksum for it; without that, sqlx refuses a database
 /// whose applied migration changed. `tests/api/upgrades.rs` migrates
 /// databases holding those rows.
+///
+/// "Released" is the text `main` landed with: an earlier text of
+/// `session_stamps`, on `main` only between two commits of the session
+/// that wrote it, is not repaired (a database that ran it lacks functions
+/// the later migrations call) and fails with sqlx's `VersionMismatch`.
 pub const REPAIRED: [(i64, &str); 2] = [
     // `decide_by`: its backfill of the pending calls' deadline saw none,
     // and `set not null` then failed on a database holding pending calls.

@@ -406,7 +406,7 @@ async fn store_alone(
             message_id,
             title,
             content,
-            data.clone(),
+            &data,
             events::EVENTS_CHANNEL,
         )
         .fetch_one(&pool)

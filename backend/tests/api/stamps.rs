@@ -49,6 +49,17 @@ async fn epoch_of(su: &mut PgConnection, user: Uuid) -> i64 {
         .expect("epoch")
 }
 
+/// A text delta appended as user `$1` to chat `$2`, with the epoch and clock
+/// a stream of this instance would take it with.
+const APPEND_STAMPED: &str = "select * from append_chat_event_stamped_as($1, $2::uuid, null, \
+     'text_delta', '{\"type\": \"text_delta\", \"text\": \"x\"}'::jsonb, 'countersign_events')";
+
+/// A turn stored as user `$1` with the stamp (`$2` epoch, `$3` end) in chat
+/// `$4`.
+const STORE_STAMPED: &str = "select * from store_turn_stamped_as($1, $2, $3, $4::uuid, \
+     gen_random_uuid(), gen_random_uuid(), 'a title', 'a message', \
+     '{\"type\": \"turn_started\"}'::jsonb, 'countersign_events')";
+
 /// A session known here, then `change` (`$1` the user's id) written in
 /// the database only, as another instance or an administrator writes it;
 /// then a message. Returns the answer, and how many turns the chat has.
@@ -316,14 +327,11 @@ async fn an_append_during_a_sign_out_waits_for_it_and_carries_the_new_epoch() {
 
     let pool = app.pool.clone();
     let mut append = tokio::spawn(async move {
-        sqlx::query_as::<_, (i64, Option<i64>, i64)>(
-            "select * from append_chat_event_stamped_as($1, $2::uuid, null, 'text_delta', \
-             '{\"type\": \"text_delta\", \"text\": \"x\"}'::jsonb, 'countersign_events')",
-        )
-        .bind(user)
-        .bind(chat)
-        .fetch_one(&pool)
-        .await
+        sqlx::query_as::<_, (i64, Option<i64>, i64)>(APPEND_STAMPED)
+            .bind(user)
+            .bind(chat)
+            .fetch_one(&pool)
+            .await
     });
     waits_for_the_lock(
         &app,
@@ -385,17 +393,13 @@ async fn a_turn_stored_during_a_sign_out_waits_for_it_and_stores_nothing() {
     let pool = app.pool.clone();
     let chat_id = chat.clone();
     let mut store = tokio::spawn(async move {
-        sqlx::query_as::<_, (i64, String, i64, i64, i64)>(
-            "select * from store_turn_stamped_as($1, $2, $3, $4::uuid, gen_random_uuid(), \
-             gen_random_uuid(), 'a title', 'a message', '{\"type\": \"turn_started\"}'::jsonb, \
-             'countersign_events')",
-        )
-        .bind(user)
-        .bind(epoch)
-        .bind(in_an_hour)
-        .bind(chat_id)
-        .fetch_one(&pool)
-        .await
+        sqlx::query_as::<_, (i64, String, i64, i64, i64)>(STORE_STAMPED)
+            .bind(user)
+            .bind(epoch)
+            .bind(in_an_hour)
+            .bind(chat_id)
+            .fetch_one(&pool)
+            .await
     });
     waits_for_the_lock(&app, &mut store, "the store did not wait for the sign-out").await;
     sign_out.commit().await.expect("commit");
@@ -410,6 +414,32 @@ async fn a_turn_stored_during_a_sign_out_waits_for_it_and_stores_nothing() {
     assert_eq!(turns_of(&mut su, &chat).await, 0, "nothing stored");
 }
 
+/// The SQLSTATE `query` fails with in a transaction at isolation `level`
+/// (rolled back); panics if it runs.
+async fn refused_at(
+    su: &mut PgConnection,
+    level: &str,
+    query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+) -> Option<String> {
+    use sqlx::Connection as _;
+    let mut tx = su.begin().await.expect("begin");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "set transaction isolation level {level}"
+    )))
+    .execute(&mut *tx)
+    .await
+    .expect("level");
+    let err = query
+        .execute(&mut *tx)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("it ran at {level}"));
+    tx.rollback().await.expect("rollback");
+    err.as_database_error()
+        .and_then(|e| e.code())
+        .map(|code| code.into_owned())
+}
+
 /// The stamped writes read the user's epoch after waiting for the user's
 /// lock, which holds only if that read takes a snapshot of its own (READ
 /// COMMITTED): at REPEATABLE READ the snapshot would predate the wait, and
@@ -417,7 +447,6 @@ async fn a_turn_stored_during_a_sign_out_waits_for_it_and_stores_nothing() {
 /// any other level.
 #[tokio::test]
 async fn the_stamped_writes_refuse_to_run_above_read_committed() {
-    use sqlx::Connection as _;
     let app = spawn_app().await;
     let (user, _) = app.signed_up_user().await;
     let chat = app.create_chat("offline/demo").await;
@@ -425,56 +454,22 @@ async fn the_stamped_writes_refuse_to_run_above_read_committed() {
     let epoch = epoch_of(&mut su, user).await;
     let in_an_hour = time::OffsetDateTime::now_utc().unix_timestamp() * 1000 + 3_600_000;
     for level in ["repeatable read", "serializable"] {
-        let mut tx = su.begin().await.expect("begin");
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "set transaction isolation level {level}"
-        )))
-        .execute(&mut *tx)
-        .await
-        .expect("level");
-        let err = sqlx::query(
-            "select * from append_chat_event_stamped_as($1, $2::uuid, null, 'text_delta', \
-             '{\"type\": \"text_delta\", \"text\": \"x\"}'::jsonb, 'countersign_events')",
-        )
-        .bind(user)
-        .bind(&chat)
-        .execute(&mut *tx)
-        .await
-        .err()
-        .unwrap_or_else(|| panic!("an append ran at {level}"));
+        let append = sqlx::query(APPEND_STAMPED).bind(user).bind(&chat);
         assert_eq!(
-            err.as_database_error().and_then(|e| e.code()).as_deref(),
+            refused_at(&mut su, level, append).await.as_deref(),
             Some("CSISO"),
-            "append at {level}: {err}"
+            "append at {level}"
         );
-        tx.rollback().await.expect("rollback");
-
-        let mut tx = su.begin().await.expect("begin");
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "set transaction isolation level {level}"
-        )))
-        .execute(&mut *tx)
-        .await
-        .expect("level");
-        let err = sqlx::query(
-            "select * from store_turn_stamped_as($1, $2, $3, $4::uuid, gen_random_uuid(), \
-             gen_random_uuid(), 'a title', 'a message', '{\"type\": \"turn_started\"}'::jsonb, \
-             'countersign_events')",
-        )
-        .bind(user)
-        .bind(epoch)
-        .bind(in_an_hour)
-        .bind(&chat)
-        .execute(&mut *tx)
-        .await
-        .err()
-        .unwrap_or_else(|| panic!("a store ran at {level}"));
+        let store = sqlx::query(STORE_STAMPED)
+            .bind(user)
+            .bind(epoch)
+            .bind(in_an_hour)
+            .bind(&chat);
         assert_eq!(
-            err.as_database_error().and_then(|e| e.code()).as_deref(),
+            refused_at(&mut su, level, store).await.as_deref(),
             Some("CSISO"),
-            "store at {level}: {err}"
+            "store at {level}"
         );
-        tx.rollback().await.expect("rollback");
     }
     assert_eq!(turns_of(&mut su, &chat).await, 0, "nothing stored");
 }
