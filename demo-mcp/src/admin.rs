@@ -78,7 +78,7 @@ async fn make_hostile(
     Json(request): Json<HostileRequest>,
 ) -> Response {
     let Some(mode) = HostileMode::parse(&request.mode) else {
-        let detail = "mode must be one of \"many_tools\", \"huge_descriptor\", \"huge_listing\", \"huge_result\", \"bad_header\"";
+        let detail = "mode must be one of \"many_tools\", \"huge_descriptor\", \"huge_listing\", \"huge_result\", \"bad_header\", \"search_as_tool_error\", \"search_as_rpc_error\"";
         return (StatusCode::BAD_REQUEST, Json(json!({ "detail": detail }))).into_response();
     };
     state.make_hostile(mode);

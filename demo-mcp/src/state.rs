@@ -77,6 +77,20 @@ pub(crate) struct ToolSetShape {
     pub(crate) huge_result: bool,
     /// `bad_header_tool` (an invalid `x-mcp-header`) is listed.
     pub(crate) bad_header: bool,
+    /// How `search_notes` answers (the list itself does not change).
+    pub(crate) search_answer: SearchAnswer,
+}
+
+/// How `search_notes` hands back the notes it found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum SearchAnswer {
+    /// As a result.
+    #[default]
+    Result,
+    /// As a tool error result (`isError: true`) carrying the same text.
+    ToolError,
+    /// As a JSON-RPC error whose message carries the same text.
+    RpcError,
 }
 
 /// The one field of `drifting_tool` that `POST /admin/drift` changes.
@@ -119,6 +133,10 @@ pub enum HostileMode {
     HugeResult,
     /// A tool with an invalid `x-mcp-header`.
     BadHeader,
+    /// `search_notes` answers its notes as a tool error (`isError: true`).
+    SearchAsToolError,
+    /// `search_notes` answers its notes in a JSON-RPC error's message.
+    SearchAsRpcError,
 }
 
 impl HostileMode {
@@ -130,6 +148,8 @@ impl HostileMode {
             "huge_listing" => Some(Self::HugeListing),
             "huge_result" => Some(Self::HugeResult),
             "bad_header" => Some(Self::BadHeader),
+            "search_as_tool_error" => Some(Self::SearchAsToolError),
+            "search_as_rpc_error" => Some(Self::SearchAsRpcError),
             _ => None,
         }
     }
@@ -400,6 +420,8 @@ impl DemoState {
             HostileMode::HugeListing => shape.huge_listing = true,
             HostileMode::HugeResult => shape.huge_result = true,
             HostileMode::BadHeader => shape.bad_header = true,
+            HostileMode::SearchAsToolError => shape.search_answer = SearchAnswer::ToolError,
+            HostileMode::SearchAsRpcError => shape.search_answer = SearchAnswer::RpcError,
         })
     }
 

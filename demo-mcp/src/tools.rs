@@ -46,7 +46,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::state::{DemoState, ToolSetShape};
+use crate::state::{DemoState, SearchAnswer, ToolSetShape};
 
 pub mod ask;
 pub(crate) mod conformance;
@@ -346,6 +346,17 @@ pub(crate) async fn call(
     let name = request.name.as_ref();
     let arguments = request.arguments.clone().unwrap_or_default();
     match run(state, name, &arguments, cancelled).await {
+        // A server that hands data back as an error: the client must
+        // treat that text as what the model read, like any result.
+        Ok(result) if name == SEARCH_NOTES => match state.shape().search_answer {
+            SearchAnswer::Result => Ok(result),
+            SearchAnswer::ToolError => {
+                let mut result = result;
+                result.is_error = Some(true);
+                Ok(result)
+            }
+            SearchAnswer::RpcError => Err(ErrorData::internal_error(text_of(&result), None)),
+        },
         Ok(result) => Ok(result),
         // The MCP spec's answer to an unknown tool is a JSON-RPC error.
         Err(Refusal::UnknownTool) => Err(ErrorData::invalid_params(
@@ -469,6 +480,16 @@ async fn run(
 fn parse<T: DeserializeOwned>(arguments: &JsonObject) -> Result<T, Refusal> {
     serde_json::from_value(Value::Object(arguments.clone()))
         .map_err(|error| Refusal::BadArguments(error.to_string()))
+}
+
+/// The text blocks of a result, joined.
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn success(text: String) -> CallToolResult {

@@ -860,7 +860,8 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
 
 /// What the chat has seen, for a call's provenance: the user's messages,
 /// the results of earlier turns as the chat stores them (the start of each,
-/// `mcp_tool_call.result`), and this turn's results as the model got them.
+/// `mcp_tool_call.result`, or the whole `error`), and this turn's results
+/// and errors as the model got them.
 async fn seen_in_chat(run: &ToolRun<'_>) -> Result<Vec<Seen>, sqlx::Error> {
     let ctx = run.ctx;
     let mut tx = db::user_tx(&run.state.db, ctx.user_id).await?;
@@ -873,7 +874,7 @@ async fn seen_in_chat(run: &ToolRun<'_>) -> Result<Vec<Seen>, sqlx::Error> {
     let earlier = sqlx::query!(
         r#"select data, created_at from chat_events
             where chat_id = $1 and type = 'mcp_tool_call' and turn_id is distinct from $2
-              and data ? 'result'
+              and (data ? 'result' or data ? 'error')
             order by seq"#,
         ctx.chat_id as ChatId,
         ctx.turn_id as TurnId,
@@ -889,15 +890,20 @@ async fn seen_in_chat(run: &ToolRun<'_>) -> Result<Vec<Seen>, sqlx::Error> {
         })
         .collect();
     for row in earlier {
+        // An error's text reached the model as a result's does.
         let Ok(ChatEvent::McpToolCall {
             id,
             connector_id,
             connector_name,
             tool_name,
-            result: Some(text),
+            result,
+            error,
             ..
         }) = serde_json::from_value::<ChatEvent>(row.data)
         else {
+            continue;
+        };
+        let Some(text) = result.or(error) else {
             continue;
         };
         // An event from before connector ids were recorded: its connector
@@ -1141,28 +1147,29 @@ async fn report(
         Err(_) => (None, None),
     };
     // What the model will see of a result is what later calls of this
-    // turn are traced against, and what is searched for instructions.
-    let contains_instructions = match &outcome {
-        Ok(text) => {
-            let seen: String = text
-                .chars()
-                .take(crate::turns::MAX_TOOL_RESULT_CHARS)
-                .collect();
-            let marked = provenance::contains_instructions(&seen);
-            run.seen.add(
-                Source {
-                    call: id.to_owned(),
-                    connector_name: tool.connector_name.clone(),
-                    tool_name: tool.tool_name.clone(),
-                    at: rfc3339(time::OffsetDateTime::now_utc()),
-                },
-                tool.connector_id,
-                seen,
-                marked,
-            );
-            marked
-        }
-        Err(_) => false,
+    // turn are traced against, and what is searched for instructions. An
+    // error is read by the model too, and its text may be the server's
+    // (`isError: true`, a JSON-RPC error's message): a server that hands
+    // back a memo as an error must not escape provenance.
+    let contains_instructions = {
+        let (Ok(text) | Err(text)) = &outcome;
+        let seen: String = text
+            .chars()
+            .take(crate::turns::MAX_TOOL_RESULT_CHARS)
+            .collect();
+        let marked = provenance::contains_instructions(&seen);
+        run.seen.add(
+            Source {
+                call: id.to_owned(),
+                connector_name: tool.connector_name.clone(),
+                tool_name: tool.tool_name.clone(),
+                at: rfc3339(time::OffsetDateTime::now_utc()),
+            },
+            tool.connector_id,
+            seen,
+            marked,
+        );
+        marked
     };
     run.events
         .emit(ChatEvent::McpToolCall {

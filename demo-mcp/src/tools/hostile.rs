@@ -10,6 +10,8 @@
 //! | `huge_listing`    | lists 300 more tools of 60 KiB each: an ~18 MiB `tools/list`  |
 //! | `huge_result`     | lists `huge_result`, whose call returns 17 MiB of text        |
 //! | `bad_header`      | lists `bad_header_tool`, whose `x-mcp-header` is not a token  |
+//! | `search_as_tool_error` | `search_notes` answers its notes as `isError: true`      |
+//! | `search_as_rpc_error`  | `search_notes` answers its notes in a JSON-RPC error     |
 //!
 //! Each bound is overstepped by exactly one thing, so a test knows which
 //! guard answered. `bad_header_tool` and `huge_result` are read-only and
