@@ -258,6 +258,7 @@ pub async fn update_user(
             admin: actor.id(),
             kind: ActivityKind::UserChanged,
             subject: Some((target, row.email)),
+            connector: None,
             changes,
         },
     )
@@ -343,6 +344,7 @@ pub async fn reset_password(
             admin: actor.id(),
             kind: ActivityKind::UserChanged,
             subject: Some((target, email)),
+            connector: None,
             changes: vec![SettingChange {
                 setting: "password".into(),
                 before: String::new(),
@@ -407,6 +409,7 @@ pub async fn create_user(
             admin: actor.id(),
             kind: ActivityKind::UserChanged,
             subject: Some((id, email.as_str().to_owned())),
+            connector: None,
             changes: vec![SettingChange {
                 setting: "account".into(),
                 before: String::new(),

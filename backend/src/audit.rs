@@ -296,7 +296,8 @@ async fn insert(
 }
 
 /// What an administrator changed (DESIGN §8: policy changes enter the
-/// activity chain; so do changes to accounts).
+/// activity chain; so do changes to accounts), or what a user changed of
+/// who they are to a connector (its OAuth account: `admin` is the user).
 #[derive(Debug, Clone)]
 pub struct AdminEntry {
     /// The administrator: the entry is in their log.
@@ -305,6 +306,8 @@ pub struct AdminEntry {
     pub kind: ActivityKind,
     /// For `user_changed`: the account and its email.
     pub subject: Option<(UserId, String)>,
+    /// For `connector_account_changed`: the connector and its name.
+    pub connector: Option<(ConnectorId, String)>,
     /// Each setting, before and after.
     pub changes: Vec<SettingChange>,
 }
@@ -324,6 +327,12 @@ pub async fn append_admin(tx: &mut db::Tx, entry: &AdminEntry) -> Result<i64, sq
             changes: entry.changes.clone(),
             subject_user_id: entry.subject.as_ref().map(|(id, _)| id.0),
             subject: entry.subject.as_ref().map(|(_, email)| email.clone()),
+            connector_id: entry.connector.as_ref().map_or(Uuid::nil(), |(id, _)| id.0),
+            connector_name: entry
+                .connector
+                .as_ref()
+                .map(|(_, name)| name.clone())
+                .unwrap_or_default(),
             ..Stored::default()
         };
         #[expect(clippy::expect_used, reason = "a struct of strings, ids and enums")]

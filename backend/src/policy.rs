@@ -368,6 +368,7 @@ pub async fn update(
             admin,
             kind: ActivityKind::PolicyChanged,
             subject: None,
+            connector: None,
             changes,
         },
     )

@@ -318,6 +318,10 @@ vocabulary! {
         /// An administrator changed an account (disabled, enabled, made
         /// or unmade an admin, reset its password).
         UserChanged = "user_changed",
+        /// The user signed in to a connector's account (OAuth), perhaps
+        /// another one than before, or out of it: later calls act as
+        /// that account.
+        ConnectorAccountChanged = "connector_account_changed",
     }
 }
 

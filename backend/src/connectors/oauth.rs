@@ -547,15 +547,28 @@ pub fn client_metadata_url(state: &AppState) -> Option<String> {
         .map(|origin| format!("{origin}/oauth/client-metadata.json"))
 }
 
+/// What a completed sign-in changed, for the activity log.
+#[derive(Debug, Clone)]
+pub struct AccountChange {
+    /// The connector's name.
+    pub connector_name: String,
+    /// "signed in" (tokens were replaced: perhaps another account) or
+    /// "signed out".
+    pub before: String,
+    /// "signed in at <issuer>".
+    pub after: String,
+}
+
 /// Completes a sign-in from its callback (`code`, `state`, `iss`), for the
-/// signed-in `session_user`. Returns the connector it signed in.
+/// signed-in `session_user`. Returns the connector it signed in, and what
+/// it changed.
 pub async fn finish(
     state: &AppState,
     session_user: UserId,
     code: &str,
     state_param: &str,
     issuer: Option<&str>,
-) -> Result<ConnectorId, OAuthError> {
+) -> Result<(ConnectorId, AccountChange), OAuthError> {
     let secrets = secret_box(state)?;
     let (user_id, connector_id, in_flight) = store::take_state(&state.db, &secrets, state_param)
         .await
@@ -567,6 +580,7 @@ pub async fn finish(
     if current_url(state, user_id, connector_id).await?.as_deref() != Some(&in_flight.resource) {
         return Err(OAuthError::ConnectorChanged);
     }
+    let had_tokens = has_tokens(state, (user_id, connector_id), &in_flight.resource).await?;
     let mut manager = stored_manager(
         state,
         &secrets,
@@ -586,7 +600,86 @@ pub async fn finish(
         .exchange_code_for_token_with_issuer(code, state_param, issuer)
         .await
         .map_err(|e| OAuthError::Exchange(e.to_string()))?;
-    Ok(connector_id)
+    let connector_name = connector_name(state, user_id, connector_id)
+        .await?
+        .unwrap_or_default();
+    let issuer = in_flight
+        .metadata
+        .issuer
+        .clone()
+        .unwrap_or_else(|| in_flight.metadata.authorization_endpoint.clone());
+    Ok((
+        connector_id,
+        AccountChange {
+            connector_name,
+            before: if had_tokens {
+                "signed in"
+            } else {
+                "signed out"
+            }
+            .to_owned(),
+            after: format!("signed in at {issuer}"),
+        },
+    ))
+}
+
+/// The connector's name, if it is still the user's.
+async fn connector_name(
+    state: &AppState,
+    user_id: UserId,
+    connector_id: ConnectorId,
+) -> Result<Option<String>, sqlx::Error> {
+    let mut tx = crate::db::user_tx(&state.db, user_id).await?;
+    let name = sqlx::query_scalar!(
+        "select name from connectors where id = $1",
+        connector_id as ConnectorId,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(name)
+}
+
+/// Whether connector `connector_id` of `user_id` holds tokens for `url`.
+pub async fn has_tokens(
+    state: &AppState,
+    (user_id, connector_id): (UserId, ConnectorId),
+    url: &str,
+) -> Result<bool, OAuthError> {
+    use rmcp::transport::auth::CredentialStore as _;
+    let secrets = secret_box(state)?;
+    let credentials =
+        PgCredentialStore::new(state.db.clone(), secrets, (user_id, connector_id), url);
+    Ok(credentials.load().await.map_err(store_error)?.is_some())
+}
+
+/// Enters a change of the account a connector acts as (a sign-in, perhaps
+/// to another account than before, or a sign-out) in the activity chain:
+/// every later call of the connector acts as that account.
+pub async fn record_account_change(
+    state: &AppState,
+    (user_id, connector_id): (UserId, ConnectorId),
+    connector_name: &str,
+    before: &str,
+    after: &str,
+) -> Result<(), sqlx::Error> {
+    let mut tx = crate::db::service_tx(&state.db).await?;
+    crate::audit::append_admin(
+        &mut tx,
+        &crate::audit::AdminEntry {
+            admin: user_id,
+            kind: countersign_api::ActivityKind::ConnectorAccountChanged,
+            subject: None,
+            connector: Some((connector_id, connector_name.to_owned())),
+            changes: vec![countersign_api::SettingChange {
+                setting: "oauth_account".into(),
+                before: before.to_owned(),
+                after: after.to_owned(),
+            }],
+        },
+    )
+    .await?;
+    tx.commit().await
 }
 
 /// The connector's URL, if it is still the user's.

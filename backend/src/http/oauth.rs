@@ -51,7 +51,7 @@ fn redirect_uri(state: &AppState, headers: &HeaderMap) -> Result<String, ApiErro
     ),
     responses(
         (status = 200, description = "Where to send the browser to sign in", body = countersign_api::OAuthStart),
-        (status = 403, description = "`forbidden_by_policy`: the admin policy forbids it", body = countersign_api::ErrorBody),
+        (status = 403, description = "`mfa_required`: this session needs a recent two-factor step-up (`POST /api/auth/mfa/step-up`), then the same request again (a sign-in changes the account the connector acts as: a credential change); `mfa_enrolment_required`: the deployment or the admin policy requires two-factor sign-in and the account has none; `forbidden_by_policy`: the admin policy forbids it", body = countersign_api::ErrorBody),
         (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
         (status = 409, description = "Not an OAuth connector, or the sign-in cannot ask for more", body = countersign_api::ErrorBody),
         (status = 422, description = "The authorization server is not https", body = countersign_api::ErrorBody),
@@ -66,6 +66,9 @@ pub async fn start(
     headers: HeaderMap,
 ) -> Result<axum::Json<OAuthStart>, ApiError> {
     let connector = load(&state, user.user_id, id).await?;
+    // Which account the connector acts as is a credential: a stolen
+    // session without the second factor must not move it.
+    super::mfa::require_step_up(&state, &user).await?;
     if connector.auth_type != AuthType::OAuth {
         return Err(ApiError::Conflict(
             "This connector does not use OAuth: choose OAuth as its authentication first.".into(),
@@ -153,6 +156,18 @@ pub async fn callback(
     let (Some(code), Some(state_param)) = (answer.code, answer.state) else {
         return back(&[("oauth_error", "The sign-in came back without a code.")]);
     };
+    // The step-up that let the sign-in start must still hold when its
+    // code is spent (it lasts ten minutes): the state is spent either way.
+    if let Err(err) = super::mfa::require_step_up(&state, &user).await {
+        if let Err(e) = oauth::store::discard_state(&state.db, &state_param).await {
+            tracing::warn!(error = %e, "cannot discard a sign-in's state");
+        }
+        tracing::warn!(user.id = %user.user_id, error = %err, "connector sign-in refused: no recent step-up");
+        return back(&[(
+            "oauth_error",
+            "Confirm it is you with your second factor, then sign in to the connector again.",
+        )]);
+    }
     match oauth::finish(
         &state,
         user.user_id.into(),
@@ -162,8 +177,19 @@ pub async fn callback(
     )
     .await
     {
-        Ok(connector_id) => {
+        Ok((connector_id, change)) => {
             tracing::info!(user.id = %user.user_id, connector.id = %connector_id, "connector signed in");
+            if let Err(err) = oauth::record_account_change(
+                &state,
+                (user.user_id.into(), connector_id),
+                &change.connector_name,
+                &change.before,
+                &change.after,
+            )
+            .await
+            {
+                tracing::error!(error = %err, "cannot enter a connector sign-in in the activity log");
+            }
             back(&[
                 ("oauth", "connected"),
                 ("connector", &connector_id.to_string()),
@@ -188,6 +214,7 @@ pub async fn callback(
     ),
     responses(
         (status = 204, description = "Signed out of the connector (tokens revoked where the server offers it)"),
+        (status = 403, description = "`mfa_required`: this session needs a recent two-factor step-up (`POST /api/auth/mfa/step-up`), then the same request again; `mfa_enrolment_required`: the deployment or the admin policy requires two-factor sign-in and the account has none", body = countersign_api::ErrorBody),
         (status = 404, description = "No such connector of the caller", body = countersign_api::ErrorBody),
     ),
 )]
@@ -197,7 +224,14 @@ pub async fn disconnect(
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let connector = load(&state, user.user_id, id).await?;
-    oauth::disconnect(&state, (user.user_id.into(), id.into()), &connector.url).await?;
+    super::mfa::require_step_up(&state, &user).await?;
+    let ids = (user.user_id.into(), id.into());
+    let had_tokens = oauth::has_tokens(&state, ids, &connector.url).await?;
+    oauth::disconnect(&state, ids, &connector.url).await?;
+    if had_tokens {
+        oauth::record_account_change(&state, ids, &connector.name, "signed in", "signed out")
+            .await?;
+    }
     tracing::info!(user.id = %user.user_id, connector.id = %id, "connector signed out");
     Ok(StatusCode::NO_CONTENT)
 }

@@ -518,3 +518,124 @@ async fn a_call_whose_token_is_refused_offers_the_sign_in_in_the_chat() {
     assert_eq!(connector(&app, &id).await["oauth_status"], "needs_sign_in");
     assert_eq!(demo.calls().count("search_notes"), 0);
 }
+
+/// Which account a connector acts as is a credential (issue 44, item 4):
+/// a stolen session without the second factor must not start a sign-in
+/// (which could move the connector onto the attacker's account, so later
+/// approved writes land there while the card looks the same), finish one,
+/// or sign out. Seen to fail without the step-up guard: the start answered
+/// 200 with an authorization URL.
+#[tokio::test]
+async fn signing_in_to_a_connector_or_out_of_it_needs_a_recent_step_up_and_is_logged() {
+    let demo = long_lived_demo().await;
+    let app = app_for(&demo).await;
+    app.signed_up_user().await;
+    let id = add_oauth_connector(&app, &demo).await;
+    let (mut authenticator, _) = crate::mfa::enrolled(&app).await;
+    let mut db = app.superuser().await;
+    let lapse = "update sessions set mfa_verified_at = now() - interval '11 minutes'";
+    sqlx::query(lapse).execute(&mut db).await.expect("lapse");
+
+    let start = format!("/api/connectors/{id}/oauth/start");
+    let res = app.post(&start, &json!({})).await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        res.json::<Value>().await.expect("JSON"),
+        json!({"detail": "mfa_required"})
+    );
+
+    // Stepped up, the sign-in starts; lapsed before the callback, its code
+    // is refused and the state spent.
+    let step_up = |code: String| json!({"code": code});
+    let res = app
+        .post("/api/auth/mfa/step-up", &step_up(authenticator.next()))
+        .await;
+    assert!(res.status().is_success(), "step-up: {}", res.status());
+    let started: Value = app
+        .post(&start, &json!({}))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let back =
+        allow_at_the_authorization_server(started["authorization_url"].as_str().expect("URL"))
+            .await;
+    sqlx::query(lapse).execute(&mut db).await.expect("lapse");
+    let landed = callback(&app, &back).await;
+    assert!(
+        query(&landed, "oauth_error").is_some_and(|e| e.contains("second factor")),
+        "{landed}"
+    );
+    assert_eq!(connector(&app, &id).await["oauth_status"], "needs_sign_in");
+    let res = app
+        .post("/api/auth/mfa/step-up", &step_up(authenticator.next()))
+        .await;
+    assert!(res.status().is_success(), "step-up: {}", res.status());
+    let replay = callback(&app, &back).await;
+    assert!(query(&replay, "oauth_error").is_some(), "{replay}");
+    assert_eq!(connector(&app, &id).await["oauth_status"], "needs_sign_in");
+
+    // With a fresh step-up it completes, and the activity log says so.
+    sign_in(&app, &id).await;
+    assert_eq!(connector(&app, &id).await["oauth_status"], "connected");
+    sign_in(&app, &id).await;
+
+    sqlx::query(lapse).execute(&mut db).await.expect("lapse");
+    let res = app
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/api/connectors/{id}/oauth"),
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN, "sign-out");
+    assert_eq!(connector(&app, &id).await["oauth_status"], "connected");
+    let res = app
+        .post("/api/auth/mfa/step-up", &step_up(authenticator.next()))
+        .await;
+    assert!(res.status().is_success(), "step-up: {}", res.status());
+    let res = app
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/api/connectors/{id}/oauth"),
+            None,
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+
+    let log = app.get_array("/api/activity").await;
+    let changes: Vec<(String, String)> = log
+        .iter()
+        .filter(|e| e["kind"] == "connector_account_changed")
+        .map(|e| {
+            assert_eq!(e["connector_id"], id.as_str(), "{e}");
+            assert_eq!(e["connector_name"], "Demo notes", "{e}");
+            let change = &e["changes"][0];
+            assert_eq!(change["setting"], "oauth_account");
+            (
+                change["before"].as_str().expect("before").to_owned(),
+                change["after"].as_str().expect("after").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(changes.len(), 3, "{log:?}");
+    let mut befores: Vec<&str> = changes.iter().map(|(b, _)| b.as_str()).collect();
+    befores.sort_unstable();
+    assert_eq!(
+        befores,
+        ["signed in", "signed in", "signed out"],
+        "{changes:?}"
+    );
+    assert!(
+        changes
+            .iter()
+            .filter(|(_, a)| a.starts_with("signed in at "))
+            .count()
+            == 2,
+        "{changes:?}"
+    );
+    assert!(
+        changes.iter().any(|(_, a)| a == "signed out"),
+        "{changes:?}"
+    );
+}

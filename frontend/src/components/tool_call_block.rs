@@ -4,7 +4,7 @@ use leptos::prelude::*;
 
 use crate::api;
 use crate::components::connectors::open_sign_in_page;
-use crate::components::{FormError, OriginChip, last_error};
+use crate::components::{FormError, OriginChip, StepUp, last_error};
 use crate::model::transcript::{SignInAgain, ToolCall, ToolResult, ToolState};
 use crate::session::SessionState;
 
@@ -94,12 +94,14 @@ pub fn ToolResultFold(result: ToolResult) -> impl IntoView {
 #[component]
 pub fn SignInAgainButton(again: SignInAgain) -> impl IntoView {
     let session = SessionState::expect();
+    let step_up = StepUp::expect();
     let id = again.connector_id.clone();
     let start = Action::new_local(move |_: &()| {
         let token = session.csrf_token().unwrap_or_default();
         let id = id.clone();
         async move {
-            let started = api::start_connector_sign_in(&token, &id)
+            let started = step_up
+                .run(|| api::start_connector_sign_in(&token, &id))
                 .await
                 .map_err(|failure| failure.detail)?;
             open_sign_in_page(&started.authorization_url)

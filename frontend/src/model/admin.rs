@@ -37,6 +37,7 @@ pub fn setting_name(setting: &str) -> &str {
         "is_admin" => "Administrator",
         "password" => "Password",
         "account" => "Account",
+        "oauth_account" => "Signed-in account",
         other => other,
     }
 }
@@ -73,7 +74,9 @@ pub fn change_text(change: &SettingChange) -> String {
 pub fn is_admin_entry(entry: &ActivityEntry) -> bool {
     matches!(
         entry.kind,
-        ActivityKind::PolicyChanged | ActivityKind::UserChanged
+        ActivityKind::PolicyChanged
+            | ActivityKind::UserChanged
+            | ActivityKind::ConnectorAccountChanged
     )
 }
 
@@ -82,6 +85,9 @@ pub fn entry_subject(entry: &ActivityEntry) -> String {
     match (entry.kind, entry.subject.as_deref()) {
         (ActivityKind::PolicyChanged, _) => "The policy".into(),
         (ActivityKind::UserChanged, Some(email)) => format!("The account {email}"),
+        (ActivityKind::ConnectorAccountChanged, _) => {
+            format!("The connector {}", entry.connector_name)
+        }
         _ => "An account".into(),
     }
 }

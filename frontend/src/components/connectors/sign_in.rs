@@ -16,7 +16,7 @@ use leptos::prelude::*;
 
 use super::store::ConnectorStore;
 use crate::api;
-use crate::components::{FormError, last_error};
+use crate::components::{FormError, StepUp, last_error};
 use crate::model::oauth::{SignInReturn, browser_may_open, sign_in_state};
 use crate::session::SessionState;
 
@@ -74,6 +74,7 @@ pub(super) fn SignInControls(
         })
     };
 
+    let step_up = StepUp::expect();
     let id_for_action = id.clone();
     let act = Action::new_local(move |request: &SignInRequest| {
         let request = *request;
@@ -81,14 +82,18 @@ pub(super) fn SignInControls(
         let id = id_for_action.clone();
         async move {
             match request {
+                // Which account the connector acts as is a credential:
+                // both ways may need a two-factor step-up first.
                 SignInRequest::SignIn => {
-                    let started = api::start_connector_sign_in(&token, &id)
+                    let started = step_up
+                        .run(|| api::start_connector_sign_in(&token, &id))
                         .await
                         .map_err(|failure| failure.detail)?;
                     open_sign_in_page(&started.authorization_url)
                 }
                 SignInRequest::SignOut => {
-                    let outcome = api::sign_out_connector(&token, &id)
+                    let outcome = step_up
+                        .run(|| api::sign_out_connector(&token, &id))
                         .await
                         .map_err(|failure| failure.detail);
                     // Either way, show where the sign-in stands now.
