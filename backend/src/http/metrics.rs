@@ -4,8 +4,9 @@
 //! - with `COUNTERSIGN_METRICS_BIND`, on a listener of its own ([`serve`])
 //!   that answers `/metrics` and nothing else, to whoever reaches it (bind
 //!   it where only the scraper can); the main address then answers 404;
-//! - without it, on the main address for a loopback peer only
-//!   ([`main_address_serves`]): a Prometheus on the same host.
+//! - without it, on the main address for a loopback peer only, and not
+//!   for one `COUNTERSIGN_TRUSTED_PROXIES` names ([`main_address_serves`]):
+//!   a Prometheus on the same host, not a proxy there.
 //!
 //! Either way it is outside `/api`: no session cookie, no Origin/CSRF
 //! check (it is a GET that changes nothing), and not compressed (the
@@ -32,14 +33,25 @@ use std::{future::Future, net::IpAddr, time::Duration};
 const FORWARDING_HEADERS: [&str; 3] = ["forwarded", "x-forwarded-for", "x-real-ip"];
 
 /// Whether the main address answers `/metrics`: only when there is no
-/// metrics listener of its own, the TCP peer is a loopback address, and
-/// the request was not forwarded by a proxy. The peer is the real socket's
+/// metrics listener of its own, the TCP peer is a loopback address that
+/// `COUNTERSIGN_TRUSTED_PROXIES` does not name, and the request was not
+/// forwarded by a proxy. The peer is the real socket's
 /// (`extract::peer_ip`), never `X-Forwarded-For`: a header can only take
 /// the right away (a proxy on this host forwarding a stranger), never
 /// grant it (a stranger writing `X-Forwarded-For: 127.0.0.1`, or a trusted
-/// proxy elsewhere passing it on).
-pub fn main_address_serves(own_listener: bool, peer: Option<IpAddr>, forwarded: bool) -> bool {
-    !own_listener && !forwarded && peer.is_some_and(|ip| ip.to_canonical().is_loopback())
+/// proxy elsewhere passing it on). A proxy on this host that adds no
+/// forwarding header looks like a local scraper; naming it a trusted proxy
+/// is what tells them apart (docs/operations.md, "Metrics behind a
+/// proxy").
+pub fn main_address_serves(
+    own_listener: bool,
+    peer: Option<IpAddr>,
+    forwarded: bool,
+    proxies: &crate::config::TrustedProxies,
+) -> bool {
+    !own_listener
+        && !forwarded
+        && peer.is_some_and(|ip| ip.to_canonical().is_loopback() && !proxies.contains(ip))
 }
 
 fn is_forwarded(headers: &HeaderMap) -> bool {
@@ -69,6 +81,7 @@ pub async fn get_metrics(
         state.config.metrics_bind.is_some(),
         peer,
         is_forwarded(&headers),
+        &state.config.trusted_proxies,
     ) {
         return StatusCode::NOT_FOUND.into_response();
     }
@@ -203,9 +216,35 @@ mod tests {
                 "the metrics listener serves it instead",
             ),
         ];
+        let none = crate::config::TrustedProxies::default();
         for (own, peer, forwarded, served, why) in cases {
-            assert_eq!(main_address_serves(own, peer, forwarded), served, "{why}");
+            assert_eq!(
+                main_address_serves(own, peer, forwarded, &none),
+                served,
+                "{why}"
+            );
         }
+    }
+
+    /// A proxy on this host that adds no forwarding header (issue 44,
+    /// item 9): named a trusted proxy, its loopback address is no local
+    /// scraper. Seen to fail before the proxies were consulted.
+    #[test]
+    fn a_loopback_peer_named_a_trusted_proxy_is_not_served() {
+        let proxies: crate::config::TrustedProxies = "127.0.0.1,::1".parse().expect("proxies");
+        for peer in [
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+            "::ffff:127.0.0.1".parse().expect("mapped"),
+        ] {
+            assert!(
+                !main_address_serves(false, Some(peer), false, &proxies),
+                "{peer}"
+            );
+        }
+        // Another loopback address, not named, is still a local scraper.
+        let other = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+        assert!(main_address_serves(false, Some(other), false, &proxies));
     }
 
     #[test]

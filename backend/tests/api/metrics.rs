@@ -273,8 +273,23 @@ async fn a_forwarded_request_cannot_scrape_the_main_address_even_from_loopback()
             .expect("request");
         assert_eq!(res.status(), StatusCode::NOT_FOUND, "{header}: {value}");
     }
-    // The same request unforwarded is a loopback peer's: served.
-    scrape(&app.url("/metrics")).await;
+    // The same request unforwarded comes from 127.0.0.1, which is named a
+    // proxy: a proxy on this host that adds no header forwards strangers
+    // just so (issue 44, item 9; seen served before the fix).
+    let res = app
+        .client
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        res.status(),
+        StatusCode::NOT_FOUND,
+        "a trusted proxy's peer"
+    );
+    // Without it named, a loopback peer is a local scraper: served.
+    let local = spawn_app_with(|_| {}).await;
+    scrape(&local.url("/metrics")).await;
 }
 
 #[tokio::test]
