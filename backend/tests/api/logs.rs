@@ -113,6 +113,11 @@ const APPROVAL_KEY: &str = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293
 
 impl JsonLogServer {
     async fn start(app: &TestApp) -> Self {
+        Self::start_with(app, &[]).await
+    }
+
+    /// [`Self::start`], with `env` set on top (`RUST_LOG` among them).
+    async fn start_with(app: &TestApp, env: &[(&str, &str)]) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .expect("port")
             .local_addr()
@@ -128,6 +133,7 @@ impl JsonLogServer {
             .env("COUNTERSIGN_APPROVAL_KEY", APPROVAL_KEY)
             // The filter an operator gets by default.
             .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -379,4 +385,160 @@ async fn postgres_is_not_let_log_users_content_and_says_when_it_would() {
         .expect("set");
     let pool = fresh_pool().await.expect("pool");
     assert!(db::logs_parameters(&pool).await.expect("settings"));
+}
+
+/// Secrets stay out of the log at any level (issue 44, item 10): the
+/// real binary at `RUST_LOG=trace` signs a connector in through OAuth (a
+/// confidential client: code, client secret, tokens) and answers a
+/// server's form with an API key; none of it is in what it wrote. Seen
+/// to fail before the caps: rmcp's debug lines carried the answer and the
+/// authorization code.
+#[tokio::test]
+async fn at_rust_log_trace_no_oauth_secret_or_elicitation_answer_is_logged() {
+    use crate::oauth_flow::{allow_at_the_authorization_server, long_lived_demo, query};
+    let demo = long_lived_demo().await;
+    let oauth = demo.oauth().expect("oauth mode");
+    oauth.confidential_clients();
+    let app = spawn_app().await;
+    let allow = format!("127.0.0.1:{}", demo.addr().port());
+    let server = JsonLogServer::start_with(
+        &app,
+        &[
+            ("RUST_LOG", "trace"),
+            ("COUNTERSIGN_ALLOW_PRIVATE_CONNECTORS", allow.as_str()),
+        ],
+    )
+    .await;
+    let on = app.at(&server.base);
+    let (status, cookie, _) = on.signup(&email(), GOOD_PASSWORD).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let session = cookie
+        .as_deref()
+        .and_then(|c| c.split(';').next())
+        .and_then(|c| c.split_once('='))
+        .map(|(_, token)| token.to_owned())
+        .expect("a session cookie");
+
+    let res = on
+        .post(
+            "/api/connectors",
+            &json!({"name": "Demo", "url": demo.mcp_url(), "auth": {"type": "oauth"}}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let id = res.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let started: Value = on
+        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let back =
+        allow_at_the_authorization_server(started["authorization_url"].as_str().expect("URL"))
+            .await;
+    let code = query(&back, "code").expect("a code");
+    let landed = crate::oauth_flow::callback(&on, &back).await;
+    assert_eq!(
+        query(&landed, "oauth").as_deref(),
+        Some("connected"),
+        "{landed}"
+    );
+    let res = on
+        .post(&format!("/api/connectors/{id}/refresh"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let tools = crate::helpers::seen(&on, &id, Some(&["file_note"])).await;
+    let res = on
+        .request(
+            reqwest::Method::PUT,
+            &format!("/api/connectors/{id}/tools/review"),
+            Some(json!({"keep": tools, "decline": []})),
+        )
+        .await;
+    assert!(res.status().is_success(), "review: {}", res.status());
+
+    // A form answered with an API key.
+    let answer_secret = "sk-live-ANSWER-7f3c9d2e1b0a";
+    let chat = on.create_chat("offline/demo").await;
+    let mut stream = on.stream(&chat, None).await;
+    on.send(
+        &chat,
+        r#"use demo__file_note with {"title": "Engagement letter"}"#,
+    )
+    .await;
+    let card = stream
+        .until("mcp_confirmation_required")
+        .await
+        .pop()
+        .expect("card")
+        .1;
+    let res = crate::helpers::decide(&on, &card, "approve").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let question = stream
+        .until("mcp_input_required")
+        .await
+        .pop()
+        .expect("asked")
+        .1;
+    let res = on
+        .post(
+            &format!(
+                "/api/mcp-input-requests/{}",
+                question["id"].as_str().expect("id")
+            ),
+            &json!({"action": "accept", "content":
+                {"matter": answer_secret, "confidentiality": "privileged", "notify_team": true}}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+    let tokens: Vec<String> = oauth
+        .seen()
+        .iter()
+        .filter_map(|h| h.strip_prefix("Bearer ").map(str::to_owned))
+        .collect();
+    assert!(!tokens.is_empty(), "the connector was called with a token");
+
+    // A line after all of that, so everything before it has been read.
+    let res = on
+        .client
+        .get(on.url("/api/auth/me"))
+        .header(X_REQUEST_ID, "log-last-1")
+        .send()
+        .await
+        .expect("me");
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut lines = server.until("log-last-1");
+    lines.extend(server.stop());
+    let all = lines.join("\n");
+    assert!(
+        lines.iter().any(|l| l.contains(r#""level":"DEBUG""#)),
+        "RUST_LOG=trace took effect: {all}"
+    );
+    let mut secrets = vec![
+        (code.as_str(), "the OAuth authorization code"),
+        (answer_secret, "the form's answer"),
+        (session.as_str(), "the session token"),
+        (GOOD_PASSWORD, "the password"),
+        (SECRET_KEY, "COUNTERSIGN_SECRET_KEY"),
+    ];
+    for token in &tokens {
+        secrets.push((token.as_str(), "an access token"));
+    }
+    for (secret, what) in secrets {
+        assert!(
+            !all.contains(secret),
+            "{what} is in the log at RUST_LOG=trace:\n{}",
+            lines
+                .iter()
+                .filter(|l| l.contains(secret))
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
 }
