@@ -83,7 +83,7 @@ use elicit::Pause;
 pub use elicit::{AskUser, Elicitation, HeadlessAnswer};
 pub use error::McpError;
 use error::{Phase, Redactor};
-use transport::{ConnectorHttp, RawReplies, Reply};
+use transport::{ConnectorHttp, RawReplies, Reply, Standalone};
 
 /// The most tools one connector may list (DESIGN §2).
 pub const MAX_TOOLS: usize = 500;
@@ -95,6 +95,10 @@ pub const MAX_RESPONSE_BYTES: usize = transport::MAX_RESPONSE_BYTES;
 /// How many times one call answers a server's request for input and
 /// retries before giving up (DESIGN §6a: rounds are capped at 5).
 pub const MAX_INPUT_ROUNDS: usize = 5;
+
+/// How long a legacy session that declares input waits for its standalone
+/// GET stream to open before it is handed over (see [`connect`]).
+const STANDALONE_WAIT: Duration = Duration::from_secs(5);
 
 /// A tool the server listed that is not offered, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -318,11 +322,12 @@ pub async fn connect(
         after: Some(settings.list_timeout),
     };
     let raw = RawReplies::default();
+    let standalone = Standalone::default();
     let pause = Arc::new(Pause::new());
 
     let attempt = |handshake| {
         let transport = StreamableHttpClientTransport::with_client(
-            ConnectorHttp::new(http.clone(), raw.clone()),
+            ConnectorHttp::new(http.clone(), raw.clone(), standalone.clone()),
             config.clone(),
         );
         tokio::time::timeout_at(
@@ -367,6 +372,22 @@ pub async fn connect(
             }
         }
     };
+
+    // A legacy server may ask for input only on the session's standalone
+    // GET stream, which rmcp opens in the background after `initialized`:
+    // a call sent before its headers came back would be asked about on no
+    // stream at all, and wait out the call's timeout. With input declared,
+    // the session is handed over once that stream is open or refused (at
+    // most STANDALONE_WAIT: the stream is optional, a server may never
+    // answer the GET).
+    if settings.elicitation.is_some() && standalone.has_session() {
+        let until = deadline.min(Instant::now() + STANDALONE_WAIT);
+        if !standalone.settled_by(until).await {
+            tracing::warn!(
+                "mcp: the server's standalone stream did not open in time; its requests may be lost"
+            );
+        }
+    }
 
     // The gate pins what the server says now, never a remembered answer.
     service

@@ -21,8 +21,10 @@
 //!   would be reachable from the network; the namespace also keeps every
 //!   request the scenarios make on loopback (the tests' network rule);
 //! - bounding time: the suite kills a client after [`CLIENT_TIMEOUT`] and
-//!   gives up on a server scenario after [`SERVER_SCENARIO_TIMEOUT`]; each
-//!   suite process is killed (its whole process group) past its own budget;
+//!   gives up on a server scenario after [`SERVER_SCENARIO_TIMEOUT`]; a
+//!   suite process (its whole process group) is killed when it makes no
+//!   progress for [`STALL`] — a hang, not a slow machine — or, spinning,
+//!   past [`BACKSTOP`];
 //! - the verdict: a scenario × version table, compared with
 //!   `e2e/conformance-baseline.yml` (see `baseline`). A failure not listed
 //!   there fails the task; a listed one that passes is reported ("baseline
@@ -67,9 +69,16 @@ const BASELINE: &str = "e2e/conformance-baseline.yml";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long one server scenario may take against the demo server.
 const SERVER_SCENARIO_TIMEOUT: Duration = Duration::from_secs(15);
-/// Time for the suite itself (Node start-up, mock servers) on top of the
-/// scenarios' own budgets before its process group is killed.
-const SUITE_SLACK: Duration = Duration::from_secs(30);
+/// How long a suite process may go without progress — no CPU time spent
+/// by its process group (or the demo server it tests), no output — before
+/// it is taken for hung and killed. Above the longest wait a passing run
+/// may spend idle (the suite's own client timeout, which ends a stuck
+/// probe and records it), so only a hang reaches it; a slow machine still
+/// makes progress.
+const STALL: Duration = Duration::from_secs(35);
+/// The backstop for one suite process however busy it looks: a run that
+/// spins without finishing.
+const BACKSTOP: Duration = Duration::from_secs(600);
 /// The argument that marks the re-executed xtask inside the namespace.
 const INSIDE: &str = "--inside-private-network-namespace";
 /// What the probe may connect to: the suite's mocks, on loopback.
@@ -289,7 +298,9 @@ fn inside() -> anyhow::Result<()> {
             let url = format!("http://127.0.0.1:{port}/mcp");
             for version in VERSIONS {
                 let listed = suite.list(Side::Server, version)?;
-                for (scenario, outcome) in run_server(&suite, &url, version, &listed, &results)? {
+                for (scenario, outcome) in
+                    run_server(&suite, (&url, &demo), version, &listed, &results)?
+                {
                     outcomes.insert((Side::Server, scenario, version.to_owned()), outcome);
                 }
             }
@@ -312,8 +323,12 @@ fn inside() -> anyhow::Result<()> {
 /// The probe in its conformance mode, as one shell word list (the suite
 /// runs `--command` through a shell and appends the mock's URL).
 fn probe_command(bin: &Path) -> String {
+    // `exec`: the suite runs the command through `sh -c` and stops it with
+    // SIGTERM at its timeout; dash forks rather than execs, so without
+    // `exec` the signal ends the shell and the probe lives on, holding
+    // the suite's pipes open.
     format!(
-        "{} connector probe --allow-private {} --conformance",
+        "exec {} connector probe --allow-private {} --conformance",
         sh_quote(&bin.to_string_lossy()),
         sh_quote(PROBE_ALLOW)
     )
@@ -362,13 +377,11 @@ fn run_client(
             .arg("-o")
             .arg(&dir),
         &dir.join("suite.log"),
-        CLIENT_TIMEOUT + SUITE_SLACK,
+        &[],
     )?;
-    let Some(status) = status else {
-        return Ok(Outcome::Failed(vec![format!(
-            "the suite did not finish within {:?}; killed",
-            CLIENT_TIMEOUT + SUITE_SLACK
-        )]));
+    let status = match status {
+        Ended::Exited(status) => status,
+        killed => return Ok(Outcome::Failed(vec![killed.why()])),
     };
     let Some(run_dir) = find_checks(&dir)? else {
         return Ok(Outcome::Failed(vec![format!(
@@ -402,15 +415,13 @@ fn run_client(
 
 fn run_server(
     suite: &Suite,
-    url: &str,
+    (url, demo): (&str, &std::process::Child),
     version: &str,
     listed: &[String],
     results: &Path,
 ) -> anyhow::Result<Vec<(String, Outcome)>> {
     let dir = results.join("server").join(version);
     std::fs::create_dir_all(&dir)?;
-    let budget =
-        SERVER_SCENARIO_TIMEOUT * u32::try_from(listed.len()).unwrap_or(u32::MAX) + SUITE_SLACK;
     let log = dir.join("suite.log");
     // Its exit status says whether anything failed; the checks say what.
     let status = bounded(
@@ -430,7 +441,7 @@ fn run_server(
             .arg("-o")
             .arg(&dir),
         &log,
-        budget,
+        &[demo],
     )?;
     let mut by_scenario = BTreeMap::new();
     for entry in std::fs::read_dir(&dir)? {
@@ -451,12 +462,12 @@ fn run_server(
         let outcome = match by_scenario.remove(scenario) {
             Some(failed) if failed.is_empty() => Outcome::Passed,
             Some(failed) => Outcome::Failed(failed),
-            None => Outcome::Failed(vec![match status {
-                None => format!("the suite was killed after {budget:?} before it ran this"),
-                Some(status) => format!(
+            None => Outcome::Failed(vec![match &status {
+                Ended::Exited(status) => format!(
                     "the suite wrote no result for it ({status}); see {}",
                     log.display()
                 ),
+                killed => format!("{} before it ran this", killed.why()),
             }]),
         };
         outcomes.push((scenario.clone(), outcome));
@@ -538,7 +549,35 @@ fn cut(text: &str, max: usize) -> String {
 
 /// Runs `c` with its output in `log`, in a process group of its own;
 /// kills the group after `limit`. `None` means it was killed.
-fn bounded(c: &mut Command, log: &Path, limit: Duration) -> anyhow::Result<Option<ExitStatus>> {
+/// How a suite process ended.
+#[derive(Debug)]
+enum Ended {
+    Exited(ExitStatus),
+    /// No progress for [`STALL`]: killed.
+    Hung,
+    /// Still busy after [`BACKSTOP`]: killed.
+    TooLong,
+}
+
+impl Ended {
+    fn why(&self) -> String {
+        match self {
+            Ended::Exited(status) => format!("the suite exited ({status})"),
+            Ended::Hung => {
+                format!("the suite hung: no CPU time spent and no output for {STALL:?}; killed")
+            }
+            Ended::TooLong => format!("the suite did not finish within {BACKSTOP:?}; killed"),
+        }
+    }
+}
+
+/// Runs `c` in a process group of its own, its output to `log`, and kills
+/// the group when it makes no progress for [`STALL`] — neither it nor
+/// the processes `also` (a server under test) spend CPU time, and the log
+/// does not grow — or runs past [`BACKSTOP`]. A starved process on a busy
+/// machine still gains CPU time; a blocked one does not: the limit fails a
+/// hang, not a slow machine.
+fn bounded(c: &mut Command, log: &Path, also: &[&std::process::Child]) -> anyhow::Result<Ended> {
     use std::os::unix::process::CommandExt as _;
     let file =
         std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
@@ -548,21 +587,85 @@ fn bounded(c: &mut Command, log: &Path, limit: Duration) -> anyhow::Result<Optio
         .process_group(0)
         .spawn()
         .with_context(|| format!("cannot start {}", c.get_program().to_string_lossy()))?;
-    let deadline = Instant::now() + limit;
+    let group = child.id();
+    let also: Vec<u32> = also.iter().map(|c| c.id()).collect();
+    let started = Instant::now();
+    let mut last = (cpu_ticks(group, &also), log_size(log));
+    let mut moved = Instant::now();
+    let mut checked = Instant::now();
     loop {
         if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
+            return Ok(Ended::Exited(status));
         }
-        if Instant::now() > deadline {
+        if checked.elapsed() >= Duration::from_secs(1) {
+            checked = Instant::now();
+            let now = (cpu_ticks(group, &also), log_size(log));
+            if now != last {
+                last = now;
+                moved = Instant::now();
+            }
+        }
+        let ended = if moved.elapsed() > STALL {
+            Some(Ended::Hung)
+        } else if started.elapsed() > BACKSTOP {
+            Some(Ended::TooLong)
+        } else {
+            None
+        };
+        if let Some(ended) = ended {
             // The suite's children (the probe, through a shell) share its group.
             let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .args(["-KILL", "--", &format!("-{group}")])
                 .status();
             let _ = child.wait();
-            return Ok(None);
+            return Ok(ended);
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+fn log_size(log: &Path) -> u64 {
+    std::fs::metadata(log).map_or(0, |m| m.len())
+}
+
+/// CPU time (user + system, and that of reaped children) of every process
+/// in process group `group` and of the processes `also`, in clock ticks,
+/// from `/proc`.
+fn cpu_ticks(group: u32, also: &[u32]) -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut total = 0;
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some((pgrp, ticks)) = parse_stat(&stat)
+            && (pgrp == group || also.contains(&pid))
+        {
+            total += ticks;
+        }
+    }
+    total
+}
+
+/// `(pgrp, utime + stime + cutime + cstime)` from a `/proc/PID/stat` line
+/// (the command name, in parentheses, may hold spaces and parentheses).
+fn parse_stat(stat: &str) -> Option<(u32, u64)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let pgrp = fields.get(2)?.parse().ok()?;
+    let ticks = (11..=14)
+        .map(|i| fields.get(i).and_then(|f| f.parse::<u64>().ok()))
+        .sum::<Option<u64>>()?;
+    Some((pgrp, ticks))
 }
 
 /// One cell of the table.
@@ -841,10 +944,18 @@ mod tests {
     }
 
     #[test]
+    fn a_proc_stat_line_gives_its_group_and_cpu_ticks_whatever_its_name() {
+        let stat = "4242 (node (v24) x) S 1 4240 4240 0 -1 4194304 100 0 0 0 \
+                    7 3 2 1 20 0 11 0 123 456 789";
+        assert_eq!(parse_stat(stat), Some((4240, 13)));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
     fn the_probe_command_survives_a_shell() {
         assert_eq!(
             probe_command(Path::new("/t/it's/countersign")),
-            "'/t/it'\\''s/countersign' connector probe --allow-private \
+            "exec '/t/it'\\''s/countersign' connector probe --allow-private \
              'localhost,127.0.0.0/8,::1' --conformance"
         );
     }

@@ -101,16 +101,80 @@ fn key(id: &RequestId) -> String {
     serde_json::to_string(id).unwrap_or_default()
 }
 
+/// A 2025-11-25 session's standalone GET stream, as far as the client
+/// knows: whether the server gave a session at all (only then does rmcp
+/// open one), and whether the stream's first request has returned — its
+/// headers came, or it was refused. A server may send its requests
+/// (`elicitation/create`) on that stream alone, and one that finds it not
+/// yet open drops them (the TypeScript SDK does): the session is handed
+/// over only once it is settled (`mcp::connect`).
+#[derive(Debug, Clone)]
+pub(super) struct Standalone {
+    session: Arc<std::sync::atomic::AtomicBool>,
+    settled: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Default for Standalone {
+    fn default() -> Self {
+        Self {
+            session: Arc::default(),
+            settled: Arc::new(tokio::sync::watch::Sender::new(false)),
+        }
+    }
+}
+
+impl Standalone {
+    fn saw_session(&self) {
+        self.session
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn settle(&self) {
+        self.settled.send_replace(true);
+    }
+
+    /// Whether a reply carried `Mcp-Session-Id`.
+    pub(super) fn has_session(&self) -> bool {
+        self.session.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Waits until the stream's first request has returned, or `until`;
+    /// whether it had.
+    pub(super) async fn settled_by(&self, until: tokio::time::Instant) -> bool {
+        let mut settled = self.settled.subscribe();
+        tokio::time::timeout_at(until, settled.wait_for(|done| *done))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+}
+
 /// The caller's `reqwest::Client`, as rmcp's transport sees it.
 #[derive(Debug, Clone)]
 pub(super) struct ConnectorHttp {
     http: reqwest::Client,
     raw: RawReplies,
+    standalone: Standalone,
 }
 
 impl ConnectorHttp {
-    pub(super) fn new(http: reqwest::Client, raw: RawReplies) -> Self {
-        Self { http, raw }
+    pub(super) fn new(http: reqwest::Client, raw: RawReplies, standalone: Standalone) -> Self {
+        Self {
+            http,
+            raw,
+            standalone,
+        }
+    }
+
+    /// Notes a reply's session, for [`Standalone`].
+    fn note_session(&self, response: &Result<StreamableHttpPostResponse, HttpError>) {
+        let session = match response {
+            Ok(StreamableHttpPostResponse::Json(_, session))
+            | Ok(StreamableHttpPostResponse::Sse(_, session)) => session.is_some(),
+            _ => false,
+        };
+        if session {
+            self.standalone.saw_session();
+        }
     }
 
     /// The stand-in for a reply to `id` that was too large: marks `id`, and
@@ -469,7 +533,7 @@ impl StreamableHttpClient for ConnectorHttp {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         if let Some(id) = tools_list_id(&message) {
-            return self
+            let response = self
                 .post_tools_list(
                     id,
                     uri,
@@ -480,6 +544,8 @@ impl StreamableHttpClient for ConnectorHttp {
                     limits,
                 )
                 .await;
+            self.note_session(&response);
+            return response;
         }
         let id = request_id(&message);
         let mut limits = limits;
@@ -496,6 +562,7 @@ impl StreamableHttpClient for ConnectorHttp {
                 limits,
             )
             .await;
+        self.note_session(&response);
         match (response, id) {
             (Err(StreamableHttpError::ResponseBodyTooLarge { .. }), Some(id)) => {
                 self.refuse_oversized(&id)
@@ -530,9 +597,15 @@ impl StreamableHttpClient for ConnectorHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxedSseResponse, HttpError> {
-        self.http
+        let first = session_id.is_some() && last_event_id.is_none();
+        let stream = self
+            .http
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await
+            .await;
+        if first {
+            self.standalone.settle();
+        }
+        stream
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -544,7 +617,9 @@ impl StreamableHttpClient for ConnectorHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxedSseResponse, HttpError> {
-        self.http
+        let first = session_id.is_some() && last_event_id.is_none();
+        let stream = self
+            .http
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
@@ -553,7 +628,11 @@ impl StreamableHttpClient for ConnectorHttp {
                 custom_headers,
                 max_sse_event_size,
             )
-            .await
+            .await;
+        if first {
+            self.standalone.settle();
+        }
+        stream
     }
 }
 

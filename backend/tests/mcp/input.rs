@@ -218,3 +218,155 @@ async fn a_server_that_keeps_asking_gets_five_answered_rounds_and_then_the_call_
     );
     session.close().await;
 }
+
+// ---- A legacy server that asks on its standalone GET stream.
+
+/// What [`late_stream_server`] shares between its handlers.
+#[derive(Debug, Default)]
+struct LateStream {
+    /// The open GET stream's sender, once its headers went out.
+    stream: Option<tokio::sync::mpsc::UnboundedSender<String>>,
+    /// The answer to the server's `elicitation/create`, when it comes.
+    answer: Option<tokio::sync::oneshot::Sender<Value>>,
+    /// `tools/call`s that found no stream to ask on (the TypeScript SDK
+    /// drops such a request silently and the call then waits forever).
+    dropped: usize,
+}
+
+type LateShared = Arc<Mutex<LateStream>>;
+
+/// A 2025-11-25 server in the TypeScript SDK's manner: its tool asks for
+/// input with a request sent on the session's standalone GET stream, whose
+/// headers it sends only after `delay` — on a busy machine, the call can
+/// arrive before the stream is open.
+async fn late_stream_server(delay: std::time::Duration) -> (Running, LateShared) {
+    let shared = LateShared::default();
+    let router = Router::new()
+        .route(
+            "/mcp",
+            axum::routing::post(late_post)
+                .get(move |State(shared): State<LateShared>| late_get(shared, delay))
+                .delete(|| async { axum::http::StatusCode::OK }),
+        )
+        .with_state(shared.clone());
+    (serve_router(router).await, shared)
+}
+
+async fn late_get(shared: LateShared, delay: std::time::Duration) -> Response {
+    tokio::time::sleep(delay).await;
+    let (send, receive) = tokio::sync::mpsc::unbounded_channel::<String>();
+    shared.lock().unwrap_or_else(PoisonError::into_inner).stream = Some(send);
+    let events = futures_util::stream::unfold(receive, |mut receive| async move {
+        let data = receive.recv().await?;
+        Some((
+            Ok::<_, std::convert::Infallible>(format!("data: {data}\n\n")),
+            receive,
+        ))
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(axum::body::Body::from_stream(events))
+        .expect("a response")
+}
+
+async fn late_post(State(shared): State<LateShared>, body: axum::body::Bytes) -> Response {
+    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    let reply = |result: Value| {
+        let mut res =
+            axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response();
+        res.headers_mut()
+            .insert("mcp-session-id", "late-1".parse().expect("a header"));
+        res
+    };
+    match message.get("method").and_then(Value::as_str) {
+        Some("server/discover") => axum::Json(json!({
+            "jsonrpc": "2.0", "id": id,
+            "error": {"code": -32601, "message": "Method not found"}
+        }))
+        .into_response(),
+        Some("initialize") => reply(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "late-stream", "version": "1.0.0"}
+        })),
+        Some("tools/call") => {
+            let (asked, answer) = tokio::sync::oneshot::channel();
+            let sent = {
+                let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                state.answer = Some(asked);
+                let request = json!({
+                    "jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create",
+                    "params": {"message": "Your name?", "requestedSchema": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string", "default": "Ada"}}
+                    }}
+                });
+                let sent = state
+                    .stream
+                    .as_ref()
+                    .is_some_and(|s| s.send(request.to_string()).is_ok());
+                if !sent {
+                    state.dropped += 1;
+                }
+                sent
+            };
+            if !sent {
+                return reply(json!({
+                    "content": [{"type": "text", "text": "dropped: no stream to ask on"}],
+                    "isError": true
+                }));
+            }
+            match tokio::time::timeout(std::time::Duration::from_secs(5), answer).await {
+                Ok(Ok(result)) => reply(json!({
+                    "content": [{"type": "text", "text": result.to_string()}]
+                })),
+                _ => reply(json!({
+                    "content": [{"type": "text", "text": "no answer"}],
+                    "isError": true
+                })),
+            }
+        }
+        // The client's answer to the server's request.
+        None if message.get("result").is_some() => {
+            let answer = shared
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .answer
+                .take();
+            if let Some(answer) = answer {
+                let _ = answer.send(message["result"].clone());
+            }
+            axum::http::StatusCode::ACCEPTED.into_response()
+        }
+        _ if id.is_null() => axum::http::StatusCode::ACCEPTED.into_response(),
+        _ => reply(json!({})),
+    }
+}
+
+/// A legacy session that declares elicitation is handed over only once its
+/// standalone GET stream is open (or refused), so a server that asks on
+/// that stream is not left asking nobody — the 50 s hang of the
+/// conformance scenario `elicitation-sep1034-client-defaults` on a busy
+/// machine (issue 44, item 12). Seen to fail without the wait: the call
+/// came back "dropped" every time.
+#[tokio::test]
+async fn a_legacy_server_asking_on_a_slow_standalone_stream_is_answered() {
+    let (server, shared) = late_stream_server(std::time::Duration::from_millis(300)).await;
+    let session = connect(http(), &target(server.url("/mcp")), &headless())
+        .await
+        .expect("connects");
+    assert_eq!(session.protocol_version(), "2025-11-25");
+    let result = session
+        .call_tool("ask", Map::new())
+        .await
+        .expect("the call completes");
+    session.close().await;
+    let dropped = shared
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .dropped;
+    assert_eq!(dropped, 0, "the server had no stream to ask on");
+    assert!(!result.is_error, "{}", result.text);
+    assert!(result.text.contains("\"Ada\""), "{}", result.text);
+}
