@@ -22,7 +22,8 @@
 //!   tools and [`MAX_DESCRIPTOR_BYTES`] per descriptor, or the whole
 //!   listing fails; at most [`MAX_RESPONSE_BYTES`] per response body,
 //!   enforced while the body is read (`transport`). Tools whose
-//!   `x-mcp-header` annotations are invalid are dropped from the listing,
+//!   `x-mcp-header` annotations are invalid, and tools whose names hold
+//!   `/`, control or invisible characters, are dropped from the listing,
 //!   with the reason ([`DroppedTool`]): rmcp only logs them, and a caller
 //!   that offered them would let the model call them.
 //! - [`McpSession::call_tool`]: one `tools/call`, no retries, bounded in
@@ -556,12 +557,17 @@ impl McpSession {
                         max: MAX_DESCRIPTOR_BYTES,
                     });
                 }
-                match invalid_mcp_header(&tool.input_schema) {
-                    Some(reason) => dropped.push(DroppedTool {
-                        name: self.redactor.scrub(&tool.name),
-                        reason: self.redactor.scrub(&format!(
+                let invalid = invalid_tool_name(&tool.name).or_else(|| {
+                    invalid_mcp_header(&tool.input_schema).map(|reason| {
+                        format!(
                             "its input schema has an invalid x-mcp-header annotation ({reason})"
-                        )),
+                        )
+                    })
+                });
+                match invalid {
+                    Some(reason) => dropped.push(DroppedTool {
+                        name: self.redactor.scrub(&visible(&tool.name)),
+                        reason: self.redactor.scrub(&reason),
                     }),
                     None => {
                         tools.push(tool);
@@ -943,6 +949,50 @@ fn canonical_descriptor(tool: &ToolDescriptor) -> Vec<u8> {
     crate::digest::canonical_bytes(&Value::Object(object))
 }
 
+/// Why a tool's name cannot be offered: a `/` (policy patterns are
+/// `host/tool`), control characters, or invisible ones (default-ignorable
+/// code points: zero-width, bidi controls), which would let a name read as
+/// another and slip past an admin's pattern. `None` when it is fine.
+fn invalid_tool_name(name: &str) -> Option<String> {
+    if name.contains('/') {
+        return Some("its name contains \"/\"".to_owned());
+    }
+    if name.chars().any(char::is_control) {
+        return Some("its name contains control characters".to_owned());
+    }
+    let invisible = |c: char| {
+        let mut buf = [0u8; 4];
+        !c.is_ascii()
+            && unicode_security::skeleton(c.encode_utf8(&mut buf))
+                .next()
+                .is_none()
+    };
+    if name.chars().any(invisible) {
+        return Some("its name contains invisible characters".to_owned());
+    }
+    None
+}
+
+/// `text` with control and invisible characters written out
+/// (`⟨U+200B⟩`), so a dropped tool's name can be shown as it is.
+fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        let hidden = c.is_control()
+            || (!c.is_ascii()
+                && unicode_security::skeleton(c.encode_utf8(&mut buf))
+                    .next()
+                    .is_none());
+        if hidden {
+            out.push_str(&format!("\u{27e8}U+{:04X}\u{27e9}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Why the `x-mcp-header` annotations of `input_schema` are invalid, or
 /// `None` when they are valid (or absent).
 ///
@@ -1054,6 +1104,30 @@ fn is_tchar(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 44, item 3: a name that reads as another (or holds the `/`
+    /// of a policy pattern) is never offered. Seen to fail before names
+    /// were checked: every one of these was listed.
+    #[test]
+    fn tool_names_with_a_slash_control_or_invisible_characters_are_refused() {
+        for (name, why) in [
+            ("mail/send_message", "\"/\""),
+            ("send\u{7}message", "control"),
+            ("se\u{200B}nd_message", "invisible"),
+            ("send_message\u{202E}", "invisible"),
+            ("\u{FEFF}send_message", "invisible"),
+        ] {
+            let reason = invalid_tool_name(name).unwrap_or_else(|| panic!("{name:?} passed"));
+            assert!(reason.contains(why), "{name:?}: {reason}");
+        }
+        for fine in ["send_message", "r\u{e9}sum\u{e9}", "\u{0455}end", "a.b-c"] {
+            assert_eq!(invalid_tool_name(fine), None, "{fine:?}");
+        }
+        assert_eq!(
+            visible("se\u{200B}nd\n"),
+            "se\u{27e8}U+200B\u{27e9}nd\u{27e8}U+000A\u{27e9}"
+        );
+    }
     use serde_json::json;
 
     fn tool(value: Value) -> ToolDescriptor {

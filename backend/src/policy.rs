@@ -4,13 +4,25 @@
 //! connector session on every connection ([`Policy::allows_host`]), by the
 //! grant and trust handlers — never cached.
 //!
-//! Patterns in `always_ask_tools` are globs (the `glob` crate) over
-//! `connector-host/tool`: `*` and `?` never cross the `/`, so
-//! `*/delete_*` is every connector's `delete_…` tools and
-//! `mail.example.com/*` every tool of one host. Hosts are compared
-//! lower-case; tool names as the server spells them. Entries of
+//! Patterns in `always_ask_tools` are `connector-host/tool`, each side a
+//! glob (the `glob` crate): `*/delete_*` is every connector's `delete_…`
+//! tools and `mail.example.com/*` every tool of one host. Entries of
 //! `connector_hosts` are a host (`mcp.example.com`, `10.0.0.7`, `[::1]`)
 //! or `*.domain`, which matches the domain's subdomains, not the domain.
+//!
+//! **Policy matches what things are, not how they are spelled.** A host,
+//! on both sides, is read as a URL's host is ([`normal_host`]):
+//! lower-case, no trailing dot, IDNA names in punycode, IP literals in
+//! their one canonical form (`0x7f.1` is `127.0.0.1`; an IPv4-mapped IPv6
+//! address is its IPv4 address). A pattern's host also matches every
+//! address the connector's name resolves to ([`Policy::always_asks`]
+//! takes them): `127.0.0.1/*` covers the same server added as
+//! `localhost`. A tool name, on both sides, is folded ([`fold_tool`]):
+//! lower-case, and each character's Unicode TR39 skeleton, so
+//! `Send_message` and a Cyrillic `ѕend_message` are `*/send_*`'s. Tool
+//! names holding `/`, control or invisible characters are dropped at
+//! listing (`mcp`), and a pattern that could never match is refused
+//! ([`parse_tool_patterns`]).
 //!
 //! [`update`] writes a change and its activity-chain entry in one
 //! transaction: no change without its record.
@@ -53,28 +65,138 @@ const MATCH: MatchOptions = MatchOptions {
     require_literal_leading_dot: false,
 };
 
-/// The host of a connector URL, lower-case (`None` for no host).
+/// The characters a glob gives meaning to: left as they are by folding.
+const GLOB_CHARS: &[char] = &['*', '?', '[', ']', '!', '-'];
+
+/// The host of a connector URL, normalised ([`normal_host`]; `None` for no
+/// host).
 pub fn host_of(url: &str) -> Option<String> {
-    reqwest::Url::parse(url)
-        .ok()?
-        .host_str()
-        .map(str::to_ascii_lowercase)
+    let url = reqwest::Url::parse(url).ok()?;
+    normal_host(&url_host(&url)?)
+}
+
+/// The URL's host as written in a URL (`[…]` around IPv6).
+fn url_host(url: &reqwest::Url) -> Option<String> {
+    url.host().map(|h| match h {
+        url::Host::Ipv6(ip) => format!("[{ip}]"),
+        other => other.to_string(),
+    })
+}
+
+/// `host` as a URL's host is read: lower-case, without a trailing dot,
+/// IDNA names in punycode, an IP literal in its canonical form (an
+/// IPv4-mapped IPv6 address as its IPv4 address, IPv6 in brackets).
+/// `None` when it is no host.
+pub fn normal_host(host: &str) -> Option<String> {
+    let trimmed = host.trim().trim_end_matches('.');
+    // A port (even the scheme's own, which the URL parser drops) is no
+    // part of a host.
+    if trimmed.is_empty() || (trimmed.contains(':') && !trimmed.starts_with('[')) {
+        return None;
+    }
+    let url = reqwest::Url::parse(&format!("https://{trimmed}/")).ok()?;
+    if url.path() != "/" || url.port().is_some() || !url.username().is_empty() {
+        return None;
+    }
+    Some(match url.host()? {
+        url::Host::Domain(name) => name.trim_end_matches('.').to_ascii_lowercase(),
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(ip) => address_text(std::net::IpAddr::V6(ip)),
+    })
+}
+
+/// An address as a normalised host: `127.0.0.1`, `[::1]`.
+pub fn address_text(ip: std::net::IpAddr) -> String {
+    match ip.to_canonical() {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+/// A tool name (or a pattern's tool part) as the policy compares it:
+/// lower-case, each character's TR39 skeleton (look-alikes of other
+/// scripts fold to the letter they imitate), lower-case again; a glob's
+/// special characters stay as they are.
+pub fn fold_tool(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut buf = [0u8; 4];
+    for c in name.chars() {
+        if GLOB_CHARS.contains(&c) {
+            out.push(c);
+            continue;
+        }
+        for lower in c.to_lowercase() {
+            for folded in unicode_security::skeleton(lower.encode_utf8(&mut buf)) {
+                out.extend(folded.to_lowercase());
+            }
+        }
+    }
+    out
+}
+
+/// A pattern's host part, normalised where it is a host and not a glob
+/// (each label without glob characters through [`normal_host`]).
+fn normal_host_pattern(host: &str) -> Option<String> {
+    if !host.contains(['*', '?', '[', ']', '!']) || is_bracketed_ipv6(host) {
+        return normal_host(host);
+    }
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let mut labels = Vec::new();
+    for label in host.split('.') {
+        if label.contains(['*', '?', '[', ']', '!']) {
+            labels.push(label.to_owned());
+        } else {
+            labels.push(normal_host(label)?);
+        }
+    }
+    Some(labels.join("."))
+}
+
+fn is_bracketed_ipv6(host: &str) -> bool {
+    host.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .is_some_and(|h| h.parse::<std::net::Ipv6Addr>().is_ok())
+}
+
+/// Whether stored pattern `pattern` (host part normalised) matches a
+/// connector known by `hosts` (its normalised host and its addresses) and
+/// its tool, folded.
+fn pattern_matches(pattern: &str, hosts: &[String], folded_tool: &str) -> bool {
+    let Some((host, tool)) = pattern.split_once('/') else {
+        return true; // Checked on the way in; closed, never open.
+    };
+    let host_matches = if is_bracketed_ipv6(host) || !host.contains(['*', '?', '[', ']', '!']) {
+        hosts.iter().any(|h| h == host)
+    } else {
+        match Pattern::new(host) {
+            Ok(p) => hosts.iter().any(|h| p.matches_with(h, MATCH)),
+            Err(_) => true,
+        }
+    };
+    host_matches
+        && Pattern::new(&fold_tool(tool)).map_or(true, |p| p.matches_with(folded_tool, MATCH))
 }
 
 impl Policy {
-    /// Whether a call to `tool` of the connector at `url` always asks.
-    /// A URL without a host matches no pattern's host but `*`.
-    pub fn always_asks(&self, url: &str, tool: &str) -> bool {
-        let subject = format!("{}/{tool}", host_of(url).unwrap_or_default());
-        self.always_ask_tools.iter().any(|pattern| {
-            // Stored patterns were checked on the way in; one that no
-            // longer parses asks (closed, never open).
-            Pattern::new(pattern).map_or(true, |p| p.matches_with(&subject, MATCH))
-        })
+    /// Whether a call to `tool` of the connector at `url`, whose name
+    /// resolved to `addresses`, always asks. A URL without a host matches
+    /// no pattern's host but a glob's such as `*`.
+    pub fn always_asks(&self, url: &str, addresses: &[std::net::IpAddr], tool: &str) -> bool {
+        let mut hosts: Vec<String> = host_of(url).into_iter().collect();
+        hosts.extend(addresses.iter().map(|ip| address_text(*ip)));
+        if hosts.is_empty() {
+            hosts.push(String::new());
+        }
+        let tool = fold_tool(tool);
+        self.always_ask_tools
+            .iter()
+            .any(|pattern| pattern_matches(pattern, &hosts, &tool))
     }
 
     /// Whether connectors may point at `url`'s host: always when the list
-    /// is empty.
+    /// is empty. By the host's name (normalised) only, never by what it
+    /// resolves to: an allowed name or address is a trust decision another
+    /// name of the same machine has not earned.
     pub fn allows_host(&self, url: &str) -> bool {
         if self.connector_hosts.is_empty() {
             return true;
@@ -82,20 +204,24 @@ impl Policy {
         let Some(host) = host_of(url) else {
             return false;
         };
-        self.connector_hosts
-            .iter()
-            .any(|entry| match entry.strip_prefix("*.") {
-                Some(domain) => host
-                    .strip_suffix(domain)
-                    .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
-                None => *entry == host,
-            })
+        self.connector_hosts.iter().any(|entry| {
+            let entry = entry.as_str();
+            match entry.strip_prefix("*.") {
+                Some(domain) => {
+                    let domain = normal_host(domain).unwrap_or_else(|| domain.to_owned());
+                    host.strip_suffix(domain.as_str())
+                        .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.'))
+                }
+                None => normal_host(entry).is_some_and(|e| e == host),
+            }
+        })
     }
 
-    /// What the gate needs to know of the policy for one call.
-    pub fn facts(&self, url: &str, tool: &str) -> PolicyFacts {
+    /// What the gate needs to know of the policy for one call of `tool`
+    /// at `url`, whose name resolved to `addresses`.
+    pub fn facts(&self, url: &str, addresses: &[std::net::IpAddr], tool: &str) -> PolicyFacts {
         PolicyFacts {
-            always_ask: self.always_asks(url, tool),
+            always_ask: self.always_asks(url, addresses, tool),
             forbid_always_allow: self.forbid_always_allow,
             forbid_trust_annotations: self.forbid_trust_annotations,
         }
@@ -217,8 +343,31 @@ pub fn parse_tool_patterns(list: &[String]) -> Result<Vec<String>, PolicyError> 
         if entry.chars().any(char::is_control) || entry.contains(char::is_whitespace) {
             return Err(invalid("contains spaces or control characters"));
         }
-        let pattern = format!("{}/{tool}", host.to_ascii_lowercase());
-        if Pattern::new(&pattern).is_err() {
+        // What could never match: a tool part with characters no listed
+        // tool name has (invisible ones are dropped at listing), a host
+        // part with a port, a scheme or something no host is.
+        if tool
+            .chars()
+            .any(|c| !c.is_ascii() && unicode_security::skeleton(&c.to_string()).next().is_none())
+        {
+            return Err(invalid(
+                "has invisible characters in its tool part, which no listed tool name has, so it                  could never match",
+            ));
+        }
+        if !host.contains(['*', '?', '[', '!']) && host.contains(':') && !is_bracketed_ipv6(host) {
+            return Err(invalid(
+                "names a port, which connector hosts are compared without, so it could never match",
+            ));
+        }
+        let Some(host) = normal_host_pattern(host) else {
+            return Err(invalid(
+                "has a host part that is no host name, so it could never match",
+            ));
+        };
+        let pattern = format!("{host}/{tool}");
+        let globs_parse = (is_bracketed_ipv6(&host) || Pattern::new(&host).is_ok())
+            && Pattern::new(&fold_tool(tool)).is_ok();
+        if !globs_parse {
             return Err(invalid("is not a valid pattern"));
         }
         if !out.contains(&pattern) {
@@ -238,21 +387,22 @@ pub fn parse_hosts(list: &[String]) -> Result<Vec<String>, PolicyError> {
         if entry.is_empty() {
             continue;
         }
-        let host = entry.strip_prefix("*.").unwrap_or(&entry);
-        let parsed = reqwest::Url::parse(&format!("https://{host}/")).ok();
-        let same = parsed
-            .as_ref()
-            .and_then(|u| u.host_str())
-            .is_some_and(|h| h == host)
-            && parsed.as_ref().is_some_and(|u| u.port().is_none());
-        if !same || host.contains('*') {
+        let (wild, host) = match entry.strip_prefix("*.") {
+            Some(domain) => (true, domain),
+            None => (false, entry.as_str()),
+        };
+        let normal = (!host.contains('*') && !host.contains('/'))
+            .then(|| normal_host(host))
+            .flatten();
+        let Some(normal) = normal else {
             return Err(PolicyError::Invalid(format!(
                 "Allowed connector hosts: \"{entry}\" is not a host name (write mcp.example.com \
                  or *.example.com, without https:// or a port)."
             )));
-        }
-        if !out.contains(&entry) {
-            out.push(entry);
+        };
+        let stored = if wild { format!("*.{normal}") } else { normal };
+        if !out.contains(&stored) {
+            out.push(stored);
         }
     }
     Ok(out)
@@ -404,13 +554,9 @@ mod tests {
             ["mail.example.com/send_*", "*/delete_*"],
             "the host part is lower-cased"
         );
-        let asks = |url: &str, tool: &str| p.always_asks(url, tool);
+        let asks = |url: &str, tool: &str| p.always_asks(url, &[], tool);
         assert!(asks("https://MAIL.example.com/mcp", "send_email"));
         assert!(asks("https://mail.example.com:8443/mcp", "send_"));
-        assert!(
-            !asks("https://mail.example.com/mcp", "Send_email"),
-            "tool names keep their case"
-        );
         assert!(!asks(
             "https://mail.example.com.evil.test/mcp",
             "send_email"
@@ -420,9 +566,117 @@ mod tests {
         assert!(!asks("https://docs.example.com/mcp", "undelete_page"));
         // `*` does not cross `/`: a tool named `x/delete_y` is not `*/delete_*`'s.
         let q = policy(&["docs.example.com/*"], &[]);
-        assert!(q.always_asks("https://docs.example.com/mcp", "anything"));
-        assert!(!q.always_asks("https://docs.example.com/mcp", "a/b"));
-        assert!(!Policy::default().always_asks("https://x.test/", "t"));
+        assert!(q.always_asks("https://docs.example.com/mcp", &[], "anything"));
+        assert!(!q.always_asks("https://docs.example.com/mcp", &[], "a/b"));
+        assert!(!Policy::default().always_asks("https://x.test/", &[], "t"));
+    }
+
+    /// Issue 44, item 3: each of these escaped its pattern before
+    /// matching normalised hosts, resolved addresses and folded names.
+    #[test]
+    fn policy_matches_what_a_host_and_a_tool_are_not_how_they_are_spelled() {
+        use std::net::IpAddr;
+        let p = policy(&["127.0.0.1/*", "*/send_*", "Bücher.Example./read_*"], &[]);
+        let loopback: IpAddr = "127.0.0.1".parse().expect("ip");
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().expect("ip");
+        for (url, addresses, tool, why) in [
+            (
+                "http://localhost:3100/mcp",
+                vec![loopback],
+                "search",
+                "a name resolving to it",
+            ),
+            (
+                "http://localhost:3100/mcp",
+                vec![mapped],
+                "search",
+                "an IPv4-mapped address",
+            ),
+            (
+                "http://0x7f.1:3100/mcp",
+                vec![],
+                "search",
+                "a hex IPv4 literal",
+            ),
+            (
+                "http://127.1:3100/mcp",
+                vec![],
+                "search",
+                "a short IPv4 literal",
+            ),
+            (
+                "http://[::ffff:127.0.0.1]:3100/mcp",
+                vec![],
+                "search",
+                "a mapped literal",
+            ),
+            (
+                "https://mail.test/mcp",
+                vec![],
+                "Send_message",
+                "another case",
+            ),
+            (
+                "https://mail.test/mcp",
+                vec![],
+                "SEND_MESSAGE",
+                "upper case",
+            ),
+            (
+                "https://mail.test/mcp",
+                vec![],
+                "\u{0455}end_message",
+                "Cyrillic dze",
+            ),
+            (
+                "https://mail.test/mcp",
+                vec![],
+                "s\u{0435}nd_message",
+                "Cyrillic ie",
+            ),
+            (
+                "https://xn--bcher-kva.example/mcp",
+                vec![],
+                "read_all",
+                "punycode of an IDN pattern",
+            ),
+            (
+                "https://BÜCHER.example./mcp",
+                vec![],
+                "read_all",
+                "the IDN, a trailing dot",
+            ),
+        ] {
+            assert!(p.always_asks(url, &addresses, tool), "{why}: {url} {tool}");
+        }
+        let other: IpAddr = "203.0.113.9".parse().expect("ip");
+        assert!(!p.always_asks("https://mail.test/mcp", &[other], "search"));
+        assert!(!p.always_asks("https://mail.test/mcp", &[], "resend_message"));
+        let v6 = policy(&["[::1]/*", "[0:0::1]/x"], &[]);
+        assert_eq!(v6.always_ask_tools, ["[::1]/*", "[::1]/x"]);
+        let one: IpAddr = "::1".parse().expect("ip");
+        assert!(v6.always_asks("http://localhost/mcp", &[one], "t"));
+        assert!(v6.always_asks("http://[0::1]/mcp", &[], "t"));
+        assert!(!v6.always_asks("http://[::2]/mcp", &[], "t"));
+    }
+
+    #[test]
+    fn a_pattern_that_could_never_match_is_refused() {
+        for (bad, words) in [
+            ("127.0.0.1:3100/*", "port"),
+            ("mcp.example.com:443/send_*", "port"),
+            ("*/send\u{200B}_*", "invisible"),
+            ("exa mple/x", "spaces"),
+            ("ex%ample.com/x", "no host"),
+        ] {
+            let err = parse_tool_patterns(&[bad.to_owned()]).expect_err(bad);
+            assert!(err.to_string().contains(words), "{bad}: {err}");
+        }
+        assert_eq!(
+            parse_tool_patterns(&["0x7F.1/*".into(), "LOCALHOST./x".into()]).expect("ok"),
+            ["127.0.0.1/*", "localhost/x"],
+            "stored normalised"
+        );
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl Kept {
     /// The gate's facts for a call of this tool.
     fn facts(
         &self,
-        policy: &Policy,
+        (policy, addresses): (&Policy, &[std::net::IpAddr]),
         turn_grant: bool,
         always_grant: AlwaysGrant,
         carries_results: bool,
@@ -99,14 +99,14 @@ impl Kept {
             requires_confirmation: self.requires_confirmation,
             turn_grant,
             always_grant,
-            policy: policy.facts(&self.url, &self.tool_name),
+            policy: policy.facts(&self.url, addresses, &self.tool_name),
             carries_results,
         }
     }
 
     /// The gate's verdict for a call that carries no tool result elsewhere.
     fn decision(&self, policy: &Policy, turn_grant: bool, always_grant: AlwaysGrant) -> Decision {
-        gate::decide(&self.facts(policy, turn_grant, always_grant, false))
+        gate::decide(&self.facts((policy, &[]), turn_grant, always_grant, false))
     }
 
     /// Where a call of this tool goes, for its provenance: the reviewed
@@ -820,6 +820,12 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         Ok::<_, sqlx::Error>((turn_grant, always, policy))
     })
     .await?;
+    // A pattern naming an address covers every name of it.
+    let addresses = if policy.always_ask_tools.is_empty() {
+        Vec::new()
+    } else {
+        Box::pin(addresses_of(state, &tool.url)).await
+    };
     // Where the arguments came from, read now: a flow asks, whatever else.
     // What the chat has seen is dropped here, before any wait.
     // Boxed, like the reads above: the waiting future stays small.
@@ -834,7 +840,12 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         ))
     })
     .await?;
-    let facts = tool.facts(&policy, turn_grant, always, provenance.flagged());
+    let facts = tool.facts(
+        (&policy, &addresses),
+        turn_grant,
+        always,
+        provenance.flagged(),
+    );
     match gate::decide(&facts) {
         Decision::Run(because) => {
             Ok(Box::pin(run_unasked(run, call, &tool, arguments, because)).await)
@@ -854,6 +865,29 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
                 &provenance,
             )
             .await
+        }
+    }
+}
+
+/// The addresses the host of `url` resolves to, through the resolver the
+/// connection is dialled with (an IP literal is its own); none when it
+/// does not resolve within two seconds (the dial would fail too).
+async fn addresses_of(state: &AppState, url: &str) -> Vec<std::net::IpAddr> {
+    let Some(host) = reqwest::Url::parse(url).ok().and_then(|u| match u.host()? {
+        url::Host::Domain(name) => Some(Err(name.to_owned())),
+        url::Host::Ipv4(ip) => Some(Ok(std::net::IpAddr::V4(ip))),
+        url::Host::Ipv6(ip) => Some(Ok(std::net::IpAddr::V6(ip))),
+    }) else {
+        return Vec::new();
+    };
+    match host {
+        Ok(ip) => vec![ip],
+        Err(name) => {
+            let lookup = state.resolver.lookup(&name);
+            match tokio::time::timeout(std::time::Duration::from_secs(2), lookup).await {
+                Ok(Ok(addresses)) => addresses,
+                _ => Vec::new(),
+            }
         }
     }
 }

@@ -4,8 +4,8 @@
 //! so its admin; a second user on a fresh client is not.
 
 use crate::helpers::{
-    GOOD_PASSWORD, Setup, TestApp, approve_with, decide, decide_with, ledger, propose, setup,
-    spawn_app_with, trust, turn,
+    GOOD_PASSWORD, Setup, TestApp, add_connector, approve_with, decide, decide_with, ledger,
+    propose, setup, spawn_app_with, trust, turn,
 };
 use countersign_api::PendingCallStatus;
 use reqwest::{Method, StatusCode};
@@ -260,6 +260,90 @@ async fn always_ask_tools_ask_whatever_grant_or_trust_exists_and_offer_only_once
     let bad = put_policy(&s.app, json!({"always_ask_tools": ["no-slash"]})).await;
     assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert!(detail(bad).await.contains("\"no-slash\""));
+}
+
+/// Issue 44, item 3: policy matches what a connector and a tool are. The
+/// demo server added again as `localhost` (a name for 127.0.0.1) ran
+/// without a card under `127.0.0.1/*`, and `*/SEARCH_NOTES` or a Cyrillic
+/// `*/ѕearch_notes` missed `search_notes`. Seen to fail before hosts were
+/// matched by their addresses and names folded: the call ran unasked.
+#[tokio::test]
+async fn always_ask_tools_match_another_name_of_the_host_and_folded_tool_names() {
+    // Allowed to reach the demo by its other name too.
+    let s = setup(|c| {
+        c.allow_private_connectors = "127.0.0.1,localhost".parse().expect("allow list");
+    })
+    .await;
+    let alias_url = format!("http://localhost:{}/mcp", s.demo.addr().port());
+    let alias = add_connector(&s.app, json!({"name": "Alias", "url": alias_url})).await;
+    for id in [&s.connector, &alias] {
+        let res = s
+            .app
+            .request(
+                Method::PATCH,
+                &format!("/api/connectors/{id}"),
+                Some(json!({"trust_annotations": true})),
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::OK);
+    }
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let reason = "your administrator requires a confirmation for this tool";
+
+    set_policy(&s, json!({"always_ask_tools": ["127.0.0.1/*"]})).await;
+    s.app
+        .send(
+            &s.chat,
+            r#"use alias__search_notes with {"query": "lease"}"#,
+        )
+        .await;
+    let card = stream
+        .until("mcp_confirmation_required")
+        .await
+        .pop()
+        .expect("a card for the alias")
+        .1;
+    assert_eq!(card["reason"], reason, "{card}");
+    assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+
+    for pattern in [
+        "*/SEARCH_NOTES",
+        "*/\u{0455}earch_notes",
+        "LOCALHOST./search_*",
+    ] {
+        set_policy(&s, json!({"always_ask_tools": [pattern]})).await;
+        s.app
+            .send(
+                &s.chat,
+                r#"use alias__search_notes with {"query": "lease"}"#,
+            )
+            .await;
+        let card = stream
+            .until("mcp_confirmation_required")
+            .await
+            .pop()
+            .expect("a card")
+            .1;
+        assert_eq!(card["reason"], reason, "{pattern}: {card}");
+        assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
+        stream.until("turn_finished").await;
+    }
+    assert_eq!(
+        s.demo.calls().count("search_notes"),
+        0,
+        "nothing ran unasked"
+    );
+
+    // A pattern that could never match is refused, saying why.
+    for (bad, words) in [
+        ("127.0.0.1:3100/*", "port"),
+        ("*/send\u{200B}_*", "invisible"),
+    ] {
+        let res = put_policy(&s.app, json!({"always_ask_tools": [bad]})).await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+        assert!(detail(res).await.contains(words), "{bad}");
+    }
 }
 
 #[tokio::test]
