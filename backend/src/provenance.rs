@@ -368,15 +368,19 @@ impl Norm {
     fn extend_from(&mut self, text: &str, from_of: impl Fn(usize) -> From) {
         for (i, c) in text.chars().enumerate() {
             let from = from_of(i);
-            fold(c, |d| {
-                if d.is_alphanumeric() {
-                    for l in d.to_lowercase() {
-                        self.push(l, from);
+            // Lower case first: TR39 folds a capital `І` to `l`, its
+            // small `і` to `i`.
+            for lower in c.to_lowercase() {
+                fold(lower, |d| {
+                    if d.is_alphanumeric() {
+                        for l in d.to_lowercase() {
+                            self.push(l, from);
+                        }
+                    } else {
+                        self.push(' ', from);
                     }
-                } else {
-                    self.push(' ', from);
-                }
-            });
+                });
+            }
         }
     }
 }
@@ -402,11 +406,11 @@ fn fold(c: char, mut out: impl FnMut(char)) {
         .for_each(out);
 }
 
-/// `text` with every character folded as [`fold`] does, case and
-/// punctuation kept: what the instruction heuristics read.
+/// `text` lower-cased and folded as [`fold`] does, punctuation kept: what
+/// the instruction heuristics read.
 fn folded(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    for c in text.chars().flat_map(char::to_lowercase) {
         fold(c, |d| out.push(d));
     }
     out
