@@ -89,6 +89,13 @@ pub enum OAuthError {
     /// The authorization URL is not one a browser should be sent to.
     #[error("The authorization server's sign-in page is not served over https ({0}).")]
     InsecureAuthorizationUrl(String),
+    /// The admin policy does not allow connectors at this sign-in page's
+    /// host.
+    #[error(
+        "Your administrator's policy does not allow the sign-in server {0}, so this connector \
+         cannot sign in."
+    )]
+    ForbiddenByPolicy(String),
     /// Unknown, used or expired `state`.
     #[error("This sign-in link has expired or was already used. Start the sign-in again.")]
     UnknownState,
@@ -138,13 +145,17 @@ fn secret_box(state: &AppState) -> Result<SecretBox, OAuthError> {
     state.secrets.clone().ok_or(OAuthError::NoSecretKey)
 }
 
-/// This server's OAuth client: the connector client, through the guard.
-fn guarded(state: &AppState) -> GuardedOAuthHttp {
-    GuardedOAuthHttp::new(
+/// This server's OAuth client: the connector client, through the guard
+/// and the admin policy's allowed hosts, read now (DESIGN §5: the same
+/// host policy covers every OAuth endpoint).
+async fn guarded(state: &AppState) -> Result<GuardedOAuthHttp, OAuthError> {
+    let policy = crate::policy::current(&state.db).await?;
+    Ok(GuardedOAuthHttp::new(
         state.connector_http.clone(),
         state.resolver.clone(),
         state.config.allow_private_connectors.clone(),
     )
+    .with_policy(policy))
 }
 
 /// An rmcp manager for the resource at `base`, all of whose HTTP goes
@@ -470,7 +481,7 @@ pub async fn start(
     redirect_uri: &str,
 ) -> Result<String, OAuthError> {
     let secrets = secret_box(state)?;
-    let discovered = discover(&guarded(state), url, None).await?;
+    let discovered = discover(&guarded(state).await?, url, None).await?;
     let reused = store::client_for(
         &state.db,
         &secrets,
@@ -509,6 +520,15 @@ pub async fn start(
         },
     )
     .await?;
+    // The page the browser is sent to is an OAuth endpoint like the rest.
+    if !crate::policy::current(&state.db)
+        .await?
+        .allows_host(&begun.authorization_url)
+    {
+        return Err(OAuthError::ForbiddenByPolicy(
+            crate::policy::host_of(&begun.authorization_url).unwrap_or_default(),
+        ));
+    }
     if !browser_may_open(state, &begun.authorization_url).await {
         return Err(OAuthError::InsecureAuthorizationUrl(
             begun.authorization_url,
@@ -785,6 +805,8 @@ async fn revoke(
     );
     *request.body_mut() = Some(form.query().unwrap_or_default().to_owned().into());
     let response = guarded(state)
+        .await
+        .map_err(|e| e.to_string())?
         .fetch(request, false)
         .await
         .map_err(|e| e.to_string())?;
@@ -913,7 +935,7 @@ async fn stored_manager(
     client: &ClientRecord,
 ) -> Result<AuthorizationManager, OAuthError> {
     let base = client.resource_indicator.as_deref().unwrap_or(url);
-    let mut manager = manager(&guarded(state), base).await?;
+    let mut manager = manager(&guarded(state).await?, base).await?;
     manager.set_metadata(metadata.clone());
     manager.configure_client(client.config()).map_err(setup)?;
     manager.set_credential_store(PgCredentialStore::new(

@@ -157,6 +157,7 @@ impl From<crate::connectors::oauth::OAuthError> for ApiError {
             E::InsecureAuthorizationUrl(_) => Self::Unprocessable(message),
             E::UnknownState => Self::Gone(message),
             E::WrongUser => Self::Forbidden(message),
+            E::ForbiddenByPolicy(_) => Self::Forbidden("forbidden_by_policy".into()),
             E::ConnectorChanged
             | E::NeedsSignIn
             | E::NeedsMoreAccess { .. }

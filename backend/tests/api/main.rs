@@ -25,6 +25,7 @@ mod logs;
 mod metrics;
 mod mfa;
 mod oauth_flow;
+mod oauth_hostile;
 mod oauth_store;
 mod provenance;
 mod provenance_corpus;

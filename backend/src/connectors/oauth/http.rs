@@ -4,7 +4,9 @@
 //! same SSRF guard as the MCP traffic itself (DESIGN §2, §8).
 //!
 //! What it owns: the pre-flight [`ssrf::check`] of every URL (scheme, host,
-//! every resolved address, the private-connector allow-list), sending
+//! every resolved address, the private-connector allow-list) and, for the
+//! server's sign-ins, the admin policy's allowed connector hosts
+//! ([`GuardedOAuthHttp::with_policy`]), sending
 //! through [`ssrf::guarded_client`] (which hands the connection only the
 //! addresses it checked, so a rebinding between the check and the dial is
 //! caught), redirects (followed only when rmcp asks for
@@ -45,6 +47,16 @@ pub enum OAuthHttpError {
         /// What the guard said.
         reason: ssrf::SsrfError,
     },
+    /// The admin policy's allowed connector hosts do not name the URL's
+    /// host: an OAuth endpoint gets what the connector would, so it must
+    /// be where a connector may point.
+    #[error("refused {url}: the administrator's policy does not allow the host {host}")]
+    ForbiddenByPolicy {
+        /// Where it would have gone.
+        url: String,
+        /// Its host, normalised.
+        host: String,
+    },
     /// More than [`MAX_REDIRECTS`] redirects.
     #[error("more than {MAX_REDIRECTS} redirects")]
     TooManyRedirects,
@@ -62,6 +74,9 @@ pub struct GuardedOAuthHttp {
     client: reqwest::Client,
     resolver: Arc<dyn HostResolver>,
     allow: AllowList,
+    /// The admin policy, whose allowed connector hosts every URL must
+    /// pass too (the server's sign-ins; the operator's probe has none).
+    policy: Option<Arc<crate::policy::Policy>>,
 }
 
 impl GuardedOAuthHttp {
@@ -72,10 +87,28 @@ impl GuardedOAuthHttp {
             client,
             resolver,
             allow,
+            policy: None,
         }
     }
 
+    /// Also refuses every URL whose host `policy`'s allowed connector
+    /// hosts do not name (discovery, registration, token, revocation,
+    /// each redirect).
+    #[must_use]
+    pub fn with_policy(mut self, policy: crate::policy::Policy) -> Self {
+        self.policy = Some(Arc::new(policy));
+        self
+    }
+
     async fn check(&self, url: &Url) -> Result<(), OAuthHttpError> {
+        if let Some(policy) = &self.policy
+            && !policy.allows_host(url.as_str())
+        {
+            return Err(OAuthHttpError::ForbiddenByPolicy {
+                url: url.to_string(),
+                host: crate::policy::host_of(url.as_str()).unwrap_or_default(),
+            });
+        }
         ssrf::check(url.as_str(), self.resolver.as_ref(), &self.allow)
             .await
             .map(|_| ())

@@ -1,0 +1,246 @@
+//! Connector OAuth against a hostile server written for the test (issue
+//! 44): its protected-resource and authorization-server metadata name
+//! whatever endpoints the test sets, and it records every request with
+//! the `Host` it was sent to, so a test can tell which names were dialled.
+
+use crate::helpers::{TestApp, spawn_app_with};
+use axum::{
+    Router,
+    extract::State,
+    http::{HeaderMap, StatusCode, Uri, header},
+    response::{IntoResponse, Response},
+};
+use countersign::config::Secret;
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex, PoisonError};
+
+const KEY_HEX: &str = "8f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+/// What the hostile server says about itself.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Said {
+    /// The protected-resource metadata's `authorization_servers[0]`.
+    pub authorization_server: String,
+    /// The authorization-server metadata's `authorization_endpoint`.
+    pub authorization_endpoint: String,
+    /// Its `registration_endpoint`.
+    pub registration_endpoint: String,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    said: Said,
+    /// `HOST PATH` of every request.
+    seen: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Inner>>;
+
+/// A hostile MCP server and authorization server in one, on 127.0.0.1.
+pub(crate) struct Hostile {
+    pub port: u16,
+    shared: Shared,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+impl Hostile {
+    pub(crate) async fn start() -> Self {
+        let shared = Shared::default();
+        let router = Router::new().fallback(answer).with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router).await.expect("serve");
+        });
+        let hostile = Self {
+            port,
+            shared,
+            _task: task,
+        };
+        let honest = hostile.at("127.0.0.1");
+        hostile.say(Said {
+            authorization_server: honest.clone(),
+            authorization_endpoint: format!("{honest}/authorize"),
+            registration_endpoint: format!("{honest}/register"),
+        });
+        hostile
+    }
+
+    /// `http://HOST:PORT` of this server under `host`.
+    pub(crate) fn at(&self, host: &str) -> String {
+        format!("http://{host}:{}", self.port)
+    }
+
+    pub(crate) fn say(&self, said: Said) {
+        self.lock().said = said;
+    }
+
+    /// The requests that reached it under `host`.
+    pub(crate) fn seen_at(&self, host: &str) -> Vec<String> {
+        let prefix = format!("{host}:{} ", self.port);
+        self.lock()
+            .seen
+            .iter()
+            .filter(|s| s.starts_with(&prefix))
+            .cloned()
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+async fn answer(State(shared): State<Shared>, headers: HeaderMap, uri: Uri) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let said = {
+        let mut inner = shared.lock().unwrap_or_else(PoisonError::into_inner);
+        inner.seen.push(format!("{host} {}", uri.path()));
+        inner.said.clone()
+    };
+    let here = format!("http://{host}");
+    match uri.path() {
+        "/mcp" => (
+            StatusCode::UNAUTHORIZED,
+            [(
+                header::WWW_AUTHENTICATE,
+                format!(
+                    "Bearer resource_metadata=\"{here}/.well-known/oauth-protected-resource/mcp\""
+                ),
+            )],
+        )
+            .into_response(),
+        p if p.starts_with("/.well-known/oauth-protected-resource") => axum::Json(json!({
+            "resource": format!("{here}/mcp"),
+            "authorization_servers": [said.authorization_server],
+        }))
+        .into_response(),
+        p if p.starts_with("/.well-known/oauth-authorization-server")
+            || p.starts_with("/.well-known/openid-configuration") =>
+        {
+            axum::Json(json!({
+                "issuer": here,
+                "authorization_endpoint": said.authorization_endpoint,
+                "token_endpoint": format!("{here}/token"),
+                "registration_endpoint": said.registration_endpoint,
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
+            }))
+            .into_response()
+        }
+        "/register" => (
+            StatusCode::CREATED,
+            axum::Json(json!({"client_id": "hostile-client", "redirect_uris": []})),
+        )
+            .into_response(),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// An app that may reach the hostile server by both its names, with one
+/// signed-up user (the admin).
+pub(crate) async fn app_for(hostile: &Hostile) -> TestApp {
+    let allow = format!("127.0.0.1:{0},localhost:{0}", hostile.port)
+        .parse()
+        .expect("allow list");
+    let app = spawn_app_with(|c| {
+        c.secret_key = Some(Secret::new(KEY_HEX));
+        c.allow_private_connectors = allow;
+    })
+    .await;
+    app.signed_up_user().await;
+    app
+}
+
+/// Adds the hostile server as an OAuth connector; its id.
+pub(crate) async fn add(app: &TestApp, hostile: &Hostile, auth: Value) -> String {
+    let res = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Hostile", "url": format!("{}/mcp", hostile.at("127.0.0.1")), "auth": auth}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    res.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+/// Issue 44, item 7: the admin's allowed connector hosts cover every
+/// OAuth URL — discovery, registration, token, revocation and the page
+/// the browser is sent to. The hostile connector is on an allowed host;
+/// its metadata names endpoints on another name of the same machine
+/// (`localhost`), which the policy does not allow. Seen to fail before:
+/// the server fetched the metadata and registered there.
+#[tokio::test]
+async fn the_admin_host_policy_covers_every_oauth_endpoint() {
+    let hostile = Hostile::start().await;
+    let app = app_for(&hostile).await;
+    let res = app
+        .request(
+            Method::PUT,
+            "/api/admin/policy",
+            Some(json!({"connector_hosts": ["127.0.0.1"]})),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let id = add(&app, &hostile, json!({"type": "oauth"})).await;
+    let start = format!("/api/connectors/{id}/oauth/start");
+    let (honest, elsewhere) = (hostile.at("127.0.0.1"), hostile.at("localhost"));
+
+    for (said, what) in [
+        (
+            Said {
+                authorization_server: elsewhere.clone(),
+                authorization_endpoint: format!("{elsewhere}/authorize"),
+                registration_endpoint: format!("{elsewhere}/register"),
+            },
+            "the authorization server",
+        ),
+        (
+            Said {
+                authorization_server: honest.clone(),
+                authorization_endpoint: format!("{honest}/authorize"),
+                registration_endpoint: format!("{elsewhere}/register"),
+            },
+            "the registration endpoint",
+        ),
+    ] {
+        hostile.say(said);
+        let res = app.post(&start, &json!({})).await;
+        assert_eq!(res.status(), StatusCode::BAD_GATEWAY, "{what}");
+        assert_eq!(hostile.seen_at("localhost"), Vec::<String>::new(), "{what}");
+    }
+
+    // The page the browser would be sent to.
+    hostile.say(Said {
+        authorization_server: honest.clone(),
+        authorization_endpoint: format!("{elsewhere}/authorize"),
+        registration_endpoint: format!("{honest}/register"),
+    });
+    let res = app.post(&start, &json!({})).await;
+    assert_eq!(
+        res.status(),
+        StatusCode::FORBIDDEN,
+        "the authorization page"
+    );
+    assert_eq!(
+        res.json::<Value>().await.expect("JSON"),
+        json!({"detail": "forbidden_by_policy"})
+    );
+    assert!(
+        !hostile.seen_at("127.0.0.1").is_empty(),
+        "the allowed host was used"
+    );
+    assert_eq!(hostile.seen_at("localhost"), Vec::<String>::new());
+}
