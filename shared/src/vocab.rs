@@ -734,6 +734,10 @@ mod tests {
                 (ActivityKind::Outcome, "outcome"),
                 (ActivityKind::PolicyChanged, "policy_changed"),
                 (ActivityKind::UserChanged, "user_changed"),
+                (
+                    ActivityKind::ConnectorAccountChanged,
+                    "connector_account_changed",
+                ),
             ],
         );
         use ActivityDecision::*;
