@@ -21,6 +21,7 @@
 //! answer's content beyond the retention of the row.
 
 pub mod content;
+pub mod secret;
 
 use crate::{
     AppState, db, events,
@@ -168,7 +169,16 @@ impl Row {
             url: self.url.clone(),
             url_host: self.url_host.clone(),
             decide_by: self.decide_by(),
+            secret_fields: self.secret_fields(),
         }
+    }
+
+    /// The form's fields that ask for a secret ([`secret::secret_fields`]).
+    fn secret_fields(&self) -> Vec<String> {
+        self.requested_schema
+            .as_ref()
+            .map(secret::secret_fields)
+            .unwrap_or_default()
     }
 
     /// The row as `GET /api/mcp-input-requests` shows it.
@@ -187,6 +197,7 @@ impl Row {
             url_host: self.url_host.clone(),
             decide_by: self.decide_by(),
             decide_in_secs,
+            secret_fields: self.secret_fields(),
         }
     }
 }

@@ -393,7 +393,7 @@ impl Norm {
 /// space and joiners, soft hyphen, word joiner, byte order mark, bidi
 /// controls) give nothing: not even a word break, so one inside a word
 /// hides nothing.
-fn fold(c: char, mut out: impl FnMut(char)) {
+pub(crate) fn fold(c: char, mut out: impl FnMut(char)) {
     if c.is_ascii() {
         return out(c);
     }
@@ -408,7 +408,7 @@ fn fold(c: char, mut out: impl FnMut(char)) {
 
 /// `text` lower-cased and folded as [`fold`] does, punctuation kept: what
 /// the instruction heuristics read.
-fn folded(text: &str) -> String {
+pub(crate) fn folded(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars().flat_map(char::to_lowercase) {
         fold(c, |d| out.push(d));

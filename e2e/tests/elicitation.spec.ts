@@ -91,6 +91,32 @@ function countAnswers(page: Page): () => number {
   return () => posts;
 }
 
+test('a form that asks for a secret is flagged, naming the field, and stays a plain text field', async ({ page }) => {
+  await signUp(page, 'elicit-secret', 'Sue Cret');
+  await addDemoConnector(page, TOOLS);
+  await newChat(page);
+
+  // The demo asks for the portal's API key when the note's title names a
+  // portal (issue 44: the server decides which fields ask for secrets).
+  await ask(page, 'file_note', { title: 'Docketing portal filing' });
+  await allowOnce(page, 'file_note');
+  const card = await pendingInput(page, 'file_note', 'form');
+  const warning = card.getByTestId('input-secret-warning');
+  await expect(warning).toHaveText(
+    `This form asks for a secret (Docketing portal API key). Countersign never asks for passwords in a form; only answer if you trust ${DEMO_NAME}.`,
+  );
+  await expect(warning).toHaveAttribute('role', 'note');
+  const key = card.getByLabel('Docketing portal API key');
+  await expect(key).toHaveAttribute('type', 'text');
+  await expect(card.locator('input[type="password"]')).toHaveCount(0);
+  await snapBothWidths(page, warning, 'elicitation-secret-warning');
+  await everyWay(page, 'chat-input-secret', () => warning.scrollIntoViewIfNeeded());
+
+  await card.getByTestId('input-cancel').click();
+  await expect(card).toHaveAttribute('data-state', 'cancelled', { timeout: REPLY_TIMEOUT });
+  await turnOver(page);
+});
+
 test('a form card: the required field is checked before anything is sent, Accept files the note, and a reload keeps the card folded', async ({
   page,
 }) => {

@@ -165,6 +165,11 @@ pub enum ChatEvent {
         url_host: Option<String>,
         /// RFC 3339, by the database's clock: the turn stops waiting then.
         decide_by: String,
+        /// Form mode: the fields that ask for a secret (a password, an API
+        /// key, a one-time code, a card number…), as the server judged
+        /// them: the card warns next to the form.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        secret_fields: Vec<String>,
     },
     /// An input request was answered, or ended unanswered.
     McpInputResolved {
@@ -309,6 +314,7 @@ struct Wire {
     requested_schema: Option<serde_json::Value>,
     url: Option<String>,
     url_host: Option<String>,
+    secret_fields: Option<Vec<String>>,
     duration_ms: Option<u64>,
     origin: Option<CallOrigin>,
     approved_at: Option<String>,
@@ -400,6 +406,7 @@ impl Wire {
                 url: self.url,
                 url_host: self.url_host,
                 decide_by: required(self.decide_by, "decide_by")?,
+                secret_fields: self.secret_fields.unwrap_or_default(),
             },
             "mcp_input_resolved" => ChatEvent::McpInputResolved {
                 turn_id: turn_id?,
@@ -504,6 +511,7 @@ mod tests {
             url: full.then(|| "https://x.example/".into()),
             url_host: full.then(|| "x.example".into()),
             decide_by: "d".into(),
+            secret_fields: if full { vec!["pin".into()] } else { Vec::new() },
         };
         let call = |full: bool| ChatEvent::McpToolCall {
             turn_id: "t".into(),

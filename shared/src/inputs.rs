@@ -39,6 +39,10 @@ pub struct InputRequest {
     pub decide_by: String,
     /// Seconds left when this was read (by the server's clock).
     pub decide_in_secs: f64,
+    /// Form mode: the fields that ask for a secret, as the server judged
+    /// them (see `mcp_input_required`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_fields: Vec<String>,
 }
 
 /// `POST /api/mcp-input-requests/{id}`.

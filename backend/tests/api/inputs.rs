@@ -449,3 +449,42 @@ async fn the_input_requests_are_unreadable_and_unwritable_as_anon_and_authentica
     let id = question["id"].as_str().expect("id");
     assert_eq!(stored(&s.app, id).await.0, "pending");
 }
+
+/// Issue 44, item 11: the server says which fields of a form ask for a
+/// secret, on the event and in the live list; the card warns and names
+/// them. The demo's form for a note titled for the portal also asks for
+/// the portal's API key.
+#[tokio::test]
+async fn a_form_that_asks_for_a_secret_names_the_field_on_the_event_and_in_the_list() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, plain) = asked(
+        &s,
+        &mut stream,
+        "file_note",
+        json!({"title": "Engagement letter"}),
+    )
+    .await;
+    assert!(plain.get("secret_fields").is_none(), "{plain}");
+    let res = answer(&s.app, &plain, json!({"action": "decline"})).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+
+    let (_, question) = asked(
+        &s,
+        &mut stream,
+        "file_note",
+        json!({"title": "Docketing portal filing"}),
+    )
+    .await;
+    assert_eq!(
+        question["secret_fields"],
+        json!(["portal_key"]),
+        "{question}"
+    );
+    let live = s.app.get_json("/api/mcp-input-requests").await;
+    assert_eq!(live[0]["secret_fields"], json!(["portal_key"]), "{live}");
+    let res = answer(&s.app, &question, json!({"action": "cancel"})).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+}

@@ -4,7 +4,7 @@
 //!
 //! | tool               | asks                              | annotations on the wire              |
 //! |--------------------|-----------------------------------|--------------------------------------|
-//! | `file_note`        | a form: matter, confidentiality, notify | readOnly false, destructive false, openWorld false |
+//! | `file_note`        | a form: matter, confidentiality, notify (and a portal API key when the title names a portal) | readOnly false, destructive false, openWorld false |
 //! | `confirm_identity` | a URL: this server's `/confirm-identity` page | readOnly true, destructive false, openWorld true |
 //!
 //! Each asks the way the session's protocol era allows: a 2025-11-25
@@ -119,6 +119,22 @@ pub fn file_note_schema() -> Value {
     })
 }
 
+/// The form `file_note` asks with for a note titled `title`: a title
+/// that names a portal ("Docketing portal filing") also asks for the
+/// portal's API key — a form that asks for a secret, for the card's
+/// warning (issue 44). Nothing is done with the key.
+pub fn file_note_schema_for(title: &str) -> Value {
+    let mut schema = file_note_schema();
+    if title.to_lowercase().contains("portal") {
+        schema["properties"]["portal_key"] = json!({
+            "type": "string",
+            "title": "Docketing portal API key",
+            "description": "Only if the note is filed with the court's portal"
+        });
+    }
+    schema
+}
+
 /// What the user answered.
 enum Answer {
     Accept(Value),
@@ -149,7 +165,7 @@ pub(crate) async fn call(
         json!({
             "mode": "form",
             "message": format!("Which matter should \"{title}\" be filed under?"),
-            "requestedSchema": file_note_schema()
+            "requestedSchema": file_note_schema_for(&title)
         })
     } else {
         let document = subject("document");

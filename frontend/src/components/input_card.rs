@@ -244,7 +244,7 @@ fn FormBody(
             .into_any();
         }
     };
-    let secret = form.asks_for_secret();
+    let secret = form.secret_labels(&asked.secret_fields);
     let answers = RwSignal::new(form.initial_answers(&minutes_east_at));
     let form = StoredValue::new(form);
     // Problems are shown once Accept was pressed, and then follow the
@@ -308,10 +308,12 @@ fn FormBody(
             .collect_view()
     });
     view! {
-        {secret.then(|| view! {
+        {(!secret.is_empty()).then(|| view! {
             <p class="input-warning" role="note" data-testid="input-secret-warning">
                 {format!(
-                    "Countersign never asks for passwords in a form; only answer if you trust {connector}."
+                    "This form asks for a secret ({}). Countersign never asks for passwords in a \
+                     form; only answer if you trust {connector}.",
+                    secret.join(", ")
                 )}
             </p>
         })}

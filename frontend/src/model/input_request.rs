@@ -20,8 +20,9 @@
 //! the card offers "Open".
 //!
 //! Two rules of its own, because a server writes every word of the request:
-//! a field is never a password field (a form that asks for a secret is
-//! shown as text, with a warning, see [`Field::looks_secret`]), and a URL
+//! a field is never a password field (a form that asks for a secret —
+//! which the server judges, `secret_fields` — is shown as text, with a
+//! warning naming the fields, see [`Form::secret_labels`]), and a URL
 //! whose host the card cannot be sure of is not offered for opening.
 
 use serde_json::{Map, Number, Value};
@@ -51,9 +52,6 @@ pub struct Field {
     pub required: bool,
     /// What kind of input it is.
     pub kind: FieldKind,
-    /// Its name, title or format looks like a secret (a password, a token,
-    /// a PIN): the card warns, and still shows a plain text field.
-    pub looks_secret: bool,
     /// The schema's `default`, as sent.
     default: Option<Value>,
 }
@@ -222,9 +220,15 @@ impl Form {
         Ok(Self { fields })
     }
 
-    /// Whether any field looks like it asks for a secret.
-    pub fn asks_for_secret(&self) -> bool {
-        self.fields.iter().any(|field| field.looks_secret)
+    /// The labels of the fields the server judged to ask for a secret
+    /// (`secret_fields` of the event), in the form's order: the card warns
+    /// and names them, and still shows plain text fields.
+    pub fn secret_labels(&self, secret_fields: &[String]) -> Vec<String> {
+        self.fields
+            .iter()
+            .filter(|field| secret_fields.contains(&field.name))
+            .map(|field| field.label.clone())
+            .collect()
     }
 
     /// What each field holds before the user types: its default, or empty.
@@ -331,7 +335,6 @@ impl Field {
             Some(_) => return Err(cannot("a field of a kind Countersign does not know")),
         };
         Ok(Self {
-            looks_secret: looks_secret(name, title.unwrap_or_default(), format),
             name: name.to_owned(),
             help: schema
                 .get("description")
@@ -679,51 +682,6 @@ fn choices(schema: &Map<String, Value>, titled: &str) -> Option<Vec<Choice>> {
         return None;
     };
     (!options.is_empty()).then_some(options)
-}
-
-/// Whether a field asks for something that looks like a secret: its
-/// `format` is `password`, or its name or title holds "password",
-/// "passphrase", "secret" or "token", or the word "pin" (a word, so that
-/// "shipping" or "opinion" do not count).
-fn looks_secret(name: &str, title: &str, format: Option<&str>) -> bool {
-    if format == Some("password") {
-        return true;
-    }
-    [name, title].iter().any(|text| {
-        let lower = text.to_lowercase();
-        ["password", "passphrase", "passwd", "secret", "token"]
-            .iter()
-            .any(|word| lower.contains(word))
-            || words(text)
-                .iter()
-                .any(|word| word == "pin" || word == "pins")
-    })
-}
-
-/// `text` split into lower-case words at anything not a letter or digit,
-/// and where a lower-case letter meets an upper-case one (`userPin`).
-fn words(text: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut previous_lower = false;
-    for c in text.chars() {
-        if !c.is_alphanumeric() {
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-            previous_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && previous_lower && !word.is_empty() {
-            words.push(std::mem::take(&mut word));
-        }
-        previous_lower = c.is_lowercase();
-        word.extend(c.to_lowercase());
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    words
 }
 
 /// An address of the shape `local@domain`, with no spaces (the server
@@ -1208,7 +1166,6 @@ mod tests {
             Answer::Text("privileged".into())
         );
         assert_eq!(by_name("notify_team"), Answer::Flag(false));
-        assert!(!form.asks_for_secret());
     }
 
     #[test]
@@ -1260,32 +1217,19 @@ mod tests {
                 panic!("text: {field:?}");
             };
             assert_eq!(parsed.input_type(), input_type, "{format:?}");
-            assert_eq!(field.looks_secret, format == Some("password"), "{format:?}");
         }
     }
 
     #[test]
-    fn fields_that_look_like_secrets_are_flagged_by_name_title_or_format() {
-        let cases = [
-            ("password", "", true),
-            ("new_password", "", true),
-            ("code", "Your PIN", true),
-            ("userPin", "", true),
-            ("api_token", "", true),
-            ("apiToken", "", true),
-            ("x", "Client secret", true),
-            ("passphrase", "", true),
-            ("shipping", "Shipping address", false),
-            ("opinion", "Your opinion", false),
-            ("matter", "Matter number", false),
-        ];
-        for (name, title, secret) in cases {
-            assert_eq!(looks_secret(name, title, None), secret, "{name} / {title}");
-        }
+    fn the_fields_the_server_judged_secret_are_named_by_their_labels_in_order() {
         let form = parse(json!({"type": "object", "properties": {
-            "pin": {"type": "string", "format": "password"}
-        }}));
-        assert!(form.asks_for_secret());
+            "matter": {"type": "string", "title": "Matter number"},
+            "apiKey": {"type": "string", "title": "API key"},
+            "pin": {"type": "string"}
+        }, "required": ["pin"]}));
+        let secret = ["apiKey".to_owned(), "pin".to_owned(), "gone".to_owned()];
+        assert_eq!(form.secret_labels(&secret), ["pin", "API key"]);
+        assert!(form.secret_labels(&[]).is_empty());
     }
 
     #[test]

@@ -407,6 +407,8 @@ pub struct Input {
     pub url_host: Option<String>,
     /// RFC 3339; the turn stops waiting then.
     pub decide_by: String,
+    /// Form mode: the fields that ask for a secret, as the server judged.
+    pub secret_fields: Vec<String>,
     /// Where it stands.
     pub state: InputState,
     /// Why this page's last answer did not go through (the user can try
@@ -1078,6 +1080,7 @@ impl Transcript {
                 url,
                 url_host,
                 decide_by,
+                secret_fields,
                 ..
             } => {
                 let asked = Input {
@@ -1090,6 +1093,7 @@ impl Transcript {
                     url,
                     url_host,
                     decide_by,
+                    secret_fields,
                     state: InputState::Pending,
                     problem: None,
                 };
@@ -2539,6 +2543,7 @@ mod tests {
             url: None,
             url_host: None,
             decide_by: "2026-05-01T12:02:00Z".into(),
+            secret_fields: Vec::new(),
         }
     }
 
