@@ -344,6 +344,7 @@ impl Row {
             tool_description: about.description.clone(),
             risk: Some(about.risk.clone()),
             provenance: self.provenance.as_ref().map(|p| Box::new(p.0.clone())),
+            character_warnings: crate::characters::warnings(&self.arguments),
         }
     }
 
@@ -368,6 +369,7 @@ impl Row {
             decide_in_secs,
             offered_grants: self.offered_grants(),
             provenance: self.provenance.as_ref().map(|p| p.0.clone()),
+            character_warnings: crate::characters::warnings(&self.arguments),
         }
     }
 }

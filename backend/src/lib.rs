@@ -38,6 +38,7 @@ pub mod admin;
 pub mod approvals;
 pub mod audit;
 pub mod auth;
+pub mod characters;
 pub mod config;
 pub mod connectors;
 pub mod db;

@@ -147,3 +147,40 @@ test('a result that holds instructions is marked in the transcript, and the next
   await echo.getByTestId('approval-decline').click();
   await turnOver(page);
 });
+
+test('the card shows what the bytes are: look-alike, invisible and bidi characters, and the address in ASCII', async ({
+  page,
+}) => {
+  await signUp(page, 'bytes', 'Bea Bytes');
+  await addDemoConnector(page, ['echo']);
+  await newChat(page);
+
+  // A Cyrillic і in the domain, a zero-width space inside a word, a
+  // right-to-left override before a file name.
+  await say(page, 'use echo with {"text":"partner@f\u0456rm.example"}');
+  const card = await waitingCard(page, 'echo', 1);
+  const line = card.getByTestId('approval-character');
+  await expect(line).toHaveCount(1);
+  await expect(line).toContainText('Check this value: text holds a letter of another script that looks like “i” (U+0456).');
+  await expect(card.getByTestId('approval-character-ascii')).toHaveText('partner@xn--frm-jhd.example');
+  await card.getByTestId('approval-decline').click();
+  await turnOver(page);
+
+  await say(page, 'use echo with {"text":"pay\u200Bment due \u202Efdp.exe"}');
+  const second = await waitingCard(page, 'echo', 2);
+  // Drawn, not hidden: the arguments show the code points.
+  await expect(second.getByTestId('approval-arguments')).toContainText('pay⟨U+200B⟩ment due ⟨U+202E⟩fdp.exe');
+  await expect(second.getByTestId('approval-character')).toContainText(
+    'holds an invisible character (U+200B), a direction control that reorders the text (U+202E)',
+  );
+  await page.setViewportSize({ width: 1280, height: 1000 });
+  await second.scrollIntoViewIfNeeded();
+  await snap(page, 'approval-characters');
+  await page.setViewportSize({ width: 390, height: 1400 });
+  await second.scrollIntoViewIfNeeded();
+  await snap(page, 'approval-characters-390');
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await everyWay(page, 'approval-characters', () => second.getByTestId('approval-characters').scrollIntoViewIfNeeded());
+  await second.getByTestId('approval-decline').click();
+  await turnOver(page);
+});

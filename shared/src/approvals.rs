@@ -73,6 +73,10 @@ pub struct PendingCall {
     /// Where each argument came from (see `mcp_confirmation_required`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<crate::Provenance>,
+    /// Arguments holding look-alike, invisible or bidi characters (as
+    /// on `mcp_confirmation_required`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub character_warnings: Vec<crate::CharacterWarning>,
 }
 
 /// `once`, `turn` and `always`: what a card offers unless the tool changed

@@ -121,6 +121,11 @@ pub enum ChatEvent {
         // Boxed, so the other events stay small.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         provenance: Option<Box<Provenance>>,
+        /// Arguments holding look-alike letters, invisible characters or
+        /// bidi controls (issue 44): the card flags each beside the
+        /// arguments and draws the invisible ones. Empty: none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        character_warnings: Vec<crate::CharacterWarning>,
     },
     /// The user decided, or the call expired.
     McpConfirmationResolved {
@@ -315,6 +320,7 @@ struct Wire {
     url: Option<String>,
     url_host: Option<String>,
     secret_fields: Option<Vec<String>>,
+    character_warnings: Option<Vec<crate::CharacterWarning>>,
     duration_ms: Option<u64>,
     origin: Option<CallOrigin>,
     approved_at: Option<String>,
@@ -387,6 +393,7 @@ impl Wire {
                 tool_description: self.tool_description,
                 risk: self.risk,
                 provenance: self.provenance,
+                character_warnings: self.character_warnings.unwrap_or_default(),
             },
             "mcp_confirmation_resolved" => ChatEvent::McpConfirmationResolved {
                 turn_id: turn_id?,
@@ -498,6 +505,20 @@ mod tests {
                     .expect("provenance"),
                 )
             }),
+            character_warnings: if full {
+                vec![crate::CharacterWarning {
+                    path: "/to".into(),
+                    key: false,
+                    characters: vec![crate::UnusualCharacter {
+                        code: "U+0456".into(),
+                        kind: crate::vocab::CharacterKind::LookAlike,
+                        looks_like: Some("i".into()),
+                    }],
+                    ascii: Some("a@xn--frm-k4b.example".into()),
+                }]
+            } else {
+                Vec::new()
+            },
         };
         let input = |full: bool| ChatEvent::McpInputRequired {
             turn_id: "t".into(),

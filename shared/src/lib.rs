@@ -11,6 +11,7 @@
 pub mod admin;
 pub mod approvals;
 pub mod auth;
+pub mod characters;
 pub mod chat;
 pub mod connectors;
 pub mod error;
@@ -26,6 +27,7 @@ pub use auth::{
     ChangePasswordRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest,
     MfaEnrolment, RevokedSessions, SessionInfo, SessionResponse, SignupRequest, User,
 };
+pub use characters::{CharacterWarning, UnusualCharacter};
 pub use chat::*;
 pub use connectors::*;
 pub use error::ErrorBody;
@@ -34,10 +36,10 @@ pub use inputs::{InputAnswer, InputAnswered, InputRequest};
 pub use provenance::Provenance;
 pub use risk::ToolRisk;
 pub use vocab::{
-    ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, ConnectorStatus,
-    Decision, GrantKind, InputAction, InputMode, InputRequestStatus, MessageStatus, NoProseReason,
-    OAuthStatus, PendingCallStatus, Resolution, ReviewState, RiskFlag, SpanEncoding,
-    ToolCallStatus, TurnEnding, UnknownWord, ValueOrigin,
+    ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, CharacterKind,
+    ConnectorStatus, Decision, GrantKind, InputAction, InputMode, InputRequestStatus,
+    MessageStatus, NoProseReason, OAuthStatus, PendingCallStatus, Resolution, ReviewState,
+    RiskFlag, SpanEncoding, ToolCallStatus, TurnEnding, UnknownWord, ValueOrigin,
 };
 
 /// The header every non-GET `/api` request carries, equal to the session's

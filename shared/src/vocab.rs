@@ -539,6 +539,21 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// Why a character of an argument is flagged on the card (DESIGN §6.2):
+    /// what the bytes are, not how they look.
+    pub enum CharacterKind {
+        /// A letter of another script that looks like an ASCII one (the
+        /// Cyrillic `і` of `fіrm`).
+        LookAlike = "look_alike",
+        /// A character that shows nothing: a zero-width space or joiner, a
+        /// soft hyphen, a word joiner, a byte order mark.
+        Invisible = "invisible",
+        /// A bidirectional control, which reorders what is shown around it.
+        Bidi = "bidi",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -723,6 +738,18 @@ mod tests {
     fn tool_call_statuses_are_their_wire_words() {
         use ToolCallStatus::*;
         check(ToolCallStatus::ALL, &[(Ok, "ok"), (Error, "error")]);
+    }
+
+    #[test]
+    fn character_words_are_their_wire_words() {
+        check(
+            CharacterKind::ALL,
+            &[
+                (CharacterKind::LookAlike, "look_alike"),
+                (CharacterKind::Invisible, "invisible"),
+                (CharacterKind::Bidi, "bidi"),
+            ],
+        );
     }
 
     #[test]

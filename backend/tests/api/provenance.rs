@@ -334,3 +334,62 @@ async fn a_result_may_go_to_its_own_closed_world_tool_but_not_to_another_connect
     decide(&s.app, &card, "deny").await;
     stream.until("turn_finished").await;
 }
+
+/// Issue 44, item 8: the card's event says what the bytes of each value
+/// are — a look-alike letter, an invisible character, a bidi control —
+/// with an address also in ASCII; the pending list says the same. Seen
+/// to fail before: the event carried no such field.
+#[tokio::test]
+async fn the_card_names_look_alike_invisible_and_bidi_characters_with_the_address_in_ascii() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = crate::helpers::propose(
+        &s,
+        &mut stream,
+        "echo",
+        json!({"text": "Wire it to partner@f\u{0456}rm.example, ref pay\u{200B}ment \u{202E}fdp"}),
+    )
+    .await;
+    let warnings = card["character_warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{card}");
+    assert_eq!(warnings[0]["path"], "/text");
+    let codes: Vec<(&str, &str)> = warnings[0]["characters"]
+        .as_array()
+        .expect("characters")
+        .iter()
+        .map(|c| {
+            (
+                c["code"].as_str().expect("code"),
+                c["kind"].as_str().expect("kind"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("U+0456", "look_alike"),
+            ("U+200B", "invisible"),
+            ("U+202E", "bidi")
+        ]
+    );
+    let pending = s.app.get_array("/api/mcp-pending-calls").await;
+    assert_eq!(pending[0]["character_warnings"], card["character_warnings"]);
+
+    // An address alone is shown in ASCII too.
+    let res = decide(&s.app, &card, "deny").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+    let (_, card) = crate::helpers::propose(
+        &s,
+        &mut stream,
+        "echo",
+        json!({"text": "partner@f\u{0456}rm.example"}),
+    )
+    .await;
+    assert_eq!(
+        card["character_warnings"][0]["ascii"],
+        "partner@xn--frm-jhd.example"
+    );
+    assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+}

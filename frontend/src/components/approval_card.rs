@@ -16,6 +16,7 @@
 
 use std::time::Duration;
 
+use countersign_api::characters::visible;
 use countersign_api::{self as api_vocab, DecideRequest, GrantKind, PendingCallStatus};
 use leptos::html::P;
 use leptos::prelude::*;
@@ -26,8 +27,8 @@ use crate::api;
 use crate::components::{OriginChip, SignInAgainButton, StepUp, ToolResultFold};
 use crate::model::approval::{
     ArgPiece, FLOW_NOTE, always_question, argument_pieces_with, card_status, card_title,
-    clock_offset_ms, countdown_text, duration_text, instructions_note, origin_lines,
-    remaining_secs, risk_view,
+    character_lines, clock_offset_ms, countdown_text, duration_text, instructions_note,
+    origin_lines, remaining_secs, risk_view,
 };
 use crate::model::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 use crate::session::SessionState;
@@ -200,6 +201,14 @@ pub fn ApprovalCard(
     let flows = move || provenance().map(|p| p.flows).filter(|f| !f.is_empty());
     let instructions = move || provenance().and_then(|p| instructions_note(&p));
     let origins = move || provenance().map(|p| origin_lines(&p, crate::clock::minutes_east_at));
+    // What the bytes are (issue 44): look-alike, invisible, bidi.
+    let characters = move || {
+        approval.with(|a| {
+            a.as_ref()
+                .map(|a| character_lines(&a.character_warnings))
+                .unwrap_or_default()
+        })
+    };
     let key = move || {
         status.with(|s| {
             s.as_ref()
@@ -336,7 +345,7 @@ pub fn ApprovalCard(
                         .get()
                         .into_iter()
                         .map(|piece| match piece {
-                            ArgPiece::Code(code) => view! { <span>{code}</span> }.into_any(),
+                            ArgPiece::Code(code) => view! { <span>{visible(&code)}</span> }.into_any(),
                             ArgPiece::Long { preview, literal, chars } => view! {
                                 <LongValue preview=preview literal=literal chars=chars />
                             }
@@ -353,11 +362,11 @@ pub fn ApprovalCard(
                                             data-testid="approval-seen"
                                             title=mark.label
                                         >
-                                            {run.text}
+                                            {visible(&run.text)}
                                         </mark>
                                     }
                                     .into_any(),
-                                    None => view! { <span>{run.text}</span> }.into_any(),
+                                    None => view! { <span>{visible(&run.text)}</span> }.into_any(),
                                 })
                                 .collect_view()
                                 .into_any(),
@@ -365,6 +374,23 @@ pub fn ApprovalCard(
                         .collect_view()
                 }}
             </div>
+            {move || {
+                let lines = characters();
+                (!lines.is_empty()).then(|| view! {
+                    <ul class="approval-characters" data-testid="approval-characters"
+                        aria-label="Characters to check before you decide">
+                        {lines.into_iter().map(|line| view! {
+                            <li data-testid="approval-character">
+                                <strong>"Check this value: "</strong>
+                                <code>{line.what}</code>" "{line.words}"."
+                                {line.ascii.map(|ascii| view! {
+                                    " In ASCII: "<code data-testid="approval-character-ascii">{ascii}</code>
+                                })}
+                            </li>
+                        }).collect_view()}
+                    </ul>
+                })
+            }}
             {move || origins().map(|lines| {
                 let rest = if lines.is_empty() {
                     "Written by the model: nothing in these arguments was seen earlier in this chat."
@@ -547,9 +573,9 @@ fn LongValue(preview: String, literal: String, chars: usize) -> impl IntoView {
     let open = RwSignal::new(false);
     let text = move || {
         if open.get() {
-            literal.clone()
+            visible(&literal)
         } else {
-            preview.clone()
+            visible(&preview)
         }
     };
     view! {

@@ -1171,3 +1171,95 @@ mod tests {
         );
     }
 }
+
+/// One flagged argument on the card: which one, what its characters are,
+/// and its ASCII form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CharacterLine {
+    /// The argument (`to`, `cc/0`; a key says so).
+    pub what: String,
+    /// Each flagged character in words.
+    pub words: String,
+    /// An address in ASCII, when it differs.
+    pub ascii: Option<String>,
+}
+
+/// The card's lines for the server's `character_warnings` (issue 44):
+/// "a letter of another script that looks like “i” (U+0456)", "an
+/// invisible character (U+200B)", "a direction control that reorders
+/// the text (U+202E)".
+pub fn character_lines(warnings: &[countersign_api::CharacterWarning]) -> Vec<CharacterLine> {
+    use countersign_api::vocab::CharacterKind;
+    warnings
+        .iter()
+        .map(|w| {
+            let name = w
+                .path
+                .trim_start_matches('/')
+                .replace("~1", "/")
+                .replace("~0", "~");
+            let words: Vec<String> = w
+                .characters
+                .iter()
+                .map(|c| match c.kind {
+                    CharacterKind::LookAlike => format!(
+                        "a letter of another script that looks like \u{201c}{}\u{201d} ({})",
+                        c.looks_like.as_deref().unwrap_or("?"),
+                        c.code
+                    ),
+                    CharacterKind::Invisible => format!("an invisible character ({})", c.code),
+                    CharacterKind::Bidi => {
+                        format!("a direction control that reorders the text ({})", c.code)
+                    }
+                    _ => format!("an unusual character ({})", c.code),
+                })
+                .collect();
+            CharacterLine {
+                what: if w.key {
+                    format!("{name} (its name)")
+                } else {
+                    name
+                },
+                words: format!("holds {}", words.join(", ")),
+                ascii: w.ascii.clone(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod character_tests {
+    use super::*;
+    use countersign_api::{CharacterWarning, UnusualCharacter, vocab::CharacterKind};
+
+    #[test]
+    fn each_flagged_argument_is_one_line_naming_its_characters_and_its_ascii_form() {
+        let lines = character_lines(&[CharacterWarning {
+            path: "/to".into(),
+            key: false,
+            characters: vec![
+                UnusualCharacter {
+                    code: "U+0456".into(),
+                    kind: CharacterKind::LookAlike,
+                    looks_like: Some("i".into()),
+                },
+                UnusualCharacter {
+                    code: "U+200B".into(),
+                    kind: CharacterKind::Invisible,
+                    looks_like: None,
+                },
+            ],
+            ascii: Some("partner@xn--frm-jhd.example".into()),
+        }]);
+        assert_eq!(
+            lines,
+            [CharacterLine {
+                what: "to".into(),
+                words: "holds a letter of another script that looks like \u{201c}i\u{201d} \
+                        (U+0456), an invisible character (U+200B)"
+                    .into(),
+                ascii: Some("partner@xn--frm-jhd.example".into()),
+            }]
+        );
+    }
+}

@@ -280,6 +280,9 @@ pub struct Approval {
     /// Where the arguments came from, and the flows that make it warn
     /// (`None` from an older server).
     pub provenance: Option<Box<Provenance>>,
+    /// Arguments holding look-alike, invisible or bidi characters, as
+    /// the server found them: the card flags each.
+    pub character_warnings: Vec<countersign_api::CharacterWarning>,
     /// Where the decision stands.
     pub state: ApprovalState,
     /// Once approved: what the user allowed (from the server, or this
@@ -917,6 +920,7 @@ impl Transcript {
                 tool_description,
                 risk,
                 provenance,
+                character_warnings,
                 ..
             } => {
                 let evidence = Approval {
@@ -925,6 +929,7 @@ impl Transcript {
                     tool_description,
                     risk,
                     provenance,
+                    character_warnings,
                     id: id.clone(),
                     connector_id,
                     connector_name,
@@ -1766,6 +1771,7 @@ mod tests {
             tool_description: Some("Searches the notes.".into()),
             risk: None,
             provenance: None,
+            character_warnings: Vec::new(),
         }
     }
 
