@@ -96,6 +96,19 @@ pub enum OAuthError {
          cannot sign in."
     )]
     ForbiddenByPolicy(String),
+    /// The authorization server changed since the entered client was
+    /// first used: its id and secret are not sent to the new one.
+    #[error(
+        "This connector's authorization server changed from {was} to {now}. The client id and \
+         secret you entered belong to {was}, so Countersign did not send them to {now}. If the \
+         change is expected, enter the client details again in this connector's settings."
+    )]
+    IssuerChanged {
+        /// The issuer the entered client was first used with.
+        was: String,
+        /// The one the server's metadata names now.
+        now: String,
+    },
     /// Unknown, used or expired `state`.
     #[error("This sign-in link has expired or was already used. Start the sign-in again.")]
     UnknownState,
@@ -482,6 +495,22 @@ pub async fn start(
 ) -> Result<String, OAuthError> {
     let secrets = secret_box(state)?;
     let discovered = discover(&guarded(state).await?, url, None).await?;
+    // A client id (and secret) the user entered belongs to the issuer it
+    // was first used with: one the server's metadata now names instead
+    // never sees it.
+    if let Some(entered) = &settings.client_id
+        && let Some((bound, client)) =
+            store::stored_client(&state.db, &secrets, (user_id, connector_id))
+                .await
+                .map_err(store_error)?
+        && client.client_id == *entered
+        && bound.as_deref() != discovered.metadata.issuer.as_deref()
+    {
+        return Err(OAuthError::IssuerChanged {
+            was: bound.unwrap_or_default(),
+            now: discovered.metadata.issuer.clone().unwrap_or_default(),
+        });
+    }
     let reused = store::client_for(
         &state.db,
         &secrets,

@@ -332,6 +332,16 @@ pub async fn update_connector(
         tx.commit().await?;
         let mut tx = db::service_tx(&state.db).await?;
         connectors::store_auth(&mut tx, state.secrets.as_ref(), user.user_id, id, &auth).await?;
+        // New credentials are a new trust decision: the OAuth client they
+        // replace, the issuer an entered client was bound to, and its
+        // tokens go (sign in again).
+        sqlx::query!(
+            "delete from connector_oauth where connector_id = $1 and user_id = $2",
+            id,
+            user.user_id,
+        )
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
     }
     Ok(axum::Json(load(&state, user.user_id, id).await?))

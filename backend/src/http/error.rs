@@ -159,6 +159,7 @@ impl From<crate::connectors::oauth::OAuthError> for ApiError {
             E::WrongUser => Self::Forbidden(message),
             E::ForbiddenByPolicy(_) => Self::Forbidden("forbidden_by_policy".into()),
             E::ConnectorChanged
+            | E::IssuerChanged { .. }
             | E::NeedsSignIn
             | E::NeedsMoreAccess { .. }
             | E::StepUpRefused(_) => Self::Conflict(message),

@@ -244,3 +244,65 @@ async fn the_admin_host_policy_covers_every_oauth_endpoint() {
     );
     assert_eq!(hostile.seen_at("localhost"), Vec::<String>::new());
 }
+
+/// Issue 44, item 6: a client id and secret the user entered belong to
+/// the issuer they were first used with. After the MCP server's metadata
+/// switched to another issuer, the sign-in is refused, saying so, and
+/// nothing — no registration, no token request — goes to the new one;
+/// entering the client again is the user's decision to move. Seen to
+/// fail before: the second start answered 200 with an authorization URL
+/// at the new issuer, whose token endpoint would have received the
+/// secret.
+#[tokio::test]
+async fn an_entered_client_is_never_offered_to_another_issuer() {
+    let hostile = Hostile::start().await;
+    let app = app_for(&hostile).await;
+    let entered = || json!({"type": "oauth", "client_id": "firm-client", "client_secret": "firm-secret-9f3e"});
+    let id = add(&app, &hostile, entered()).await;
+    let start = format!("/api/connectors/{id}/oauth/start");
+    let res = app.post(&start, &json!({})).await;
+    assert_eq!(res.status(), StatusCode::OK, "the first issuer");
+    let first: Value = res.json().await.expect("JSON");
+    assert!(
+        first["authorization_url"]
+            .as_str()
+            .is_some_and(|u| u.contains("client_id=firm-client")),
+        "{first}"
+    );
+
+    let elsewhere = hostile.at("localhost");
+    hostile.say(Said {
+        authorization_server: elsewhere.clone(),
+        authorization_endpoint: format!("{elsewhere}/authorize"),
+        registration_endpoint: format!("{elsewhere}/register"),
+    });
+    let res = app.post(&start, &json!({})).await;
+    assert_eq!(res.status(), StatusCode::CONFLICT, "another issuer");
+    let detail = res.json::<Value>().await.expect("JSON")["detail"]
+        .as_str()
+        .expect("detail")
+        .to_owned();
+    assert!(
+        detail.contains(&hostile.at("127.0.0.1")) && detail.contains(&elsewhere),
+        "{detail}"
+    );
+    assert!(detail.contains("did not send them"), "{detail}");
+    let sent: Vec<String> = hostile
+        .seen_at("localhost")
+        .into_iter()
+        .filter(|r| r.ends_with("/token") || r.ends_with("/register"))
+        .collect();
+    assert_eq!(sent, Vec::<String>::new());
+
+    // Entered again: the user's decision; the sign-in starts there.
+    let res = app
+        .request(
+            Method::PATCH,
+            &format!("/api/connectors/{id}"),
+            Some(json!({"auth": entered()})),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = app.post(&start, &json!({})).await;
+    assert_eq!(res.status(), StatusCode::OK, "after entering it again");
+}

@@ -213,6 +213,43 @@ pub async fn client_for(
     .transpose()
 }
 
+/// The connector's stored client, whatever resource or issuer it was
+/// stored for, with that issuer: what an entered client id is bound to
+/// once a sign-in started with it (`oauth::start`).
+pub async fn stored_client(
+    pool: &PgPool,
+    secrets: &SecretBox,
+    (user_id, connector_id): (UserId, ConnectorId),
+) -> Result<Option<(Option<String>, ClientRecord)>, AuthError> {
+    let mut tx = db::service_tx(pool).await.map_err(store_error)?;
+    let row = sqlx::query!(
+        r#"select issuer, client_key_id as key_id, client_nonce as nonce,
+                  client_ciphertext as ciphertext
+             from connector_oauth
+            where connector_id = $1 and user_id = $2"#,
+        connector_id as ConnectorId,
+        user_id as UserId,
+    )
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(store_error)?;
+    tx.commit().await.map_err(store_error)?;
+    row.map(|row| {
+        let sealed = Sealed {
+            key_id: row.key_id,
+            nonce: row.nonce,
+            ciphertext: row.ciphertext,
+        };
+        open_json(
+            secrets,
+            &sealed,
+            &aad("connector_oauth_client", user_id, connector_id),
+        )
+        .map(|client| (row.issuer, client))
+    })
+    .transpose()
+}
+
 /// A connector's sign-in, as [`signed_in`] reads it.
 #[derive(Debug, Clone)]
 pub struct SignedIn {
