@@ -115,6 +115,7 @@ fn answer_routes() -> OpenApiRouter<AppState> {
 pub(crate) fn outer_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(oauth::callback))
+        .routes(routes!(oauth::callback_for))
         .routes(routes!(oauth::client_metadata))
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))

@@ -327,6 +327,13 @@ pub struct SignIn<'a> {
     pub clients: Clients,
     /// Step-ups made so far (kept in the [`ClientRecord`]).
     pub step_ups: u32,
+    /// Where a client registered now (dynamic registration) has the
+    /// browser sent back instead of `redirect_uri`: a URI of this sign-in's
+    /// own (the server's `/oauth/callback/{connector}`), so its
+    /// registration is good for this connector's sign-ins alone (OAuth
+    /// mix-up defence, issue 44). An entered client and the metadata
+    /// document keep `redirect_uri`, the one registered out of band.
+    pub own_redirect_uri: Option<&'a str>,
 }
 
 /// A started authorization request.
@@ -382,20 +389,28 @@ pub async fn begin(
         registered,
         metadata_document,
     } = sign_in.clients.clone();
-    let (client_id, client_secret) = match (entered, registered, metadata_document) {
-        (Some((id, secret)), _, _) => (id, secret),
-        (None, Some(registered), _) => (registered.client_id, registered.client_secret),
+    let (client_id, client_secret, redirect_uri) = match (entered, registered, metadata_document) {
+        (Some((id, secret)), _, _) => (id, secret, sign_in.redirect_uri.to_owned()),
+        (None, Some(registered), _) => (
+            registered.client_id,
+            registered.client_secret,
+            registered.redirect_uri,
+        ),
         (None, None, Some(document)) if supports_cimd => {
             if !is_metadata_document_url(&document) {
                 return Err(setup(format!(
                     "a client metadata document URL must be https with a path: {document}"
                 )));
             }
-            (document, None)
+            (document, None, sign_in.redirect_uri.to_owned())
         }
-        (None, None, _) => register(&mut manager, &sign_in, &scopes).await?,
+        (None, None, _) => {
+            let own = sign_in.own_redirect_uri.unwrap_or(sign_in.redirect_uri);
+            let (id, secret) = register(&mut manager, &sign_in, own, &scopes).await?;
+            (id, secret, own.to_owned())
+        }
     };
-    let mut request = AuthorizationRequest::new(sign_in.redirect_uri)
+    let mut request = AuthorizationRequest::new(&redirect_uri)
         .with_client_name(sign_in.client_name)
         .with_application_type(sign_in.application_type)
         .with_initial_scope_selection()
@@ -422,7 +437,7 @@ pub async fn begin(
         client_id,
         client_secret,
         scopes: state.requested_scopes.clone(),
-        redirect_uri: sign_in.redirect_uri.to_owned(),
+        redirect_uri,
         step_ups: sign_in.step_ups,
         resource_indicator,
     };
@@ -449,19 +464,20 @@ fn is_metadata_document_url(url: &str) -> bool {
 async fn register(
     manager: &mut AuthorizationManager,
     sign_in: &SignIn<'_>,
+    redirect_uri: &str,
     scopes: &[String],
 ) -> Result<(String, Option<String>), OAuthError> {
     // rmcp registers under the application type of the client configured
     // last, and offers no other way to set it: configure a placeholder.
     manager
         .configure_client(
-            OAuthClientConfig::new("", sign_in.redirect_uri)
+            OAuthClientConfig::new("", redirect_uri)
                 .with_application_type(sign_in.application_type),
         )
         .map_err(setup)?;
     let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
     let config = manager
-        .register_client(sign_in.client_name, sign_in.redirect_uri, &scopes)
+        .register_client(sign_in.client_name, redirect_uri, &scopes)
         .await
         .map_err(setup)?;
     Ok((config.client_id, config.client_secret))
@@ -495,6 +511,7 @@ pub async fn start(
 ) -> Result<String, OAuthError> {
     let secrets = secret_box(state)?;
     let discovered = discover(&guarded(state).await?, url, None).await?;
+    same_origin_unless_iss(&discovered.metadata)?;
     // A client id (and secret) the user entered belongs to the issuer it
     // was first used with: one the server's metadata now names instead
     // never sees it.
@@ -546,6 +563,7 @@ pub async fn start(
             scopes,
             clients,
             step_ups,
+            own_redirect_uri: Some(&format!("{redirect_uri}/{}", connector_id.0)),
         },
     )
     .await?;
@@ -585,6 +603,43 @@ pub async fn start(
     Ok(begun.authorization_url)
 }
 
+/// Whether the authorization server says it sends `iss` on its
+/// authorization responses (RFC 9207 §3).
+fn sends_iss(metadata: &AuthorizationMetadata) -> bool {
+    metadata
+        .additional_fields
+        .get("authorization_response_iss_parameter_supported")
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+}
+
+/// OAuth mix-up (RFC 9207; issue 44): an authorization server that sends
+/// no `iss` on its responses cannot tell the callback whose code it is,
+/// so its authorization and token endpoints must be where its issuer is.
+/// A server's metadata that names another issuer's sign-in page beside a
+/// token endpoint of its own would get that issuer's code and PKCE
+/// verifier. With `iss` sent, the callback checks it instead ([`finish`]).
+fn same_origin_unless_iss(metadata: &AuthorizationMetadata) -> Result<(), OAuthError> {
+    if sends_iss(metadata) {
+        return Ok(());
+    }
+    let origin = |url: &str| reqwest::Url::parse(url).ok().map(|u| u.origin());
+    let issuer = metadata.issuer.as_deref().and_then(origin);
+    for (what, endpoint) in [
+        ("sign-in page", metadata.authorization_endpoint.as_str()),
+        ("token endpoint", metadata.token_endpoint.as_str()),
+    ] {
+        if issuer.is_none() || origin(endpoint) != issuer {
+            return Err(OAuthError::Setup(format!(
+                "the authorization server {} sends no iss and names a {what} elsewhere ({endpoint}), \
+                 which a sign-in cannot tell apart from another server's",
+                metadata.issuer.as_deref().unwrap_or("(no issuer)")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Where the Client ID Metadata Document is served, when the deployment
 /// has an https public URL (CIMD client ids must be https).
 pub fn client_metadata_url(state: &AppState) -> Option<String> {
@@ -614,9 +669,8 @@ pub struct AccountChange {
 pub async fn finish(
     state: &AppState,
     session_user: UserId,
-    code: &str,
-    state_param: &str,
-    issuer: Option<&str>,
+    (code, state_param, issuer): (&str, &str, Option<&str>),
+    arrived_at: &str,
 ) -> Result<(ConnectorId, AccountChange), OAuthError> {
     let secrets = secret_box(state)?;
     let (user_id, connector_id, in_flight) = store::take_state(&state.db, &secrets, state_param)
@@ -625,6 +679,22 @@ pub async fn finish(
         .ok_or(OAuthError::UnknownState)?;
     if user_id != session_user {
         return Err(OAuthError::WrongUser);
+    }
+    // The answer must come back where this sign-in asked it to, and say
+    // who sent it when its server says it does (RFC 9207): a code for
+    // another sign-in, or from another issuer, is never exchanged.
+    let expected = reqwest::Url::parse(&in_flight.client.redirect_uri)
+        .map(|u| u.path().to_owned())
+        .unwrap_or_default();
+    if expected != arrived_at {
+        return Err(OAuthError::Exchange(
+            "it came back to another sign-in's address".into(),
+        ));
+    }
+    if issuer.is_none() && sends_iss(&in_flight.metadata) {
+        return Err(OAuthError::Exchange(
+            "the authorization server's answer did not say who sent it (iss)".into(),
+        ));
     }
     if current_url(state, user_id, connector_id).await?.as_deref() != Some(&in_flight.resource) {
         return Err(OAuthError::ConnectorChanged);

@@ -115,6 +115,39 @@ fn url_query(pairs: &[(&str, &str)]) -> String {
     url.query().unwrap_or_default().to_owned()
 }
 
+/// `GET /oauth/callback/{connector}`: a sign-in's own callback (a client
+/// registered dynamically is registered with it); as [`callback`].
+#[utoipa::path(
+    get,
+    path = "/oauth/callback/{connector}",
+    tag = "connectors",
+    params(
+        ("connector" = Uuid, Path, description = "The connector whose sign-in this is"),
+        ("code" = Option<String>, Query, description = "The authorization code"),
+        ("state" = Option<String>, Query, description = "The single-use state the sign-in started with"),
+        ("iss" = Option<String>, Query, description = "The issuer (RFC 9207)"),
+        ("error" = Option<String>, Query, description = "The authorization server's error"),
+        ("error_description" = Option<String>, Query, description = "Its description"),
+    ),
+    responses(
+        (status = 303, description = "Back to `/settings`, with `oauth=connected&connector=ID` or `oauth_error=…` in the query"),
+    ),
+)]
+pub async fn callback_for(
+    State(state): State<AppState>,
+    user: Result<CurrentUser, ApiError>,
+    axum::extract::Path(connector): axum::extract::Path<Uuid>,
+    Query(answer): Query<Callback>,
+) -> Response {
+    complete(
+        &state,
+        user,
+        answer,
+        &format!("/oauth/callback/{connector}"),
+    )
+    .await
+}
+
 /// `GET /oauth/callback`: completes the sign-in, then lands on Settings.
 #[utoipa::path(
     get,
@@ -135,6 +168,16 @@ pub async fn callback(
     State(state): State<AppState>,
     user: Result<CurrentUser, ApiError>,
     Query(answer): Query<Callback>,
+) -> Response {
+    complete(&state, user, answer, "/oauth/callback").await
+}
+
+/// Either callback, arrived at path `arrived_at`.
+async fn complete(
+    state: &AppState,
+    user: Result<CurrentUser, ApiError>,
+    answer: Callback,
+    arrived_at: &str,
 ) -> Response {
     // Signed out (or another browser): nothing is consumed; sign in first.
     let Ok(CurrentUser(user)) = user else {
@@ -158,7 +201,7 @@ pub async fn callback(
     };
     // The step-up that let the sign-in start must still hold when its
     // code is spent (it lasts ten minutes): the state is spent either way.
-    if let Err(err) = super::mfa::require_step_up(&state, &user).await {
+    if let Err(err) = super::mfa::require_step_up(state, &user).await {
         if let Err(e) = oauth::store::discard_state(&state.db, &state_param).await {
             tracing::warn!(error = %e, "cannot discard a sign-in's state");
         }
@@ -169,18 +212,17 @@ pub async fn callback(
         )]);
     }
     match oauth::finish(
-        &state,
+        state,
         user.user_id.into(),
-        &code,
-        &state_param,
-        answer.iss.as_deref(),
+        (&code, &state_param, answer.iss.as_deref()),
+        arrived_at,
     )
     .await
     {
         Ok((connector_id, change)) => {
             tracing::info!(user.id = %user.user_id, connector.id = %connector_id, "connector signed in");
             if let Err(err) = oauth::record_account_change(
-                &state,
+                state,
                 (user.user_id.into(), connector_id),
                 &change.connector_name,
                 &change.before,

@@ -190,6 +190,7 @@ impl Authorizer {
                 scopes,
                 clients,
                 step_ups: self.step_ups,
+                own_redirect_uri: None,
             },
         )
         .await

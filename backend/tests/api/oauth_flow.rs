@@ -159,8 +159,8 @@ async fn a_user_signs_in_through_the_authorization_server_and_the_token_is_refre
     assert_eq!(query(&url, "resource"), Some(demo.mcp_url()), "RFC 8707");
     assert_eq!(
         query(&url, "redirect_uri"),
-        Some(app.url("/oauth/callback")),
-        "back to this server"
+        Some(app.url(&format!("/oauth/callback/{id}"))),
+        "back to this server, to this sign-in's own address (registered dynamically)"
     );
     assert_eq!(
         demo.oauth().expect("oauth").counters().registered,

@@ -26,6 +26,8 @@ pub(crate) struct Said {
     pub authorization_endpoint: String,
     /// Its `registration_endpoint`.
     pub registration_endpoint: String,
+    /// Its metadata says it sends no `iss` on its answers (RFC 9207).
+    pub no_iss: bool,
 }
 
 #[derive(Debug, Default)]
@@ -65,6 +67,7 @@ impl Hostile {
             authorization_server: honest.clone(),
             authorization_endpoint: format!("{honest}/authorize"),
             registration_endpoint: format!("{honest}/register"),
+            no_iss: false,
         });
         hostile
     }
@@ -134,6 +137,7 @@ async fn answer(State(shared): State<Shared>, headers: HeaderMap, uri: Uri) -> R
                 "grant_types_supported": ["authorization_code", "refresh_token"],
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
+                "authorization_response_iss_parameter_supported": !said.no_iss,
             }))
             .into_response()
         }
@@ -204,6 +208,7 @@ async fn the_admin_host_policy_covers_every_oauth_endpoint() {
                 authorization_server: elsewhere.clone(),
                 authorization_endpoint: format!("{elsewhere}/authorize"),
                 registration_endpoint: format!("{elsewhere}/register"),
+                no_iss: false,
             },
             "the authorization server",
         ),
@@ -212,6 +217,7 @@ async fn the_admin_host_policy_covers_every_oauth_endpoint() {
                 authorization_server: honest.clone(),
                 authorization_endpoint: format!("{honest}/authorize"),
                 registration_endpoint: format!("{elsewhere}/register"),
+                no_iss: false,
             },
             "the registration endpoint",
         ),
@@ -227,6 +233,7 @@ async fn the_admin_host_policy_covers_every_oauth_endpoint() {
         authorization_server: honest.clone(),
         authorization_endpoint: format!("{elsewhere}/authorize"),
         registration_endpoint: format!("{honest}/register"),
+        no_iss: false,
     });
     let res = app.post(&start, &json!({})).await;
     assert_eq!(
@@ -275,6 +282,7 @@ async fn an_entered_client_is_never_offered_to_another_issuer() {
         authorization_server: elsewhere.clone(),
         authorization_endpoint: format!("{elsewhere}/authorize"),
         registration_endpoint: format!("{elsewhere}/register"),
+        no_iss: false,
     });
     let res = app.post(&start, &json!({})).await;
     assert_eq!(res.status(), StatusCode::CONFLICT, "another issuer");
@@ -305,4 +313,131 @@ async fn an_entered_client_is_never_offered_to_another_issuer() {
     assert_eq!(res.status(), StatusCode::OK);
     let res = app.post(&start, &json!({})).await;
     assert_eq!(res.status(), StatusCode::OK, "after entering it again");
+}
+
+/// Whether the hostile server saw a token request (a code exchanged).
+fn token_requests(hostile: &Hostile) -> usize {
+    ["127.0.0.1", "localhost"]
+        .iter()
+        .flat_map(|h| hostile.seen_at(h))
+        .filter(|r| r.ends_with("/token"))
+        .count()
+}
+
+/// Starts a sign-in; its `state` and the `redirect_uri` it asked for.
+async fn started(app: &TestApp, id: &str) -> (String, String) {
+    let res = app
+        .post(&format!("/api/connectors/{id}/oauth/start"), &json!({}))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let body: Value = res.json().await.expect("JSON");
+    let url = reqwest::Url::parse(body["authorization_url"].as_str().expect("URL")).expect("URL");
+    let get = |key: &str| {
+        url.query_pairs()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.into_owned())
+            .expect(key)
+    };
+    (get("state"), get("redirect_uri"))
+}
+
+/// The browser comes back to `path` with `query`; the Settings URL it
+/// lands on.
+async fn back_to(app: &TestApp, path: &str, query: &str) -> reqwest::Url {
+    let res = app
+        .client
+        .get(app.url(&format!("{path}?{query}")))
+        .send()
+        .await
+        .expect("callback");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    reqwest::Url::parse(&app.url(res.headers()["location"].to_str().expect("text"))).expect("URL")
+}
+
+fn refused(landed: &reqwest::Url) -> bool {
+    landed.query_pairs().any(|(k, _)| k == "oauth_error")
+}
+
+/// Issue 44, item 5 (OAuth mix-up): each sign-in has its own redirect
+/// URI (a client registered dynamically is registered with it), and a
+/// code that comes back elsewhere — to the shared callback or another
+/// connector's — or without the `iss` its server says it sends, is never
+/// exchanged: no token request, the state spent. Seen to fail before:
+/// the code without `iss` went to the token endpoint.
+#[tokio::test]
+async fn a_code_is_exchanged_only_at_its_own_sign_ins_address_and_with_iss() {
+    let hostile = Hostile::start().await;
+    let app = app_for(&hostile).await;
+    let id = add(&app, &hostile, json!({"type": "oauth"})).await;
+    // Another connector (the same server by its other name): its id
+    // names another sign-in's address.
+    let res = app
+        .post(
+            "/api/connectors",
+            &json!({"name": "Other", "url": format!("{}/mcp", hostile.at("localhost")),
+                    "auth": {"type": "oauth"}}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let other = res.json::<Value>().await.expect("JSON")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let issuer = hostile.at("127.0.0.1");
+    let own = format!("/oauth/callback/{id}");
+
+    let (state, redirect_uri) = started(&app, &id).await;
+    assert_eq!(redirect_uri, app.url(&own), "the sign-in's own address");
+    let landed = back_to(&app, &own, &format!("code=c1&state={state}")).await;
+    assert!(refused(&landed), "no iss: {landed}");
+    let replay = back_to(&app, &own, &format!("code=c1&state={state}&iss={issuer}")).await;
+    assert!(refused(&replay), "the state was spent: {replay}");
+
+    for elsewhere in [
+        "/oauth/callback".to_owned(),
+        format!("/oauth/callback/{other}"),
+    ] {
+        let (state, _) = started(&app, &id).await;
+        let landed = back_to(
+            &app,
+            &elsewhere,
+            &format!("code=c2&state={state}&iss={issuer}"),
+        )
+        .await;
+        assert!(refused(&landed), "{elsewhere}: {landed}");
+    }
+    assert_eq!(token_requests(&hostile), 0, "no code was exchanged");
+}
+
+/// Issue 44, item 5: an authorization server that sends no `iss` must
+/// keep its sign-in page and token endpoint at its issuer's origin, or
+/// nothing tells its answers from another server's.
+#[tokio::test]
+async fn without_iss_the_endpoints_must_be_at_the_issuers_origin() {
+    let hostile = Hostile::start().await;
+    let app = app_for(&hostile).await;
+    let id = add(&app, &hostile, json!({"type": "oauth"})).await;
+    let start = format!("/api/connectors/{id}/oauth/start");
+    let (honest, elsewhere) = (hostile.at("127.0.0.1"), hostile.at("localhost"));
+    hostile.say(Said {
+        authorization_server: honest.clone(),
+        authorization_endpoint: format!("{elsewhere}/authorize"),
+        registration_endpoint: format!("{honest}/register"),
+        no_iss: true,
+    });
+    let res = app.post(&start, &json!({})).await;
+    assert_eq!(res.status(), StatusCode::BAD_GATEWAY);
+    let detail = res.json::<Value>().await.expect("JSON")["detail"].clone();
+    assert!(
+        detail.as_str().is_some_and(|d| d.contains("sends no iss")),
+        "{detail}"
+    );
+    hostile.say(Said {
+        authorization_server: honest.clone(),
+        authorization_endpoint: format!("{honest}/authorize"),
+        registration_endpoint: format!("{honest}/register"),
+        no_iss: true,
+    });
+    let res = app.post(&start, &json!({})).await;
+    assert_eq!(res.status(), StatusCode::OK, "all at the issuer's origin");
 }
