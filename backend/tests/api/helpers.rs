@@ -371,13 +371,14 @@ impl SseReader {
         }
     }
 
-    /// The next event (skipping comments); panics when none comes in 10 s.
+    /// The next event (skipping comments); panics when none comes within
+    /// [`EVENT_WAIT`].
     pub async fn next_event(&mut self) -> (i64, Value) {
         loop {
-            match self.next_frame(std::time::Duration::from_secs(10)).await {
+            match self.next_frame(EVENT_WAIT).await {
                 Some(Frame::Event(id, data)) => return (id, data),
                 Some(Frame::Comment(_)) => {}
-                None => panic!("no event within 10 s"),
+                None => panic!("no event within {EVENT_WAIT:?}"),
             }
         }
     }
@@ -455,6 +456,12 @@ pub fn text_of(events: &[(i64, Value)]) -> String {
         .map(|(_, e)| e["text"].as_str().expect("text"))
         .collect()
 }
+
+/// How long a test waits for the next event of a stream: long enough that
+/// only a hang reaches it, however busy the machine (a turn's events come
+/// within milliseconds on a quiet one), so the suite fails a hang and not
+/// a slow machine (issue 44, item 12).
+pub const EVENT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Connector host names for tests, so that no test ever asks a real DNS
 /// server: `*.example.org`, `a.example` and `b.example` resolve to a public
