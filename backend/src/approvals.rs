@@ -345,6 +345,7 @@ impl Row {
             risk: Some(about.risk.clone()),
             provenance: self.provenance.as_ref().map(|p| Box::new(p.0.clone())),
             character_warnings: crate::characters::warnings(&self.arguments),
+            destinations: crate::destinations::destinations(&self.arguments),
         }
     }
 
@@ -370,6 +371,7 @@ impl Row {
             offered_grants: self.offered_grants(),
             provenance: self.provenance.as_ref().map(|p| p.0.clone()),
             character_warnings: crate::characters::warnings(&self.arguments),
+            destinations: crate::destinations::destinations(&self.arguments),
         }
     }
 }

@@ -42,6 +42,7 @@ pub mod characters;
 pub mod config;
 pub mod connectors;
 pub mod db;
+pub mod destinations;
 pub mod digest;
 pub mod events;
 pub mod gate;

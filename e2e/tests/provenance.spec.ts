@@ -163,6 +163,17 @@ test('the card shows what the bytes are: look-alike, invisible and bidi characte
   await expect(line).toHaveCount(1);
   await expect(line).toContainText('Check this value: text holds a letter of another script that looks like “i” (U+0456).');
   await expect(card.getByTestId('approval-character-ascii')).toHaveText('partner@xn--frm-jhd.example');
+  // Sends to (issue 45): the address, in ASCII with its written form beside it.
+  await expect(card.getByTestId('approval-sends-to-item')).toHaveText(
+    'partner@xn--frm-jhd.example (partner@f\u0456rm.example)',
+  );
+  await page.setViewportSize({ width: 1280, height: 1000 });
+  await card.scrollIntoViewIfNeeded();
+  await snap(page, 'approval-sends-to');
+  await page.setViewportSize({ width: 390, height: 1400 });
+  await card.scrollIntoViewIfNeeded();
+  await snap(page, 'approval-sends-to-390');
+  await page.setViewportSize({ width: 1280, height: 800 });
   await card.getByTestId('approval-decline').click();
   await turnOver(page);
 
@@ -170,6 +181,7 @@ test('the card shows what the bytes are: look-alike, invisible and bidi characte
   const second = await waitingCard(page, 'echo', 2);
   // Drawn, not hidden: the arguments show the code points.
   await expect(second.getByTestId('approval-arguments')).toContainText('pay⟨U+200B⟩ment due ⟨U+202E⟩fdp.exe');
+  await expect(second.getByTestId('approval-sends-to')).toHaveText('Nothing named in the arguments');
   await expect(second.getByTestId('approval-character')).toContainText(
     'holds an invisible character (U+200B), a direction control that reorders the text (U+202E)',
   );

@@ -77,6 +77,9 @@ pub struct PendingCall {
     /// on `mcp_confirmation_required`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub character_warnings: Vec<crate::CharacterWarning>,
+    /// Where the call sends data (as on `mcp_confirmation_required`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<crate::Destination>,
 }
 
 /// `once`, `turn` and `always`: what a card offers unless the tool changed

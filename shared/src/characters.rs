@@ -114,3 +114,20 @@ mod tests {
         assert!(!is_invisible('a') && !is_invisible('\u{0456}'));
     }
 }
+
+/// Where a call sends data, as the server read it from the signed
+/// arguments (DESIGN §6.2 "Sends to"; `destinations` on
+/// `mcp_confirmation_required`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Destination {
+    /// A URL's host, an e-mail address, or a named argument's value.
+    pub kind: crate::vocab::DestinationKind,
+    /// In ASCII: a domain in punycode, invisible characters drawn.
+    pub ascii: String,
+    /// The same as written, when that differs (an IDN domain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unicode: Option<String>,
+    /// Where in the arguments it was first found (RFC 6901).
+    pub path: String,
+}

@@ -126,6 +126,12 @@ pub enum ChatEvent {
         /// arguments and draws the invisible ones. Empty: none.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         character_warnings: Vec<crate::CharacterWarning>,
+        /// Where the call sends data, read from the signed arguments: URL
+        /// hosts, e-mail addresses, named destinations (`to`, `channel`,
+        /// …). The card's "Sends to"; `destination` is the connector it
+        /// goes through. Empty: none named.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        destinations: Vec<crate::Destination>,
     },
     /// The user decided, or the call expired.
     McpConfirmationResolved {
@@ -321,6 +327,7 @@ struct Wire {
     url_host: Option<String>,
     secret_fields: Option<Vec<String>>,
     character_warnings: Option<Vec<crate::CharacterWarning>>,
+    destinations: Option<Vec<crate::Destination>>,
     duration_ms: Option<u64>,
     origin: Option<CallOrigin>,
     approved_at: Option<String>,
@@ -394,6 +401,7 @@ impl Wire {
                 risk: self.risk,
                 provenance: self.provenance,
                 character_warnings: self.character_warnings.unwrap_or_default(),
+                destinations: self.destinations.unwrap_or_default(),
             },
             "mcp_confirmation_resolved" => ChatEvent::McpConfirmationResolved {
                 turn_id: turn_id?,
@@ -515,6 +523,16 @@ mod tests {
                         looks_like: Some("i".into()),
                     }],
                     ascii: Some("a@xn--frm-k4b.example".into()),
+                }]
+            } else {
+                Vec::new()
+            },
+            destinations: if full {
+                vec![crate::Destination {
+                    kind: crate::vocab::DestinationKind::Email,
+                    ascii: "a@xn--frm-jhd.example".into(),
+                    unicode: Some("a@f\u{0456}rm.example".into()),
+                    path: "/to".into(),
                 }]
             } else {
                 Vec::new()

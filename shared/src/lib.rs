@@ -27,7 +27,7 @@ pub use auth::{
     ChangePasswordRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest,
     MfaEnrolment, RevokedSessions, SessionInfo, SessionResponse, SignupRequest, User,
 };
-pub use characters::{CharacterWarning, UnusualCharacter};
+pub use characters::{CharacterWarning, Destination, UnusualCharacter};
 pub use chat::*;
 pub use connectors::*;
 pub use error::ErrorBody;
@@ -37,9 +37,9 @@ pub use provenance::Provenance;
 pub use risk::ToolRisk;
 pub use vocab::{
     ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, CharacterKind,
-    ConnectorStatus, Decision, GrantKind, InputAction, InputMode, InputRequestStatus,
-    MessageStatus, NoProseReason, OAuthStatus, PendingCallStatus, Resolution, ReviewState,
-    RiskFlag, SpanEncoding, ToolCallStatus, TurnEnding, UnknownWord, ValueOrigin,
+    ConnectorStatus, Decision, DestinationKind, GrantKind, InputAction, InputMode,
+    InputRequestStatus, MessageStatus, NoProseReason, OAuthStatus, PendingCallStatus, Resolution,
+    ReviewState, RiskFlag, SpanEncoding, ToolCallStatus, TurnEnding, UnknownWord, ValueOrigin,
 };
 
 /// The header every non-GET `/api` request carries, equal to the session's

@@ -540,6 +540,19 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// What a destination of a call is (DESIGN §6.2 "Sends to").
+    pub enum DestinationKind {
+        /// The host of a URL in the arguments.
+        Host = "host",
+        /// An e-mail address.
+        Email = "email",
+        /// The value of an argument whose name names a destination (`to`,
+        /// `channel`, `webhook`, …) that is neither of the above.
+        Named = "named",
+    }
+}
+
+vocabulary! {
     /// Why a character of an argument is flagged on the card (DESIGN §6.2):
     /// what the bytes are, not how they look.
     pub enum CharacterKind {
@@ -738,6 +751,18 @@ mod tests {
     fn tool_call_statuses_are_their_wire_words() {
         use ToolCallStatus::*;
         check(ToolCallStatus::ALL, &[(Ok, "ok"), (Error, "error")]);
+    }
+
+    #[test]
+    fn destination_words_are_their_wire_words() {
+        check(
+            DestinationKind::ALL,
+            &[
+                (DestinationKind::Host, "host"),
+                (DestinationKind::Email, "email"),
+                (DestinationKind::Named, "named"),
+            ],
+        );
     }
 
     #[test]

@@ -393,3 +393,46 @@ async fn the_card_names_look_alike_invisible_and_bidi_characters_with_the_addres
     assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
     stream.until("turn_finished").await;
 }
+
+/// Issue 45, item 3: the card's "Sends to" — where the call sends data,
+/// read by the server from the signed arguments (a URL's host, e-mail
+/// addresses, nested, an IDN in punycode beside its written form), on
+/// the event and in the pending list; `destination` stays the connector.
+#[tokio::test]
+async fn the_card_names_where_the_call_sends_data_from_the_signed_arguments() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = crate::helpers::propose(
+        &s,
+        &mut stream,
+        "echo",
+        json!({"text": "Post it to https://paste.example.net/new and tell partner@f\u{0456}rm.example"}),
+    )
+    .await;
+    assert_eq!(
+        card["destinations"],
+        json!([
+            {"kind": "host", "ascii": "paste.example.net", "path": "/text"},
+            {"kind": "email", "ascii": "partner@xn--frm-jhd.example",
+             "unicode": "partner@f\u{0456}rm.example", "path": "/text"}
+        ]),
+        "{card}"
+    );
+    assert!(
+        card["destination"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("127.0.0.1:")),
+        "the connector it goes via"
+    );
+    let pending = s.app.get_array("/api/mcp-pending-calls").await;
+    assert_eq!(pending[0]["destinations"], card["destinations"]);
+    assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+
+    // Nothing named: no destinations.
+    let (_, card) =
+        crate::helpers::propose(&s, &mut stream, "echo", json!({"text": "hello"})).await;
+    assert!(card.get("destinations").is_none(), "{card}");
+    assert_eq!(decide(&s.app, &card, "deny").await.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+}

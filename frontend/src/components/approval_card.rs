@@ -27,8 +27,8 @@ use crate::api;
 use crate::components::{OriginChip, SignInAgainButton, StepUp, ToolResultFold};
 use crate::model::approval::{
     ArgPiece, FLOW_NOTE, always_question, argument_pieces_with, card_status, card_title,
-    character_lines, clock_offset_ms, countdown_text, duration_text, instructions_note,
-    origin_lines, remaining_secs, risk_view,
+    character_lines, clock_offset_ms, countdown_text, destination_text, duration_text,
+    instructions_note, origin_lines, remaining_secs, risk_view,
 };
 use crate::model::transcript::{Decision, DecisionAnswer, Grant, ToolCall, ToolState, Transcript};
 use crate::session::SessionState;
@@ -201,6 +201,19 @@ pub fn ApprovalCard(
     let flows = move || provenance().map(|p| p.flows).filter(|f| !f.is_empty());
     let instructions = move || provenance().and_then(|p| instructions_note(&p));
     let origins = move || provenance().map(|p| origin_lines(&p, crate::clock::minutes_east_at));
+    // Where the call sends data (issue 45), as the server read it.
+    let destinations = move || {
+        approval.with(|a| {
+            a.as_ref()
+                .map(|a| {
+                    a.destinations
+                        .iter()
+                        .map(destination_text)
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+    };
     // What the bytes are (issue 44): look-alike, invisible, bidi.
     let characters = move || {
         approval.with(|a| {
@@ -325,8 +338,28 @@ pub fn ApprovalCard(
                 }}
             </ul>
             <dl class="approval-facts">
+                <div class="approval-sends-to">
+                    <dt>"Sends to"</dt>
+                    <dd data-testid="approval-sends-to">
+                        {move || {
+                            let sends_to = destinations();
+                            if sends_to.is_empty() {
+                                view! { <span class="muted">"Nothing named in the arguments"</span> }.into_any()
+                            } else {
+                                view! {
+                                    <ul class="approval-destinations">
+                                        {sends_to.into_iter().map(|text| view! {
+                                            <li><code data-testid="approval-sends-to-item">{text}</code></li>
+                                        }).collect_view()}
+                                    </ul>
+                                }
+                                .into_any()
+                            }
+                        }}
+                    </dd>
+                </div>
                 <div>
-                    <dt>"Destination"</dt>
+                    <dt>"Via"</dt>
                     <dd>
                         <code data-testid="approval-destination">{field(|a| a.destination.clone())}</code>
                     </dd>

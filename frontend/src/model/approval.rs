@@ -1263,3 +1263,41 @@ mod character_tests {
         );
     }
 }
+
+/// One destination as the card's "Sends to" shows it: the ASCII form,
+/// and the form as written beside it when that differs
+/// (`xn--frm-jhd.example (fіrm.example)`).
+pub fn destination_text(destination: &countersign_api::Destination) -> String {
+    match &destination.unicode {
+        Some(written) => format!(
+            "{} ({})",
+            destination.ascii,
+            countersign_api::characters::visible(written)
+        ),
+        None => destination.ascii.clone(),
+    }
+}
+
+#[cfg(test)]
+mod destination_tests {
+    use super::*;
+    use countersign_api::{Destination, vocab::DestinationKind};
+
+    #[test]
+    fn a_destination_reads_in_ascii_with_its_written_form_beside_it() {
+        let d = |ascii: &str, unicode: Option<&str>| Destination {
+            kind: DestinationKind::Email,
+            ascii: ascii.into(),
+            unicode: unicode.map(str::to_owned),
+            path: "/to".into(),
+        };
+        assert_eq!(
+            destination_text(&d("a@firm.example", None)),
+            "a@firm.example"
+        );
+        assert_eq!(
+            destination_text(&d("a@xn--frm-jhd.example", Some("a@f\u{0456}rm.example"))),
+            "a@xn--frm-jhd.example (a@f\u{0456}rm.example)"
+        );
+    }
+}

@@ -283,6 +283,9 @@ pub struct Approval {
     /// Arguments holding look-alike, invisible or bidi characters, as
     /// the server found them: the card flags each.
     pub character_warnings: Vec<countersign_api::CharacterWarning>,
+    /// Where the call sends data, as the server read the arguments
+    /// ("Sends to").
+    pub destinations: Vec<countersign_api::Destination>,
     /// Where the decision stands.
     pub state: ApprovalState,
     /// Once approved: what the user allowed (from the server, or this
@@ -921,9 +924,11 @@ impl Transcript {
                 risk,
                 provenance,
                 character_warnings,
+                destinations,
                 ..
             } => {
                 let evidence = Approval {
+                    destinations,
                     offered_grants,
                     tool_title,
                     tool_description,
@@ -1772,6 +1777,7 @@ mod tests {
             risk: None,
             provenance: None,
             character_warnings: Vec::new(),
+            destinations: Vec::new(),
         }
     }
 
