@@ -23,6 +23,17 @@ use serde::{Deserialize, Serialize};
 pub const RESULT_PREVIEW_CHARS: usize = 4000;
 
 /// One event. Every event of a turn carries that turn's `turn_id`.
+#[cfg_attr(
+    target_pointer_width = "64",
+    expect(
+        clippy::large_enum_variant,
+        reason = "the card's event carries its evidence; an event is built, serialized and \
+                  dropped one at a time (the hub keeps its JSON text, the page an `Approval`), \
+                  so no waiting approval holds the largest variant's size; the big optional \
+                  part, the provenance, is boxed (on 32-bit targets the variants are near \
+                  enough)"
+    )
+)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
