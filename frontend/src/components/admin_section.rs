@@ -250,15 +250,9 @@ fn UserRow(user: AdminUser, on_changed: impl Fn() + Copy + Send + Sync + 'static
     } else {
         "Make admin"
     };
-    let admin_aria = format!(
-        "{} {}",
-        if is_admin {
-            "Remove administrator rights from"
-        } else {
-            "Make an administrator:"
-        },
-        user.email
-    );
+    // The name starts with the visible words (axe's
+    // label-content-name-mismatch), then says whom.
+    let admin_aria = format!("{admin_label}: {}", user.email);
     let disable_aria = format!(
         "{} {}",
         if disabled { "Enable" } else { "Disable" },

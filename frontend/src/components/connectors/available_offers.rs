@@ -64,7 +64,12 @@ pub(super) fn AvailableOffers(store: ConnectorStore) -> impl IntoView {
                                         <code class="available-url">{offer.url.clone()}</code>
                                     </div>
                                     <button type="button" class="button primary small" data-testid="available-add"
-                                        aria-label=format!("Add {}", offer.name)
+                                        // The name holds the visible word (axe's
+                                        // label-content-name-mismatch).
+                                        aria-label={
+                                            let name = offer.name.clone();
+                                            move || format!("{} {name}", if added.get() { "Added" } else { "Add" })
+                                        }
                                         disabled=move || busy.get() || added.get()
                                         on:click=move |_| add(name.clone(), url.clone())>
                                         {move || if added.get() { "Added" } else { "Add" }}
