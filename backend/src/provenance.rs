@@ -231,6 +231,20 @@ pub fn trace(
             spans: wire,
         });
     }
+    // The flow warning names where the text would go (the card's "Sends
+    // to"), when the arguments say.
+    if !flows.is_empty() {
+        let to: Vec<String> = crate::destinations::destinations(arguments)
+            .into_iter()
+            .map(|d| d.ascii)
+            .collect();
+        if !to.is_empty() {
+            for flow in &mut flows {
+                flow.text = format!("{}, to {}", flow.text, to.join(", "));
+                flow.destinations.clone_from(&to);
+            }
+        }
+    }
     Provenance {
         values,
         flows,
@@ -255,6 +269,7 @@ fn flow(source: &Source, target: &Target<'_>, other_connector: bool) -> Flow {
             "This sends text from {}: {} to {}: {} ({why})",
             source.connector_name, source.tool_name, target.connector_name, target.tool_name
         ),
+        destinations: Vec::new(),
     }
 }
 
@@ -1224,7 +1239,8 @@ mod tests {
         assert!(flow.reaches_outside && flow.other_connector);
         assert_eq!(
             flow.text,
-            "This sends text from Matter notes: read_matter to Mail: send (reaches outside)"
+            "This sends text from Matter notes: read_matter to Mail: send (reaches outside), \
+             to opposing@counsel.example"
         );
         assert!(p.flagged());
     }
@@ -1395,6 +1411,23 @@ mod tests {
         ] {
             assert!(contains_instructions(text), "{text:?}");
         }
+    }
+
+    /// Issue 45, item 3: the flow warning names where the text would go.
+    #[test]
+    fn a_flow_names_the_destinations_the_arguments_name() {
+        let p = traced(
+            json!({"to": "opposing@counsel.example", "body": MEMO}),
+            &[result("c1", 1, MEMO)],
+            &mail(false),
+        );
+        assert_eq!(p.flows.len(), 1);
+        assert_eq!(
+            p.flows[0].text,
+            "This sends text from Matter notes: read_matter to Mail: send (reaches outside), \
+             to opposing@counsel.example"
+        );
+        assert_eq!(p.flows[0].destinations, ["opposing@counsel.example"]);
     }
 
     #[test]

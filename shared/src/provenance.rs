@@ -107,6 +107,10 @@ pub struct Flow {
     /// The call goes to another connector than the text came from.
     pub other_connector: bool,
     /// The card's words: "This sends text from Matter notes: read_matter
-    /// to Mail: send (reaches outside)".
+    /// to Mail: send (reaches outside), to partner@firm.example".
     pub text: String,
+    /// Where the call sends it, as the card's "Sends to" lists them (in
+    /// ASCII); empty when the arguments name none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<String>,
 }
