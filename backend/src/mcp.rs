@@ -960,32 +960,21 @@ fn invalid_tool_name(name: &str) -> Option<String> {
     if name.chars().any(char::is_control) {
         return Some("its name contains control characters".to_owned());
     }
-    let invisible = |c: char| {
-        let mut buf = [0u8; 4];
-        !c.is_ascii()
-            && unicode_security::skeleton(c.encode_utf8(&mut buf))
-                .next()
-                .is_none()
-    };
-    if name.chars().any(invisible) {
+    if name.chars().any(countersign_api::characters::is_invisible) {
         return Some("its name contains invisible characters".to_owned());
     }
     None
 }
 
-/// `text` with control and invisible characters written out
-/// (`⟨U+200B⟩`), so a dropped tool's name can be shown as it is.
+/// `text` with every control character (newlines too: a name has none)
+/// and invisible one written out (`⟨U+200B⟩`), so a dropped tool's name
+/// can be shown as it is.
 fn visible(text: &str) -> String {
+    use countersign_api::characters::{code_point, is_invisible};
     let mut out = String::with_capacity(text.len());
-    let mut buf = [0u8; 4];
     for c in text.chars() {
-        let hidden = c.is_control()
-            || (!c.is_ascii()
-                && unicode_security::skeleton(c.encode_utf8(&mut buf))
-                    .next()
-                    .is_none());
-        if hidden {
-            out.push_str(&format!("\u{27e8}U+{:04X}\u{27e9}", u32::from(c)));
+        if c.is_control() || is_invisible(c) {
+            out.push_str(&format!("\u{27e8}{}\u{27e9}", code_point(c)));
         } else {
             out.push(c);
         }

@@ -346,10 +346,7 @@ pub fn parse_tool_patterns(list: &[String]) -> Result<Vec<String>, PolicyError> 
         // What could never match: a tool part with characters no listed
         // tool name has (invisible ones are dropped at listing), a host
         // part with a port, a scheme or something no host is.
-        if tool
-            .chars()
-            .any(|c| !c.is_ascii() && unicode_security::skeleton(&c.to_string()).next().is_none())
-        {
+        if tool.chars().any(countersign_api::characters::is_invisible) {
             return Err(invalid(
                 "has invisible characters in its tool part, which no listed tool name has, so it                  could never match",
             ));

@@ -696,7 +696,10 @@ pub async fn finish(
             "the authorization server's answer did not say who sent it (iss)".into(),
         ));
     }
-    if current_url(state, user_id, connector_id).await?.as_deref() != Some(&in_flight.resource) {
+    let Some((url, connector_name)) = current(state, user_id, connector_id).await? else {
+        return Err(OAuthError::ConnectorChanged);
+    };
+    if url != in_flight.resource {
         return Err(OAuthError::ConnectorChanged);
     }
     let had_tokens = has_tokens(state, (user_id, connector_id), &in_flight.resource).await?;
@@ -719,9 +722,6 @@ pub async fn finish(
         .exchange_code_for_token_with_issuer(code, state_param, issuer)
         .await
         .map_err(|e| OAuthError::Exchange(e.to_string()))?;
-    let connector_name = connector_name(state, user_id, connector_id)
-        .await?
-        .unwrap_or_default();
     let issuer = in_flight
         .metadata
         .issuer
@@ -740,23 +740,6 @@ pub async fn finish(
             after: format!("signed in at {issuer}"),
         },
     ))
-}
-
-/// The connector's name, if it is still the user's.
-async fn connector_name(
-    state: &AppState,
-    user_id: UserId,
-    connector_id: ConnectorId,
-) -> Result<Option<String>, sqlx::Error> {
-    let mut tx = crate::db::user_tx(&state.db, user_id).await?;
-    let name = sqlx::query_scalar!(
-        "select name from connectors where id = $1",
-        connector_id as ConnectorId,
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(name)
 }
 
 /// Whether connector `connector_id` of `user_id` holds tokens for `url`.
@@ -801,21 +784,21 @@ pub async fn record_account_change(
     tx.commit().await
 }
 
-/// The connector's URL, if it is still the user's.
-async fn current_url(
+/// The connector's URL and name, if it is still the user's.
+async fn current(
     state: &AppState,
     user_id: UserId,
     connector_id: ConnectorId,
-) -> Result<Option<String>, sqlx::Error> {
+) -> Result<Option<(String, String)>, sqlx::Error> {
     let mut tx = crate::db::user_tx(&state.db, user_id).await?;
-    let url = sqlx::query_scalar!(
-        "select url from connectors where id = $1",
+    let row = sqlx::query!(
+        "select url, name from connectors where id = $1",
         connector_id as ConnectorId,
     )
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(url)
+    Ok(row.map(|r| (r.url, r.name)))
 }
 
 /// Signs connector `connector_id` of `user_id` out: asks the authorization
