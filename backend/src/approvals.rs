@@ -10,10 +10,11 @@
 //! A row binds the exact call: the arguments' RFC 8785 canonical JSON and
 //! its SHA-256 are stored, and an HMAC (key `COUNTERSIGN_APPROVAL_KEY`,
 //! named by a key id) covers id, user, chat, turn, connector, destination
-//! (the connector URL at proposal), tool, arguments digest and expiry. A decision carries only approve/deny and
-//! the digest the card showed; it can never change what runs. The turn
-//! claims an approved row, re-reads and re-verifies it, runs it and records
-//! the outcome; a failure still spends the approval.
+//! (the connector URL at proposal), tool, arguments digest and expiry. A
+//! decision carries only approve/deny and the digest the card showed; it
+//! can never change what runs. An approved row runs only through
+//! [`run_approved`]: claimed, re-read and re-verified, run, its outcome
+//! recorded; a failure still spends the approval.
 //!
 //! Waiting holds no pooled connection: one [`Watcher`] per instance reads
 //! the statuses of every call its turns wait for, woken by `NOTIFY` from
@@ -22,19 +23,23 @@
 //! Layout: [`keys`] (the HMAC and what it covers), [`row`] (a row as
 //! stored, what it shows, its check against its signature), [`ledger`]
 //! (every transition but the wait's, and the reads of the ledger),
-//! [`wait`] (waiting for a decision; the instance's [`Watcher`]).
+//! [`wait`] (waiting for a decision; the instance's [`Watcher`]),
+//! [`lifecycle`] (an approved call's run, claim → verify → execute →
+//! record: [`run_approved`], the only way one runs).
 
 mod keys;
 mod ledger;
+mod lifecycle;
 mod row;
 mod wait;
 
 pub use keys::{ApprovalKeys, Binding};
 pub use ledger::{
-    DecideError, Proposal, RECORD_RETRY_FOR, Recovered, TRIPS, Verdict, claim, decide,
-    deny_for_connector, deny_for_user, destination, grant_of, live_for_user, pending_count,
-    propose, record, record_until_stored, recover, sweep, turn_grant,
+    DecideError, Proposal, RECORD_RETRY_FOR, Recovered, TRIPS, Verdict, decide, deny_for_connector,
+    deny_for_user, destination, grant_of, live_for_user, pending_count, propose, recover, sweep,
+    turn_grant,
 };
+pub use lifecycle::{Execution, Ran, Shown, run_approved};
 pub use row::{ABOUT_MAX_CHARS, AboutTool, Row};
 pub use wait::{Hook, Hooks, Waited, Watcher, expire_or_honour, wait};
 

@@ -4,6 +4,8 @@
 //! `decide`, `claim`, `record`, the denials of a re-pointed connector's or
 //! a disabled user's calls, the `sweep` and start-up `recover`ery — and
 //! the reads the gate and the API make of it (grants, the live list).
+//!
+//! It does not order them for a call: [`super::lifecycle`] does.
 
 use super::{Row, keys::Binding};
 use crate::{
@@ -372,7 +374,7 @@ fn of_call(statement: &'static Statement, id: PendingCallId) -> Part {
 }
 
 /// `approved → executing`, exactly one winner. Returns the row as stored.
-pub async fn claim(state: &AppState, id: PendingCallId) -> Result<Option<Row>, sqlx::Error> {
+pub(super) async fn claim(state: &AppState, id: PendingCallId) -> Result<Option<Row>, sqlx::Error> {
     // A transaction of its own, in one round trip.
     let rows = db::trip::run(&state.db, of_call(&CLAIM, id)).await?;
     let row = rows.first().map(Row::from_row).transpose()?;
@@ -395,7 +397,7 @@ pub async fn claim(state: &AppState, id: PendingCallId) -> Result<Option<Row>, s
 /// An executed call approved with "Always allow this tool" creates (or
 /// re-pins to this descriptor) the user's rule, in the same transaction;
 /// decline, failure and expiry never create one.
-pub async fn record(
+pub(super) async fn record(
     state: &AppState,
     id: PendingCallId,
     error: Option<&str>,
@@ -436,7 +438,7 @@ pub const RECORD_RETRY_FOR: Duration = Duration::from_secs(120);
 /// "outcome unknown". Safe to repeat: `record` changes only an `executing`
 /// row. Returns the last error when it gave up (the row then stays
 /// `executing` until recovery fails it as "interrupted; outcome unknown").
-pub async fn record_until_stored(
+pub(super) async fn record_until_stored(
     state: &AppState,
     id: PendingCallId,
     error: Option<&str>,

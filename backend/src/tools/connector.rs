@@ -10,9 +10,11 @@
 //! removed; an unknown or foreign name gets an error result, never a call.
 //! The gate ([`crate::gate::decide`]) looks at the stored facts. A call
 //! that asks goes through the ledger ([`crate::approvals`]): proposed,
-//! shown as a card, waited for, claimed, re-verified, run, recorded. The
-//! claim → call → record section runs in its own task, so nothing can
-//! cancel it half-way. Declining never contacts the server.
+//! shown as a card and waited for here; once approved, the ledger carries
+//! it through claim → verify → execute → record
+//! ([`approvals::run_approved`], in its own task, so nothing can cancel it
+//! half-way), with this module's [`Approved`] bringing the tool's re-read,
+//! the session and the call. Declining never contacts the server.
 
 use super::{BoxFuture, NotRun, ToolBox, ToolOutcome, ToolRun, ToolsWith};
 use crate::{
@@ -26,7 +28,7 @@ use crate::{
     },
     digest,
     gate::{self, AlwaysGrant, Decision, Facts},
-    ids::{ChatId, ConnectorId, PendingCallId, TurnId, UserId},
+    ids::{ChatId, ConnectorId, TurnId, UserId},
     inputs::{Asking, CardAsker},
     llm::{ToolCall, ToolSpec},
     mcp::Elicitation,
@@ -477,6 +479,20 @@ impl Activity {
         }
     }
 
+    /// An approved call's lines, under its ledger row's id.
+    fn approved(user_id: UserId, row: &approvals::Row) -> Self {
+        Self {
+            user_id,
+            chat_id: row.chat_id,
+            turn_id: row.turn_id,
+            call_ref: row.id.to_string(),
+            connector_id: row.connector_id,
+            connector_name: row.connector_name.clone(),
+            tool_name: row.tool_name.clone(),
+            arguments_digest: row.arguments_digest.clone(),
+        }
+    }
+
     fn entry(&self, kind: ActivityKind, outcome: ActivityOutcome) -> audit::Entry<'_> {
         audit::Entry {
             kind,
@@ -510,125 +526,122 @@ fn millis(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The critical section of an approved call: claim (one winner), re-read
-/// and verify what was signed, re-check the tool is still the user's and
-/// unchanged, run, record. Never cancelled half-way: the caller spawns it.
-/// Returns when it was approved (from the claimed row) and the outcome.
+/// An approved call of the card's tool, as [`approvals::run_approved`]
+/// carries it through claim → verify → execute → record (in its own task:
+/// never cancelled half-way). What it adds at each step:
 ///
-/// `card` is the tool the card was for, at the card's URL. Three things
-/// start at once, all after the decision: the claim; the tool's re-read;
-/// and the session's set-up at the card's URL, which sends only the
-/// protocol's own set-up, with credentials only while the connector still
-/// points there (`connectors::load_auth_at`). The call goes out on that
-/// session only once the claimed row verified, names the card's tool and
-/// URL, the re-read matches it, the activity log took the entry, and
-/// `announced` resolved (the chat was told of the decision:
-/// `mcp_confirmation_resolved`); otherwise the session is closed unused.
-async fn run_approved(
+/// - beside the claim, the tool's re-read and the session's set-up at the
+///   card's URL, which sends only the protocol's own set-up, with
+///   credentials only while the connector still points there
+///   (`connectors::load_auth_at`);
+/// - once the row is claimed and verified, that the re-read tool is still
+///   the user's, unchanged, at the card's URL, and the activity log's
+///   entry;
+/// - the call, on that session, only once `announced` resolved (the chat
+///   was told of the decision: `mcp_confirmation_resolved`); otherwise the
+///   session is closed unused.
+struct Approved {
     state: AppState,
-    user_id: UserId,
-    id: PendingCallId,
+    /// The tool the card was for, at the card's URL.
     card: CardTool,
-    asker: (ToolContext, String),
+    /// The turn the call is for.
+    ctx: ToolContext,
+    /// The model's id for the call.
+    call_id: String,
+    /// Resolves once the chat was told of the decision.
     announced: tokio::sync::oneshot::Receiver<()>,
+    /// The turn's Stop, for the server's questions while the call runs.
     cancel: watch::Receiver<bool>,
-) -> (Option<String>, Result<String, String>) {
-    let (ctx, call_id) = asker;
-    let asker = Asker {
-        ctx,
-        call_id: &call_id,
-        cancel,
-    };
-    let opening = open_for(&state, &card, asker);
-    let checked = async {
-        let (claimed, reread) = tokio::join!(
-            approvals::claim(&state, id),
-            kept_by_connector(&state, user_id, card.connector_id, &card.tool_name),
-        );
-        let row = match claimed {
-            Ok(Some(row)) => row,
-            Ok(None) => {
-                return Err((
-                    None,
-                    "This call's approval could not be claimed.".to_owned(),
-                ));
-            }
-            Err(err) => {
-                tracing::error!(error = %err, "cannot claim an approved call");
-                return Err((
-                    None,
-                    "Countersign could not record this call; it did not run.".to_owned(),
-                ));
-            }
+}
+
+impl approvals::Execution for Approved {
+    type Fresh = Result<Option<Kept>, sqlx::Error>;
+    type Ready = Result<crate::mcp::McpSession, String>;
+
+    fn shown(&self) -> approvals::Shown<'_> {
+        approvals::Shown {
+            user_id: self.ctx.user_id,
+            connector_id: self.card.connector_id,
+            tool_name: &self.card.tool_name,
+        }
+    }
+
+    async fn read(&self) -> Self::Fresh {
+        kept_by_connector(
+            &self.state,
+            self.ctx.user_id,
+            self.card.connector_id,
+            &self.card.tool_name,
+        )
+        .await
+    }
+
+    async fn prepare(&self) -> Self::Ready {
+        let asker = Asker {
+            ctx: self.ctx,
+            call_id: &self.call_id,
+            cancel: self.cancel.clone(),
         };
-        let verified = verify_claimed(&state, user_id, &card, &row, reread);
-        let (activity, arguments) = match verified {
-            Ok(verified) => verified,
-            Err(why) => return Err((Some(row), why)),
-        };
-        let logged = activity
+        open_for(&self.state, &self.card, asker).await
+    }
+
+    async fn admit(&self, row: &approvals::Row, fresh: Self::Fresh) -> Result<(), String> {
+        still_as_approved(&self.card, row, fresh)?;
+        Activity::approved(self.ctx.user_id, row)
             .decided(
-                &state,
+                &self.state,
                 ActivityDecision::Approved,
                 row.grant(),
                 ActivityOutcome::Running,
             )
-            .await;
-        if logged.is_err() {
-            return Err((Some(row), UNAUDITED.to_owned()));
-        }
-        Ok((row, activity, arguments))
-    };
-    let (session, checked) = tokio::join!(opening, checked);
-    let (row, activity, arguments) = match checked {
-        Ok(checked) => checked,
-        Err((row, why)) => {
-            if let Ok(session) = session {
-                session.close().await;
+            .await
+            .map_err(|_| UNAUDITED.to_owned())
+    }
+
+    async fn execute(
+        self,
+        row: &approvals::Row,
+        ready: Self::Ready,
+        arguments: Map<String, Value>,
+    ) -> Result<String, String> {
+        let started = Instant::now();
+        // A dropped sender (the turn went away) says as much: go on.
+        let _ = self.announced.await;
+        let outcome = match ready {
+            Ok(session) => {
+                call_on(
+                    &self.state,
+                    self.ctx.user_id,
+                    &self.card,
+                    session,
+                    arguments,
+                )
+                .await
             }
-            let Some(row) = row else {
-                return (None, Err(why));
-            };
-            return (
-                row.decided_at_rfc3339(),
-                recorded(&state, id, Err(why)).await,
-            );
+            Err(why) => Err(why),
+        };
+        Activity::approved(self.ctx.user_id, row)
+            .outcome(&self.state, &outcome, millis(started))
+            .await;
+        outcome
+    }
+
+    async fn abandon(self, ready: Self::Ready) {
+        if let Ok(session) = ready {
+            session.close().await;
         }
-    };
-    let started = Instant::now();
-    // A dropped sender (the turn went away) says as much: go on.
-    let _ = announced.await;
-    let outcome = match session {
-        Ok(session) => call_on(&state, user_id, &card, session, arguments).await,
-        Err(why) => Err(why),
-    };
-    activity.outcome(&state, &outcome, millis(started)).await;
-    (
-        row.decided_at_rfc3339(),
-        recorded(&state, id, outcome).await,
-    )
+    }
 }
 
-/// Checks a claimed row before its call may run: it is the user's, its
-/// signature holds, it names the card's tool at the card's URL (the
-/// session was opened there), and the tool re-read after the decision is
-/// still the user's, unchanged, at that URL. Returns the call's activity
-/// entry and its arguments (the signed bytes), or why it does not run.
-fn verify_claimed(
-    state: &AppState,
-    user_id: UserId,
+/// Checks a claimed, verified row against the tool re-read after the
+/// decision: still the user's, unchanged, at the URL on the card (signed
+/// with the row; the session was opened there). Why it does not run, if
+/// it does not.
+fn still_as_approved(
     card: &CardTool,
     row: &approvals::Row,
     reread: Result<Option<Kept>, sqlx::Error>,
-) -> Result<(Activity, Map<String, Value>), String> {
-    if row.user_id != user_id || !row.verify(&state.approval_keys) {
-        tracing::error!(pending.id = %row.id, "approval ledger row failed its integrity check");
-        return Err("The approved call failed its integrity check; it did not run.".to_owned());
-    }
-    if (row.connector_id, row.tool_name.as_str()) != (card.connector_id, card.tool_name.as_str()) {
-        tracing::error!(pending.id = %row.id, "approval ledger row names another tool than its card");
-        return Err("The approved call failed its integrity check; it did not run.".to_owned());
-    }
+) -> Result<(), String> {
     let tool = reread
         .map_err(|_| "Countersign could not read the tool; the call did not run.".to_owned())?
         .ok_or_else(|| {
@@ -644,37 +657,7 @@ fn verify_claimed(
             "The connector's address changed while the call waited; it did not run.".into(),
         );
     }
-    // The signed bytes are what runs.
-    let arguments = match serde_json::from_str(&row.arguments_canonical) {
-        Ok(Value::Object(map)) => map,
-        _ => return Err("The approved arguments could not be read; it did not run.".into()),
-    };
-    let activity = Activity {
-        user_id,
-        chat_id: row.chat_id,
-        turn_id: row.turn_id,
-        call_ref: row.id.to_string(),
-        connector_id: row.connector_id,
-        connector_name: row.connector_name.clone(),
-        tool_name: row.tool_name.clone(),
-        arguments_digest: row.arguments_digest.clone(),
-    };
-    Ok((activity, arguments))
-}
-
-/// Records a claimed call's outcome in the ledger (a failure still spends
-/// the approval); returns the outcome.
-async fn recorded(
-    state: &AppState,
-    id: PendingCallId,
-    outcome: Result<String, String>,
-) -> Result<String, String> {
-    if let Err(err) =
-        approvals::record_until_stored(state, id, outcome.as_ref().err().map(String::as_str)).await
-    {
-        tracing::error!(error = %err, pending.id = %id, "cannot record a call's outcome");
-    }
-    outcome
+    Ok(())
 }
 
 impl ToolBox for ConnectorTools {
@@ -1021,8 +1004,8 @@ async fn run_unasked(
 
 /// A call that asks: propose it to the ledger, put the card before the
 /// user, wait for the decision (or Stop, or expiry), and run it only
-/// through [`run_approved`], in its own task so it is never cancelled
-/// half-way.
+/// through [`approvals::run_approved`], in its own task so it is never
+/// cancelled half-way.
 async fn ask_and_wait(
     run: &ToolRun<'_>,
     call: &ToolCall,
@@ -1103,27 +1086,28 @@ async fn ask_and_wait(
     Ok(match waited {
         Waited::Approved => {
             let started = Instant::now();
-            // The call's task starts at once (claim, re-read, audit record:
-            // the way to execution) while the chat is told of the decision;
-            // the task runs the call only once it was told.
+            // The call's lifecycle starts at once (claim, re-read, audit
+            // record: the way to execution) while the chat is told of the
+            // decision; it runs the call only once it was told.
             let (told, announced) = tokio::sync::oneshot::channel();
-            let task = tokio::spawn(run_approved(
-                state.clone(),
-                run.ctx.user_id,
+            let running = approvals::run_approved(
+                state,
                 id,
-                CardTool::from(tool),
-                (run.ctx, call.id.clone()),
-                announced,
-                run.cancel.clone(),
-            ));
+                Approved {
+                    state: state.clone(),
+                    card: CardTool::from(tool),
+                    ctx: run.ctx,
+                    call_id: call.id.clone(),
+                    announced,
+                    cancel: run.cancel.clone(),
+                },
+            );
             Box::pin(announce(decision)).await;
             let _ = told.send(());
-            let (approved_at, outcome) = task.await.unwrap_or_else(|_| {
-                (
-                    None,
-                    Err("The call ended abnormally; its outcome is unknown.".into()),
-                )
-            });
+            let approvals::Ran {
+                approved_at,
+                outcome,
+            } = running.await;
             let origin = Origin {
                 kind: Some(CallOrigin::Approved),
                 approved_at,
@@ -1261,6 +1245,7 @@ fn cut(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::PendingCallId;
 
     #[test]
     fn destinations_are_the_connectors_host_and_explicit_port() {
