@@ -35,9 +35,9 @@ mod wait;
 
 pub use keys::{ApprovalKeys, Binding};
 pub use ledger::{
-    DecideError, Proposal, RECORD_RETRY_FOR, Recovered, TRIPS, Verdict, decide, deny_for_connector,
-    deny_for_user, destination, grant_of, live_for_user, pending_count, propose, recover, sweep,
-    turn_grant,
+    DecideError, Proposal, RECORD_RETRY_FOR, Recovered, TRIPS, Verdict, decide, decided_of,
+    deny_for_connector, deny_for_user, destination, grant_of, live_for_user, pending_count,
+    propose, recover, sweep, turn_grant,
 };
 pub use lifecycle::{Execution, Ran, Shown, run_approved};
 pub use row::{ABOUT_MAX_CHARS, AboutTool, Row};
@@ -45,5 +45,15 @@ pub use wait::{Hook, Hooks, Waited, Watcher, expire_or_honour, wait};
 
 /// What the model is told when the user declines.
 pub const DECLINED: &str = r#"{"ok":false,"error":"The user declined this tool call."}"#;
+
+/// What the model is told when the user declines and says why: the
+/// reason is the user's, in their words, as the tool's error.
+pub fn declined_because(reason: &str) -> String {
+    serde_json::json!({
+        "ok": false,
+        "error": format!("The user declined this tool call. Their reason: {reason}"),
+    })
+    .to_string()
+}
 /// What the model is told when nobody decided in time.
 pub const EXPIRED: &str = "The user did not approve this tool call in time.";

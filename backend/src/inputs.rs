@@ -32,6 +32,8 @@ use countersign_api::{ChatEvent, InputAction, InputMode, InputRequest, InputRequ
 use futures_util::future::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
 use tokio::sync::watch;
@@ -391,6 +393,31 @@ pub async fn answer(
     Ok(status)
 }
 
+/// What a secret field's answer shows as on the answered card.
+pub const MASKED: &str = "\u{2022}\u{2022}\u{2022}\u{2022}\u{2022}\u{2022}";
+
+/// `content` with the value of every field in `secret_fields` replaced by
+/// [`MASKED`] (the event is kept in the chat: a secret never is).
+pub fn masked(content: &Value, secret_fields: &[String]) -> Value {
+    match content {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(name, value)| {
+                    let shown = if secret_fields.contains(name) {
+                        Value::String(MASKED.to_owned())
+                    } else {
+                        value.clone()
+                    };
+                    (name.clone(), shown)
+                })
+                .collect(),
+        ),
+        // A form's content is an object; anything else is not shown.
+        _ => Value::Object(Map::new()),
+    }
+}
+
 /// How a wait ended: the status, and with `accepted` the content.
 pub type Answered = (InputRequestStatus, Option<Value>);
 
@@ -519,6 +546,8 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<u64, sqlx::Err
             turn_id: row.turn_id.to_string(),
             id: row.id.to_string(),
             status: InputRequestStatus::Expired,
+            answers: None,
+            answered_at: None,
         };
         emit(state, row.user_id, row.chat_id, row.turn_id, &event).await;
     }
@@ -560,6 +589,9 @@ pub struct CardAsker {
     connector_name: String,
     tool_name: String,
     cancel: watch::Receiver<bool>,
+    /// Milliseconds this call's questions waited for the user, added up:
+    /// the call's own run time leaves them out.
+    waited: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for CardAsker {
@@ -573,8 +605,14 @@ impl std::fmt::Debug for CardAsker {
 
 impl CardAsker {
     /// Asks in `ctx`'s chat for call `call_id` of `tool_name` on the
-    /// connector; `cancel` is the turn's Stop.
-    pub fn new(state: AppState, asking: &Asking<'_>, cancel: watch::Receiver<bool>) -> Self {
+    /// connector; `cancel` is the turn's Stop. The time each question waits
+    /// for the user is added to `waited`.
+    pub fn new(
+        state: AppState,
+        asking: &Asking<'_>,
+        cancel: watch::Receiver<bool>,
+        waited: Arc<AtomicU64>,
+    ) -> Self {
         Self {
             state,
             ctx: asking.ctx,
@@ -583,6 +621,7 @@ impl CardAsker {
             connector_name: asking.connector_name.to_owned(),
             tool_name: asking.tool_name.to_owned(),
             cancel,
+            waited,
         }
     }
 
@@ -621,6 +660,7 @@ impl CardAsker {
         )
         .await;
         let mut cancel = self.cancel.clone();
+        let asked = std::time::Instant::now();
         let (status, content) = match wait(&self.state, row.id, &mut cancel).await {
             Ok(answered) => answered,
             Err(err) => {
@@ -628,6 +668,15 @@ impl CardAsker {
                 (InputRequestStatus::Cancelled, None)
             }
         };
+        let waited_ms = u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.waited.fetch_add(waited_ms, Ordering::Relaxed);
+        // What the user sent, for the answered card's story: secrets masked.
+        let answers = (status == InputRequestStatus::Accepted)
+            .then(|| content.as_ref().map(|c| masked(c, &row.secret_fields())))
+            .flatten();
+        let answered_at = (status == InputRequestStatus::Accepted)
+            .then(|| OffsetDateTime::now_utc().format(&Rfc3339).ok())
+            .flatten();
         emit(
             &self.state,
             self.ctx.user_id,
@@ -637,6 +686,8 @@ impl CardAsker {
                 turn_id: self.ctx.turn_id.to_string(),
                 id: row.id.to_string(),
                 status,
+                answers,
+                answered_at,
             },
         )
         .await;

@@ -18,7 +18,15 @@ pub struct DecideRequest {
     pub grant: Option<GrantKind>,
     /// The `arguments_digest` the card showed: a mismatch decides nothing.
     pub arguments_digest: String,
+    /// On a deny: why, in the user's words. The model reads it as the
+    /// tool's error, and the ledger and Activity keep it. At most
+    /// [`MAX_DECLINE_REASON_CHARS`] characters (a 422 beyond).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
+
+/// The longest decline reason the server takes, in characters.
+pub const MAX_DECLINE_REASON_CHARS: usize = 1000;
 
 /// The answer to a decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

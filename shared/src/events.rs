@@ -23,17 +23,6 @@ use serde::{Deserialize, Serialize};
 pub const RESULT_PREVIEW_CHARS: usize = 4000;
 
 /// One event. Every event of a turn carries that turn's `turn_id`.
-#[cfg_attr(
-    target_pointer_width = "64",
-    expect(
-        clippy::large_enum_variant,
-        reason = "the card's event carries its evidence; an event is built, serialized and \
-                  dropped one at a time (the hub keeps its JSON text, the page an `Approval`), \
-                  so no waiting approval holds the largest variant's size; the big optional \
-                  part, the provenance, is boxed (on 32-bit targets the variants are near \
-                  enough)"
-    )
-)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -157,6 +146,15 @@ pub enum ChatEvent {
         /// otherwise, and from an older server.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grant: Option<GrantKind>,
+        /// When it was decided (RFC 3339, by the database's clock), so a
+        /// decided card says when; absent for `expired` and from an older
+        /// server.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decided_at: Option<String>,
+        /// For `denied`: the reason the user gave ("Decline and tell the
+        /// assistant why"), which the model also read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decline_reason: Option<String>,
     },
     /// A running MCP call's server asks the user for input (DESIGN §6a):
     /// the question as stored.
@@ -201,6 +199,14 @@ pub enum ChatEvent {
         id: String,
         /// `accepted`, `declined`, `cancelled` or `expired`.
         status: InputRequestStatus,
+        /// For `accepted` in form mode: what the user sent, each secret
+        /// field's value replaced by `"••••••"`, so the answered card
+        /// keeps its story. Absent otherwise, and from an older server.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answers: Option<serde_json::Value>,
+        /// When it was answered (RFC 3339, by the database's clock).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_at: Option<String>,
     },
     /// An MCP tool call ran (or could not run).
     McpToolCall {
@@ -220,8 +226,13 @@ pub enum ChatEvent {
         /// Why, when not ok.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
-        /// How long the call took.
+        /// How long the call took on its server: the time it waited for
+        /// the user (`waited_ms`) is not in it.
         duration_ms: u64,
+        /// How long the call waited for the user's answers while it ran
+        /// (input requests); absent when it waited for none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waited_ms: Option<u64>,
         /// What let it run: `approved` (a card), `turn_grant`,
         /// `always_grant` or `trusted_annotations`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -340,6 +351,11 @@ struct Wire {
     character_warnings: Option<Vec<crate::CharacterWarning>>,
     destinations: Option<Vec<crate::Destination>>,
     duration_ms: Option<u64>,
+    waited_ms: Option<u64>,
+    decided_at: Option<String>,
+    decline_reason: Option<String>,
+    answers: Option<serde_json::Value>,
+    answered_at: Option<String>,
     origin: Option<CallOrigin>,
     approved_at: Option<String>,
     sign_in_connector_id: Option<String>,
@@ -419,6 +435,8 @@ impl Wire {
                 id: required(self.id, "id")?,
                 decision: required(self.decision, "decision")?,
                 grant: self.grant,
+                decided_at: self.decided_at,
+                decline_reason: self.decline_reason,
             },
             "mcp_input_required" => ChatEvent::McpInputRequired {
                 turn_id: turn_id?,
@@ -438,6 +456,8 @@ impl Wire {
                 turn_id: turn_id?,
                 id: required(self.id, "id")?,
                 status: InputRequestStatus::from_wire(&required(self.status, "status")?),
+                answers: self.answers,
+                answered_at: self.answered_at,
             },
             "mcp_tool_call" => ChatEvent::McpToolCall {
                 turn_id: turn_id?,
@@ -448,6 +468,7 @@ impl Wire {
                 status: ToolCallStatus::from_wire(&required(self.status, "status")?),
                 error: self.error,
                 duration_ms: required(self.duration_ms, "duration_ms")?,
+                waited_ms: self.waited_ms,
                 origin: self.origin,
                 approved_at: self.approved_at,
                 sign_in_connector_id: self.sign_in_connector_id,
@@ -572,6 +593,7 @@ mod tests {
             status: ToolCallStatus::Ok,
             error: full.then(|| "no".into()),
             duration_ms: 4,
+            waited_ms: full.then_some(9),
             origin: full.then_some(CallOrigin::Approved),
             approved_at: full.then(|| "a".into()),
             sign_in_connector_id: full.then(|| "k".into()),
@@ -610,6 +632,16 @@ mod tests {
                 id: "p".into(),
                 decision: Resolution::Approved,
                 grant: Some(GrantKind::Always),
+                decided_at: Some("2026-12-06T10:00:00Z".into()),
+                decline_reason: None,
+            },
+            ChatEvent::McpConfirmationResolved {
+                turn_id: "t".into(),
+                id: "p".into(),
+                decision: Resolution::Denied,
+                grant: None,
+                decided_at: None,
+                decline_reason: Some("Archive it instead.".into()),
             },
             input(true),
             input(false),
@@ -617,6 +649,8 @@ mod tests {
                 turn_id: "t".into(),
                 id: "i".into(),
                 status: InputRequestStatus::Accepted,
+                answers: Some(json!({"matter": "2026-114", "pin": "\u{2022}\u{2022}"})),
+                answered_at: Some("2026-12-06T10:00:00Z".into()),
             },
             call(true),
             call(false),

@@ -256,8 +256,11 @@ pub async fn decide(
     verdict: Verdict,
     grant: GrantKind,
     arguments_digest: &str,
+    reason: Option<&str>,
 ) -> Result<PendingCallStatus, DecideError> {
     let status = verdict.status();
+    // Only a deny carries the user's reason.
+    let reason = reason.filter(|_| verdict == Verdict::Deny);
     let grant = (verdict == Verdict::Approve).then_some(grant.as_str());
     // The decision and its NOTIFY (to every instance, once committed) in
     // one statement, a transaction of its own in one round trip: a row
@@ -278,6 +281,9 @@ pub async fn decide(
                     Arg::bytes(digest),
                     Arg::word(status.as_str()),
                     grant.map_or_else(Arg::null, Arg::word),
+                    // The user's own words: sent as bytes (hex), never as
+                    // SQL text, and read back as UTF-8.
+                    reason.map_or_else(Arg::null, |r| Arg::bytes(r.as_bytes())),
                 ],
             },
         )
@@ -327,12 +333,14 @@ pub async fn decide(
 }
 
 /// [`decide`]'s conditional UPDATE with its NOTIFY: `$3` is the digest's
-/// bytes, `$4` the status, `$5` the grant (or null).
+/// bytes, `$4` the status, `$5` the grant (or null), `$6` a deny's reason
+/// as UTF-8 bytes (or null).
 static DECIDE: Statement = Statement {
     name: "cs_decide",
-    params: "(uuid, uuid, bytea, text, text)",
+    params: "(uuid, uuid, bytea, text, text, bytea)",
     sql: "with decided as ( \
-            update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now() \
+            update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now(), \
+                   decline_reason = convert_from($6, 'UTF8') \
              where id = $1 and user_id = $2 and status = 'pending' and expires_at > now() \
                and arguments_digest = encode($3, 'hex') \
                and ($5 is null or $5 = any (offered_grants)) \
@@ -487,6 +495,23 @@ pub async fn turn_grant(
     .await?;
     tx.commit().await?;
     Ok(granted)
+}
+
+/// How `id` was decided, for `mcp_confirmation_resolved`: when, and a
+/// deny's reason (`None` if it is gone).
+pub async fn decided_of(
+    state: &AppState,
+    id: PendingCallId,
+) -> Result<Option<(Option<time::OffsetDateTime>, Option<String>)>, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    let row = sqlx::query!(
+        "select decided_at, decline_reason from mcp_pending_calls where id = $1",
+        id as PendingCallId,
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(row.map(|r| (r.decided_at, r.decline_reason)))
 }
 
 /// The grant the user chose when approving `id` (`None` if it was not
@@ -656,6 +681,8 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     id: id.to_string(),
                     decision: Resolution::Expired,
                     grant: None,
+                    decided_at: None,
+                    decline_reason: None,
                 }
             }
             _ => {
@@ -678,6 +705,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                         "Interrupted: the server stopped before this call ran.".into()
                     }),
                     duration_ms: 0,
+                    waited_ms: None,
                     origin: None,
                     approved_at: None,
                     sign_in_connector_id: None,

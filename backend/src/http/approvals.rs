@@ -17,6 +17,7 @@ use crate::{
     db,
 };
 use axum::{extract::State, http::StatusCode};
+use countersign_api::approvals::MAX_DECLINE_REASON_CHARS;
 use countersign_api::{
     ActivityEntry, DecideRequest, DecideResponse, Decision, Grant, GrantKind, PendingCall,
 };
@@ -112,6 +113,24 @@ pub async fn decide(
             "arguments_digest must be the 64 hex digits shown with the call.".into(),
         ));
     }
+    // "Decline and tell the assistant why": the user's words, bounded.
+    let reason = req
+        .reason
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    if let Some(reason) = reason {
+        if verdict != Verdict::Deny {
+            return Err(ApiError::Unprocessable(
+                "reason goes with a deny: it tells the assistant why.".into(),
+            ));
+        }
+        if reason.chars().count() > MAX_DECLINE_REASON_CHARS {
+            return Err(ApiError::Unprocessable(format!(
+                "reason is at most {MAX_DECLINE_REASON_CHARS} characters."
+            )));
+        }
+    }
     let status = approvals::decide(
         &state,
         user.user_id.into(),
@@ -119,6 +138,7 @@ pub async fn decide(
         verdict,
         grant,
         &digest.to_ascii_lowercase(),
+        reason,
     )
     .await?;
     Ok(axum::Json(DecideResponse { status }))

@@ -42,6 +42,7 @@ use countersign_api::{
 };
 use serde_json::{Map, Value, json};
 use sqlx::{FromRow as _, Row as _};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::{sync::Arc, time::Instant};
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -328,6 +329,8 @@ struct Asker<'a> {
     call_id: &'a str,
     /// The turn's Stop.
     cancel: watch::Receiver<bool>,
+    /// Where the time its questions wait for the user adds up.
+    waited: Arc<AtomicU64>,
 }
 
 /// Runs one call on the connector: `Ok(text)` or `Err(why)` (the tool's
@@ -385,6 +388,7 @@ async fn open_for(
             tool_name: &tool.tool_name,
         },
         asker.cancel,
+        asker.waited,
     );
     open_session_asking(
         state,
@@ -465,6 +469,28 @@ impl Activity {
         .await
         .map(|_| ())
         .inspect_err(|err| tracing::error!(error = %err, "cannot append to the activity log"))
+    }
+
+    /// A card that was not allowed: how it ended, with a decline's reason
+    /// in the user's words as the entry's error (best effort: nothing
+    /// runs either way).
+    async fn decided_because(
+        &self,
+        state: &AppState,
+        decision: Resolution,
+        reason: Option<&str>,
+    ) -> Result<(), sqlx::Error> {
+        let error = reason.map(|r| format!("Declined: {r}"));
+        audit::append(
+            &state.db,
+            &audit::Entry {
+                decision: Some(decision.into()),
+                error: error.as_deref(),
+                ..self.entry(ActivityKind::Decided, ActivityOutcome::NotRun)
+            },
+        )
+        .await
+        .map(|_| ())
     }
 
     /// After it ran (best effort: it already happened).
@@ -552,6 +578,8 @@ struct Approved {
     announced: tokio::sync::oneshot::Receiver<()>,
     /// The turn's Stop, for the server's questions while the call runs.
     cancel: watch::Receiver<bool>,
+    /// The time its server's questions waited for the user.
+    waited: Arc<AtomicU64>,
 }
 
 impl approvals::Execution for Approved {
@@ -581,6 +609,7 @@ impl approvals::Execution for Approved {
             ctx: self.ctx,
             call_id: &self.call_id,
             cancel: self.cancel.clone(),
+            waited: self.waited.clone(),
         };
         open_for(&self.state, &self.card, asker).await
     }
@@ -783,7 +812,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
             &call.id,
             &call.id,
             outcome,
-            Instant::now(),
+            (Instant::now(), 0),
             origin,
         ))
         .await);
@@ -979,6 +1008,7 @@ async fn run_unasked(
     tracing::info!(?because, tool = %tool.model_name, "tool call runs without a card");
     let activity = activity(run, call, tool, call.id.clone());
     let started = Instant::now();
+    let waited = Arc::new(AtomicU64::new(0));
     let outcome = match activity
         .decided(state, because.origin(), None, ActivityOutcome::Running)
         .await
@@ -988,6 +1018,7 @@ async fn run_unasked(
                 ctx: run.ctx,
                 call_id: &call.id,
                 cancel: run.cancel.clone(),
+                waited: waited.clone(),
             };
             let outcome = execute(state, tool, arguments.clone(), asker).await;
             activity.outcome(state, &outcome, millis(started)).await;
@@ -999,7 +1030,17 @@ async fn run_unasked(
         kind: Some(because.origin()),
         approved_at: None,
     };
-    report(run, tool, &call.id, &call.id, outcome, started, origin).await
+    let waited = waited.load(Ordering::Relaxed);
+    report(
+        run,
+        tool,
+        &call.id,
+        &call.id,
+        outcome,
+        (started, waited),
+        origin,
+    )
+    .await
 }
 
 /// A call that asks: propose it to the ledger, put the card before the
@@ -1050,13 +1091,32 @@ async fn ask_and_wait(
         Waited::Expired => Resolution::Expired,
         Waited::Gone(_) => Resolution::Expired,
     };
+    // When and how it was decided, and a decline's reason in the user's
+    // words: for the card's story, the model and the activity log (a
+    // failed read says less, never more).
+    let (decided_at, decline_reason) = if decision == Resolution::Expired {
+        (None, None)
+    } else {
+        Box::pin(approvals::decided_of(state, id))
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or((None, None))
+    };
+    let decline_reason = decline_reason.filter(|_| matches!(waited, Waited::Denied));
     if decision != Resolution::Approved {
         // Nothing runs either way; the log is best effort here.
         let activity = activity(run, call, tool, id.to_string());
-        let _ = Box::pin(activity.decided(state, decision, None, ActivityOutcome::NotRun)).await;
+        let _ =
+            Box::pin(activity.decided_because(state, decision, decline_reason.as_deref())).await;
     }
     // The card's resolution: the grant it came with (only the card's words
     // depend on it: a failed read says less, never more), then the event.
+    let decided_at = decided_at.and_then(|at| {
+        at.format(&time::format_description::well_known::Rfc3339)
+            .ok()
+    });
+    let announced_reason = decline_reason.clone();
     let announce = |decision| async move {
         if let Some(hook) = &state.approval_hooks.before_resolved {
             hook(id.into()).await;
@@ -1074,6 +1134,8 @@ async fn ask_and_wait(
                 id: id.to_string(),
                 decision,
                 grant,
+                decided_at,
+                decline_reason: announced_reason,
             })
             .await;
     };
@@ -1086,6 +1148,7 @@ async fn ask_and_wait(
     Ok(match waited {
         Waited::Approved => {
             let started = Instant::now();
+            let asked = Arc::new(AtomicU64::new(0));
             // The call's lifecycle starts at once (claim, re-read, audit
             // record: the way to execution) while the chat is told of the
             // decision; it runs the call only once it was told.
@@ -1100,6 +1163,7 @@ async fn ask_and_wait(
                     call_id: call.id.clone(),
                     announced,
                     cancel: run.cancel.clone(),
+                    waited: asked.clone(),
                 },
             );
             Box::pin(announce(decision)).await;
@@ -1118,14 +1182,17 @@ async fn ask_and_wait(
                 &id.to_string(),
                 &call.id,
                 outcome,
-                started,
+                (started, asked.load(Ordering::Relaxed)),
                 origin,
             ))
             .await
         }
         Waited::Denied | Waited::Cancelled => {
             Box::pin(announce(decision)).await;
-            not_run(approvals::DECLINED, NotRun::Declined)
+            match decline_reason {
+                Some(reason) => not_run(&approvals::declined_because(&reason), NotRun::Declined),
+                None => not_run(approvals::DECLINED, NotRun::Declined),
+            }
         }
         Waited::Expired | Waited::Gone(_) => {
             Box::pin(announce(decision)).await;
@@ -1147,10 +1214,13 @@ async fn report(
     id: &str,
     call_id: &str,
     outcome: Result<String, String>,
-    started: Instant,
+    (started, waited_ms): (Instant, u64),
     origin: Origin,
 ) -> ToolOutcome {
-    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    // The tool's own time: what its questions waited for the user is
+    // counted apart.
+    let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let duration_ms = elapsed.saturating_sub(waited_ms);
     run.state
         .metrics
         .tool_call(status_of(&outcome), origin.kind);
@@ -1199,6 +1269,7 @@ async fn report(
             status: status_of(&outcome),
             error: outcome.as_ref().err().cloned(),
             duration_ms,
+            waited_ms: (waited_ms > 0).then_some(waited_ms),
             origin: origin.kind,
             approved_at: origin.approved_at,
             sign_in_connector_id: sign_in.then(|| tool.connector_id.to_string()),

@@ -279,6 +279,85 @@ async fn decline_never_contacts_the_server_and_the_chat_goes_on() {
     assert!(!detail.to_string().contains(EMPTY_RESPONSE), "{detail}");
 }
 
+/// "Decline and tell the assistant why" (issue 45 item 5): the reason
+/// reaches the model as the tool's error, is kept in the ledger, the
+/// card's resolution and Activity; nothing runs. A reason on an approve,
+/// or one too long, is a 422 that decides nothing.
+#[tokio::test]
+async fn a_decline_reason_reaches_the_model_the_ledger_and_activity_and_nothing_runs() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, card) = propose(&s, &mut stream, "delete_note", json!({"id": "note-2"})).await;
+    let digest = card["arguments_digest"].clone();
+    let id = card["id"].as_str().expect("id");
+
+    // Refused, and nothing decided: a reason with an approve, a reason
+    // past 1000 characters.
+    let with_approve = decide_with(
+        &s.app,
+        &card,
+        json!({"decision": "approve", "grant": "once", "arguments_digest": digest,
+               "reason": "because"}),
+    )
+    .await;
+    assert_eq!(with_approve.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let too_long = decide_with(
+        &s.app,
+        &card,
+        json!({"decision": "deny", "arguments_digest": digest, "reason": "é".repeat(1001)}),
+    )
+    .await;
+    assert_eq!(too_long.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(ledger(&s.app, id).await.0, PendingCallStatus::Pending);
+
+    // Quotes and a would-be SQL ending travel as the user wrote them.
+    let reason = "Never delete client notes'); archive them instead — \"always\".";
+    let res = decide_with(
+        &s.app,
+        &card,
+        json!({"decision": "deny", "arguments_digest": digest, "reason": format!("  {reason}\n")}),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let events = stream.until("turn_finished").await;
+    let resolved = events
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_confirmation_resolved")
+        .expect("resolved");
+    assert_eq!(resolved.1["decision"], "denied");
+    assert_eq!(resolved.1["decline_reason"], reason);
+    assert!(
+        resolved.1["decided_at"]
+            .as_str()
+            .is_some_and(|at| at.ends_with('Z')),
+        "{}",
+        resolved.1
+    );
+    // The model read it as the tool's error.
+    let text = text_of(&events);
+    assert!(text.contains("The user declined this tool call."), "{text}");
+    assert!(text.contains(reason), "{text}");
+    assert_eq!(s.demo.calls().total, 0, "nothing ran");
+
+    // Kept with the call, and in the activity log.
+    let mut db = s.app.superuser().await;
+    let kept: Option<String> =
+        sqlx::query_scalar("select decline_reason from mcp_pending_calls where id = $1::uuid")
+            .bind(id)
+            .fetch_one(&mut db)
+            .await
+            .expect("ledger row");
+    assert_eq!(kept.as_deref(), Some(reason));
+    let activity = s.app.get_json("/api/activity").await;
+    let declined = activity
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|e| e["call_ref"] == id && e["decision"] == "denied")
+        .expect("the declined entry");
+    assert_eq!(declined["error"], format!("Declined: {reason}"));
+}
+
 /// The chat's row counts its messages (`chats.message_count`, read by the
 /// turn's store instead of counting them): an answer stored by a turn
 /// that was ended elsewhere meanwhile (no `turn_finished` of its own) is

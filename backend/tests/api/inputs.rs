@@ -488,3 +488,57 @@ async fn a_form_that_asks_for_a_secret_names_the_field_on_the_event_and_in_the_l
     assert_eq!(res.status(), StatusCode::OK);
     stream.until("turn_finished").await;
 }
+
+/// A decided input card keeps its story (issue 45 item 6): the resolved
+/// event carries what the user sent, a secret field's value masked (the
+/// event is kept in the chat), and when; the call's `duration_ms` is its
+/// own run time, the time the question waited for the user apart in
+/// `waited_ms`.
+#[tokio::test]
+async fn an_answer_is_kept_with_secrets_masked_and_the_wait_is_not_the_tools_time() {
+    let s = setup(|_| {}).await;
+    let mut stream = s.app.stream(&s.chat, None).await;
+    let (_, question) = asked(
+        &s,
+        &mut stream,
+        "file_note",
+        json!({"title": "Docketing portal filing"}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let secret = "pk-live-7f3a9c";
+    let res = answer(
+        &s.app,
+        &question,
+        json!({"action": "accept", "content": {"matter": "2026-114", "portal_key": secret}}),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let events = stream.until("turn_finished").await;
+    let resolved = &events
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_input_resolved")
+        .expect("resolved")
+        .1;
+    assert_eq!(resolved["status"], "accepted");
+    assert_eq!(
+        resolved["answers"],
+        json!({"matter": "2026-114", "portal_key": countersign::inputs::MASKED}),
+        "{resolved}"
+    );
+    assert!(resolved["answered_at"].as_str().is_some_and(|at| at.ends_with('Z')));
+    let ran = &events
+        .iter()
+        .find(|(_, e)| e["type"] == "mcp_tool_call")
+        .expect("ran")
+        .1;
+    let waited = ran["waited_ms"].as_u64().expect("waited_ms");
+    let own = ran["duration_ms"].as_u64().expect("duration_ms");
+    assert!(waited >= 1400, "the question waited {waited} ms");
+    assert!(own < waited, "the tool's own time ({own} ms) leaves the wait out");
+    // The secret is in no event the chat keeps.
+    let detail = s.app.get_json(&format!("/api/chats/{}", s.chat)).await;
+    let kept: Vec<String> = events.iter().map(|(_, e)| e.to_string()).collect();
+    assert!(!kept.iter().any(|e| e.contains(secret)), "{kept:?}");
+    assert!(!detail.to_string().contains(secret));
+}
