@@ -15,8 +15,7 @@ import {
   guardPages,
   newChat,
   signUp,
-  snap,
-} from './support';
+  snap, allow } from './support';
 
 test.setTimeout(240_000);
 
@@ -48,7 +47,7 @@ test('the signed-in pages have no accessibility violations, light and dark, wide
   await expect(card).toHaveAttribute('data-state', 'pending', { timeout: REPLY_TIMEOUT });
   await everyWay(page, 'chat-card', () => card.scrollIntoViewIfNeeded());
   // The "Always allow" question of a risky card, and the drawer on a phone.
-  await card.getByTestId('approval-allow-always').click();
+  await allow(card, 'always');
   const confirm = card.getByTestId('approval-always-confirm');
   await expect(confirm).toBeVisible();
   await everyWay(page, 'chat-always-confirm', () => confirm.scrollIntoViewIfNeeded());
@@ -65,7 +64,7 @@ test('the signed-in pages have no accessibility violations, light and dark, wide
   }
   await page.emulateMedia({ colorScheme: 'light' });
   await page.setViewportSize({ width: 1280, height: 800 });
-  await card.getByTestId('approval-allow-once').click();
+  await allow(card);
   await expect(card.getByTestId('approval-status')).toContainText('ran successfully', { timeout: REPLY_TIMEOUT });
   await expect(page.getByTestId('stop-turn')).toHaveCount(0, { timeout: REPLY_TIMEOUT });
   await everyWay(page, 'chat-ran');

@@ -5,7 +5,7 @@
 // - Allow once: the call runs once, the card shows the result, and a reload
 //   shows the finished card as it ended.
 // - Decline: "Declined", and the demo server is never called (a long
-//   argument is folded on the card, never cut).
+//   argument sits whole in its box, never cut).
 // - A reload while the card waits brings the same card back, and Allow once
 //   still works.
 // - Two tabs: deciding in one updates the other's card.
@@ -32,8 +32,7 @@ import {
   addDemoConnector,
   newChat,
   ask,
-  turnOver,
-} from './support';
+  turnOver, allow } from './support';
 
 const APPROVAL_WAIT_SECS = Number(process.env.COUNTERSIGN_E2E_APPROVAL_WAIT_SECS ?? '');
 const SEARCH = { query: 'lease' };
@@ -100,7 +99,7 @@ test('Allow once runs the call once and the card shows the result, also after a 
   // Accessible: a labelled group; buttons say what they do.
   await expect(page.getByRole('group', { name: `${DEMO_NAME}: search_notes wants to run` })).toBeVisible();
   const allow = card.getByRole('button', { name: 'Allow once' });
-  const decline = card.getByRole('button', { name: 'Decline' });
+  const decline = card.getByRole('button', { name: 'Decline', exact: true });
   await expect(allow).toHaveAccessibleDescription(`Allow this one call to search_notes on ${DEMO_NAME}`);
   await expect(decline).toHaveAccessibleDescription('Decline this call');
   await snap(page, 'approval-card-pending');
@@ -162,7 +161,7 @@ test('Allow once runs the call once and the card shows the result, also after a 
   expect(await demoCalls(request, 'search_notes')).toBe(before + 1);
 });
 
-test('Decline shows "Declined" and the server is never called; long arguments fold but are all there', async ({
+test('Decline shows "Declined" and the server is never called; a long argument is all there in its box', async ({
   page,
   request,
 }) => {
@@ -175,18 +174,21 @@ test('Decline shows "Declined" and the server is never called; long arguments fo
   await ask(page, 'add_note', { title: 'Repair covenant', body });
   const card = await pendingCard(page, 'add_note');
 
-  // The long body is folded: its start, then "Show all"; the whole value
-  // is one click away, exactly as it would be sent.
+  // The long body sits whole in its own box, its end and length in sight
+  // under it; under 500 characters and unflagged, Allow does not wait for
+  // it (card.spec.ts has the longer case).
   const args = card.getByTestId('approval-arguments');
   await expect(args).toContainText('"title": "Repair covenant"');
-  await expect(args).not.toContainText('END-OF-BODY');
+  await expect(card.getByTestId('approval-long-box')).toHaveText(JSON.stringify(body));
+  await expect(card.getByTestId('approval-long-end')).toContainText('END-OF-BODY');
+  await expect(card.getByTestId('approval-long-value')).toHaveAttribute('data-must-read', 'false');
+  await expect(card.getByTestId('approval-allow-once')).toBeEnabled();
   const toggle = card.getByTestId('approval-long-toggle');
   await expect(toggle).toHaveText(`Show all ${body.length} characters`);
   await expect(toggle).toHaveAttribute('aria-expanded', 'false');
   await toggle.click();
   await expect(toggle).toHaveAttribute('aria-expanded', 'true');
   await expect(card.getByTestId('approval-long-value')).toContainText(JSON.stringify(body));
-  await expect(args).toContainText('END-OF-BODY');
 
   await card.getByTestId('approval-decline').click();
   await expect(card.getByTestId('approval-status')).toHaveText('Declined', { timeout: REPLY_TIMEOUT });
@@ -264,7 +266,7 @@ test('a reload while the card waits brings the same card back, and Allow once st
   await expect(page.getByTestId('composer-hint')).toContainText('Not sent yet');
   await expect(input).toHaveValue('and one more thing');
 
-  await again.getByTestId('approval-allow-once').click();
+  await allow(again);
   await expect(again.getByTestId('approval-status')).toContainText('Allowed once — ran successfully', {
     timeout: REPLY_TIMEOUT,
   });
@@ -290,7 +292,7 @@ test('deciding in one tab updates the card in the other', async ({ page, context
   const second = await pendingCard(other, 'search_notes');
   await expect(second).toHaveAttribute('data-approval-id', id!);
 
-  await first.getByTestId('approval-allow-once').click();
+  await allow(first);
   for (const card of [first, second]) {
     await expect(card.getByTestId('approval-status')).toContainText('Allowed once — ran successfully', {
       timeout: REPLY_TIMEOUT,

@@ -8,7 +8,7 @@
 // the demo server (and that address allowed), and this process given
 // COUNTERSIGN_E2E_DEMO_ADMIN=http://127.0.0.1:<demo port> to steer it.
 import { expect, test } from '@playwright/test';
-import { demoAdmin, demoRow, guardPages, signUp, snap } from './support';
+import { demoAdmin, demoRow, guardPages, signUp, snap, openReview } from './support';
 
 const DEMO_TOOLS = [
   'add_note',
@@ -75,7 +75,7 @@ test('a user adds the demo connector, keeps two tools, and after a refresh sees 
 
   // Review: every tool is new and unchecked; the annotations are the
   // server's own claims, string values shown as strings.
-  await row.getByTestId('connector-review').click();
+  await openReview(row);
   const tools = row.getByTestId('tool-row');
   await expect(tools).toHaveCount(DEMO_TOOLS.length);
   const tool = (name: string) => row.locator(`[data-testid="tool-row"][data-tool-name="${name}"]`);
@@ -192,7 +192,7 @@ test('a tool with an invalid x-mcp-header is not offered, and Settings says so w
     await expect(line).toHaveCount(1);
     await expect(line).toContainText('Not offered: bad_header_tool —');
     // Not in the review either: it was never stored.
-    await row.getByTestId('connector-review').click();
+    await openReview(row);
     await expect(row.locator('[data-testid="tool-row"][data-tool-name="bad_header_tool"]')).toHaveCount(0);
     await row.scrollIntoViewIfNeeded();
     await snap(page, 'connectors-not-offered');

@@ -27,8 +27,7 @@ import {
   newChat,
   signUp,
   snap,
-  turnOver,
-} from './support';
+  turnOver, allow } from './support';
 
 const TOOLS = ['file_note', 'confirm_identity'];
 
@@ -41,7 +40,7 @@ async function allowOnce(page: Page, tool: string) {
   const card = page.getByTestId('approval-card').last();
   await expect(card).toHaveAttribute('data-state', 'pending', { timeout: REPLY_TIMEOUT });
   await expect(card.getByTestId('approval-title')).toHaveText(`${DEMO_NAME}: ${tool} wants to run`);
-  await card.getByTestId('approval-allow-once').click();
+  await allow(card);
 }
 
 /** The last input card on the page, once it waits for an answer. */

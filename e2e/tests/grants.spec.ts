@@ -27,8 +27,7 @@ import {
   newChat,
   say,
   ask,
-  turnOver,
-} from './support';
+  turnOver, allow, openReview } from './support';
 
 const NOTE = { title: 'Grant test', body: 'Written under a rule.' };
 
@@ -78,7 +77,7 @@ test('Always allow: the next identical call runs without a card under the rule; 
   await expect(always).toHaveAccessibleDescription(
     `Always allow add_note on ${DEMO_NAME} until you revoke it or the tool changes`,
   );
-  await expect(card.getByRole('button', { name: 'Decline' })).toBeVisible();
+  await expect(card.getByRole('button', { name: 'Decline', exact: true })).toBeVisible();
   // add_note declares it writes (but deletes nothing) and stays inside: a
   // risky call, styled so, with its reviewed title and description, and
   // no button preselected.
@@ -164,7 +163,7 @@ test('Always allow: the next identical call runs without a card under the rule; 
   await page.getByTestId('nav-settings').click();
   const settingsRow = demoRow(page);
   await expect(settingsRow.getByTestId('connector-grant-count')).toHaveText('1 always-allowed tool');
-  await settingsRow.getByTestId('connector-review').click();
+  await openReview(settingsRow);
   const tool = settingsRow.locator('[data-testid="tool-row"][data-tool-name="add_note"]');
   const chip = tool.getByTestId('tool-grant');
   await expect(chip).toHaveAttribute('data-suspended', 'false');
@@ -200,7 +199,7 @@ test('Allow for this turn: the second call of the turn runs without a card, and 
   const card = await waitingCard(page, 'search_notes', 1);
   await expect(card.getByTestId('approval-arguments')).toHaveText('{\n  "query": "lease"\n}');
   expect(await demoCalls(request, 'search_notes')).toBe(before);
-  await card.getByTestId('approval-allow-turn').click();
+  await allow(card, 'turn');
 
   await expect(card.getByTestId('approval-status')).toContainText('Allowed for this turn — ran successfully', {
     timeout: REPLY_TIMEOUT,
@@ -256,7 +255,7 @@ test('Drift: a tool that changes after "Always allow" asks again, saying it chan
     await page.getByTestId('nav-settings').click();
     const row = demoRow(page);
     await row.getByTestId('connector-refresh').click();
-    await row.getByTestId('connector-review').click();
+    await openReview(row);
     const chip = row.locator('[data-testid="tool-row"][data-tool-name="drifting_tool"]').getByTestId('tool-grant');
     await expect(chip).toHaveAttribute('data-suspended', 'true', { timeout: REPLY_TIMEOUT });
 
@@ -280,7 +279,7 @@ test('Drift: a tool that changes after "Always allow" asks again, saying it chan
     // Kept again in Settings (it is still checked): the rule, pinned to the
     // old descriptor, is suspended, so the call asks with that reason.
     await page.getByTestId('nav-settings').click();
-    await row.getByTestId('connector-review').click();
+    await openReview(row);
     await row.getByTestId('review-save').click();
     await expect(row.getByTestId('connector-tool-counts')).not.toContainText('changed', {
       timeout: REPLY_TIMEOUT,

@@ -14,8 +14,7 @@ import {
   newChat,
   signUp,
   snap,
-  turnOver,
-} from './support';
+  turnOver, allow } from './support';
 
 test.setTimeout(120_000);
 test.use({ viewport: { width: 390, height: 844 } });
@@ -94,7 +93,7 @@ test('on a phone the sidebar is a drawer, and the card, Settings and Activity fi
   expect(transcript!.height, 'the transcript\'s height').toBeGreaterThan(844 * 0.5);
   await card.scrollIntoViewIfNeeded();
   await snap(page, 'mobile-card');
-  await card.getByTestId('approval-allow-once').click();
+  await allow(card);
   await expect(card.getByTestId('approval-status')).toContainText('Allowed once — ran successfully', {
     timeout: REPLY_TIMEOUT,
   });

@@ -21,8 +21,7 @@ import {
   newChat,
   signUp,
   snap,
-  turnOver,
-} from './support';
+  turnOver, allow, openReview } from './support';
 
 const NAME = 'Demo notes (OAuth)';
 
@@ -113,7 +112,7 @@ test('a user signs in to an OAuth connector on its own page, and a call approved
   await row.getByTestId('connector-test').click();
   await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
   await expect(row.getByTestId('connector-last-error')).toHaveCount(0);
-  await row.getByTestId('connector-review').click();
+  await openReview(row);
   await row.locator('[data-testid="tool-row"][data-tool-name="search_notes"]').getByTestId('tool-keep').check();
   await row.getByTestId('review-save').click();
   await expect(row.getByTestId('connector-tool-counts')).toContainText('1 kept');
@@ -136,7 +135,7 @@ test('a user signs in to an OAuth connector on its own page, and a call approved
   await expect(card.getByTestId('approval-title')).toHaveText(`${NAME}: search_notes wants to run`);
   await expect(card).toHaveAttribute('data-state', 'pending');
   expect(await demoCalls(request, 'search_notes', OAUTH_DEMO), 'nothing runs before the decision').toBe(calls);
-  await card.getByTestId('approval-allow-once').click();
+  await allow(card);
   await expect(card.getByTestId('approval-status')).toContainText('Allowed once — ran successfully', {
     timeout: REPLY_TIMEOUT,
   });
@@ -166,7 +165,7 @@ test('a user signs in to an OAuth connector on its own page, and a call approved
   await ask(page, 'search_notes', { query: 'lease' });
   const signedOutCard = page.getByTestId('approval-card');
   await expect(signedOutCard).toHaveCount(1, { timeout: REPLY_TIMEOUT });
-  await signedOutCard.getByTestId('approval-allow-once').click();
+  await allow(signedOutCard);
   const again = signedOutCard.getByTestId('tool-sign-in-again');
   await expect(again).toHaveText(`Sign in to ${NAME} again`, { timeout: REPLY_TIMEOUT });
   await expect(signedOutCard.getByTestId('approval-tool-error')).toHaveText('Sign in to this connector again.');

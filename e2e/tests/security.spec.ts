@@ -40,8 +40,7 @@ import {
   addDemoConnector,
   newChat,
   ask,
-  everyWay,
-} from './support';
+  everyWay, allow } from './support';
 
 const SEARCH = { query: 'lease' };
 
@@ -235,7 +234,7 @@ test('the activity log lists an approved call with its digest, decision and outc
   await ask(page, 'search_notes', SEARCH);
   const card = page.getByTestId('approval-card');
   await expect(card).toHaveCount(1, { timeout: REPLY_TIMEOUT });
-  await card.getByTestId('approval-allow-once').click();
+  await allow(card);
   await expect(card.getByTestId('approval-status')).toContainText('Allowed once — ran successfully', {
     timeout: REPLY_TIMEOUT,
   });

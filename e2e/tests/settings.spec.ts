@@ -13,8 +13,7 @@ import {
   newChat,
   signUp,
   snap,
-  turnOver,
-} from './support';
+  turnOver, allow } from './support';
 
 test.setTimeout(120_000);
 
@@ -54,7 +53,7 @@ test('each Settings section has its own address; the rule count leads to Revoke,
   await ask(page, 'add_note', { title: 'Rule', body: 'made here' });
   const card = page.getByTestId('approval-card');
   await expect(card).toHaveAttribute('data-state', 'pending', { timeout: REPLY_TIMEOUT });
-  await card.getByTestId('approval-allow-always').click();
+  await allow(card, 'always');
   await card.getByTestId('approval-always-confirm-yes').click();
   await expect(card.getByTestId('approval-status')).toContainText('Always allowed — ran successfully', {
     timeout: REPLY_TIMEOUT,

@@ -22,8 +22,9 @@ export function uniqueEmail(label: string): string {
 }
 
 /**
- * A CSP violation or an uncaught error in any page of a test's browser
- * context fails the test, even if the journey got through (the server's
+ * A CSP violation, an uncaught error, a panic or any error the console
+ * shows in any page of a test's browser context fails the test, even if
+ * the journey got through (the server's
  * CSP forbids inline scripts and styles). Call once per spec file. Returns
  * `watch`, which guards a page of another context (a second browser) too.
  */
@@ -32,8 +33,14 @@ export function guardPages(): (page: Page) => void {
   const watch = (page: Page) => {
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
-      if (message.type() === 'error' && /Content.Security.Policy|panicked/i.test(message.text())) {
-        problems.push(`console: ${message.text()}`);
+      const text = message.text();
+      // Any error the page logs fails the test (a Rust panic, a Leptos
+      // warning about a disposed reactive value, a CSP violation), except
+      // the browser's own line for an HTTP error answer, which journeys
+      // provoke on purpose (a 409, a 410) and the page handles.
+      const httpAnswer = /^Failed to load resource: the server responded with a status of \d{3}/.test(text);
+      if ((message.type() === 'error' && !httpAnswer) || /panicked|disposed|Content.Security.Policy/i.test(text)) {
+        problems.push(`console ${message.type()}: ${text}`);
       }
     });
   };
@@ -46,6 +53,24 @@ export function guardPages(): (page: Page) => void {
     expect(problems, 'CSP violations or page errors').toEqual([]);
   });
   return watch;
+}
+
+/**
+ * Presses one of a card's allow choices, opening "Allow…" first on a card
+ * that leans safe (a destructive or flagged one, where Decline is the
+ * primary button and the allow choices sit behind one control).
+ */
+export async function allow(card: Locator, grant: 'once' | 'turn' | 'always' = 'once') {
+  await revealAllow(card);
+  await card.getByTestId(`approval-allow-${grant}`).click();
+}
+
+/** Opens a leaning-safe card's "Allow…" (nothing on any other card). */
+export async function revealAllow(card: Locator) {
+  const menu = card.getByTestId('approval-allow-menu');
+  if ((await menu.count()) > 0 && (await menu.getAttribute('aria-expanded')) !== 'true') {
+    await menu.click();
+  }
 }
 
 /** Saves `e2e/artifacts/<name>.png` (the viewport), whatever the working directory. */
@@ -65,7 +90,12 @@ export const SCHEMES = ['light', 'dark'] as const;
 
 /** Runs axe on the page as it is now; fails naming each violation. */
 export async function expectNoViolations(page: Page, what: string) {
-  const results = await new AxeBuilder({ page }).analyze();
+  // Every default rule, and the experimental check that a control's
+  // accessible name starts with its visible words (speech users say what
+  // they see: "click Make admin").
+  const results = await new AxeBuilder({ page })
+    .options({ rules: { 'label-content-name-mismatch': { enabled: true } } })
+    .analyze();
   const found = results.violations.map(
     (v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ')}`,
   );
@@ -183,7 +213,8 @@ export async function addDemoConnector(page: Page, keep: string[]): Promise<Loca
   await page.getByTestId('connectors-section').getByTestId('available-add').first().click();
   const row = demoRow(page);
   await expect(row.getByTestId('connector-status')).toHaveAttribute('data-status', 'ok');
-  await row.getByTestId('connector-review').click();
+  // Added here, the review opens by itself (issue 45 item 8).
+  await openReview(row);
   for (const name of keep) {
     await row.locator(`[data-testid="tool-row"][data-tool-name="${name}"]`).getByTestId('tool-keep').check();
   }
@@ -192,6 +223,15 @@ export async function addDemoConnector(page: Page, keep: string[]): Promise<Loca
   // be replaced by the refreshed row before it is seen).
   await expect(row.getByTestId('connector-tool-counts')).toContainText(`${keep.length} kept`);
   return row;
+}
+
+/** Opens a connector row's tool review, unless it is open already. */
+export async function openReview(row: Locator) {
+  const toggle = row.getByTestId('connector-review');
+  if ((await toggle.getAttribute('aria-expanded')) !== 'true') {
+    await toggle.click();
+  }
+  await expect(toggle).toHaveAttribute('aria-expanded', 'true');
 }
 
 /** Clicks "New chat" (offline demo model) and waits for the empty chat. */

@@ -44,9 +44,33 @@ pub use tool_call_block::{SignInAgainButton, ToolCallBlock, ToolResultFold};
 pub use tool_review_list::ToolReviewList;
 pub use turn_view::TurnView;
 
-/// Sets the browser tab's title to "`page` · Countersign".
+/// Sets the browser tab's title to "`page` · Countersign" (while a
+/// decision waits, the count shows instead: [`set_waiting_count`]).
 pub fn set_page_title(page: &str) {
-    leptos::prelude::document().set_title(&format!("{page} · Countersign"));
+    TITLE.with_borrow_mut(|title| title.0 = page.to_owned());
+    write_title();
+}
+
+/// Sets how many decisions wait for the user across chats: while any do,
+/// the tab title counts them ("(1) waiting · Countersign").
+pub fn set_waiting_count(count: usize) {
+    let changed = TITLE.with_borrow_mut(|title| std::mem::replace(&mut title.1, count) != count);
+    if changed {
+        write_title();
+    }
+}
+
+thread_local! {
+    /// The page's own title and how many decisions wait.
+    static TITLE: std::cell::RefCell<(String, usize)> = const {
+        std::cell::RefCell::new((String::new(), 0))
+    };
+}
+
+fn write_title() {
+    let text =
+        TITLE.with_borrow(|(page, waiting)| crate::model::waiting::tab_title(page, *waiting));
+    leptos::prelude::document().set_title(&text);
 }
 
 /// Moves the keyboard focus to the element with `id`, after the DOM

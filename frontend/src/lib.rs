@@ -2,7 +2,8 @@
 //!
 //! Layout: [`App`] below lists every route; [`api`] is the only module that
 //! talks HTTP (and builds every `/api` URL), [`sse`] opens a chat's event
-//! stream; [`session`] holds who is signed in and `chats` the chat list;
+//! stream; [`session`] holds who is signed in, `chats` the chat list and
+//! `waiting` what waits for the user's decision across chats;
 //! [`clock`] asks the browser for its time zone. [`model`] is the plain-Rust
 //! half, unit-tested on the host with `cargo test -p countersign-web --lib`:
 //! the transcript a chat page shows, safe Markdown (our own parser), the words of approval
@@ -26,6 +27,7 @@ pub mod model;
 mod pages;
 pub mod session;
 pub mod sse;
+mod waiting;
 
 use leptos::prelude::*;
 use leptos_router::components::{ParentRoute, Route, Router, Routes};

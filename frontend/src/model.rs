@@ -27,4 +27,5 @@ pub mod security;
 pub mod step_up;
 pub mod tool_review;
 pub mod transcript;
+pub mod waiting;
 pub mod when;

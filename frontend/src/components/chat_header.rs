@@ -64,13 +64,13 @@ pub fn ChatHeader(
         let current = mode.get();
         request_animation_frame(move || match (previous, current) {
             (_, Mode::Renaming) => {
-                if let Some(input) = rename_input.get_untracked() {
+                if let Some(input) = rename_input.try_get_untracked().flatten() {
                     let _ = input.focus();
                     input.select();
                 }
             }
             (_, Mode::ConfirmingDelete) => {
-                if let Some(button) = delete_cancel.get_untracked() {
+                if let Some(button) = delete_cancel.try_get_untracked().flatten() {
                     let _ = button.focus();
                 }
             }

@@ -5,15 +5,19 @@ use leptos_router::components::A;
 
 use crate::chats::{ChatList, ListState};
 use crate::components::NewChatButton;
+use crate::model::waiting::badge_label;
 use crate::pages::chat_path;
+use crate::waiting::WaitingList;
 
 /// "New chat", then the chats, most recently used first; the open one is
 /// marked (`aria-current="page"`, set by the link itself).
 #[component]
 pub fn ChatNav() -> impl IntoView {
     let list = ChatList::expect();
+    let waiting = WaitingList::expect();
 
-    let items = move || match list.state() {
+    let items = move || {
+        match list.state() {
         ListState::Loaded(chats) => chats
             .into_iter()
             .map(|chat| {
@@ -23,6 +27,8 @@ pub fn ChatNav() -> impl IntoView {
                     chat.title
                 };
                 let tooltip = title.clone();
+                let id = chat.id.clone();
+                let count = Memo::new(move |_| waiting.in_chat(&id));
                 view! {
                     <li>
                         <A
@@ -33,7 +39,13 @@ pub fn ChatNav() -> impl IntoView {
                             data-testid="chat-link"
                             title=tooltip
                         >
-                            {title}
+                            <span class="chat-link-title">{title}</span>
+                            {move || (count.get() > 0).then(|| view! {
+                                <span class="waiting-badge" data-testid="chat-waiting-badge" aria-hidden="true">
+                                    {count.get()}
+                                </span>
+                                <span class="visually-hidden">{format!(", {}", badge_label(count.get()))}</span>
+                            })}
                         </A>
                     </li>
                 }
@@ -41,6 +53,7 @@ pub fn ChatNav() -> impl IntoView {
             .collect_view()
             .into_any(),
         _ => ().into_any(),
+    }
     };
     let note = move || {
         match list.state() {

@@ -33,7 +33,7 @@ pub fn FormError(
         Effect::new(move |_| {
             if message.with(Option::is_some) {
                 request_animation_frame(move || {
-                    if let Some(line) = line.get_untracked() {
+                    if let Some(line) = line.try_get_untracked().flatten() {
                         let _ = line.focus();
                     }
                 });

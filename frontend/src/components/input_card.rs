@@ -73,6 +73,21 @@ pub fn InputCard(
                 .and_then(|input| input.problem.clone())
         })
     });
+    // Answered: what was sent (secrets masked by the server) and when, by
+    // the form's labels, so the folded card keeps its story.
+    let schema = asked.requested_schema.clone();
+    let answered = Memo::new(move |_| {
+        transcript.with(|t| {
+            let input = t.input(&id.get_value())?;
+            let answers = input.answers.as_ref()?;
+            let form = schema.as_ref().and_then(|s| Form::parse(s).ok())?;
+            let when = input
+                .answered_at
+                .as_deref()
+                .map(|at| crate::model::when::date_time_text(at, minutes_east_at));
+            Some((form.answered_lines(answers), when))
+        })
+    });
 
     // ---- The countdown, by the server's clock: this clock plus the offset
     // learnt from `GET /api/mcp-input-requests` (zero until then).
@@ -119,7 +134,7 @@ pub fn InputCard(
         // The pressed button is disabled now: keep the keyboard user's
         // place on the line that says what happens.
         request_animation_frame(move || {
-            if let Some(line) = status_line.get_untracked() {
+            if let Some(line) = status_line.try_get_untracked().flatten() {
                 let _ = line.focus();
             }
         });
@@ -171,6 +186,7 @@ pub fn InputCard(
             role="group"
             aria-labelledby=labelled_by
             data-testid="input-card"
+            tabindex="-1"
             data-state=move || status.with(|s| s.key)
             data-mode=mode.as_str()
             data-input-id=input_id.clone()
@@ -200,6 +216,24 @@ pub fn InputCard(
                     </Show>
                 </div>
             </div>
+            {move || answered.get().map(|(lines, when)| view! {
+                <div class="input-answers" data-testid="input-answers">
+                    <p class="muted">
+                        {match when {
+                            Some(when) => format!("You answered at {when}:"),
+                            None => "You answered:".to_owned(),
+                        }}
+                    </p>
+                    <dl>
+                        {lines.into_iter().map(|(label, value)| view! {
+                            <div>
+                                <dt>{label}</dt>
+                                <dd data-testid="input-answer">{value}</dd>
+                            </div>
+                        }).collect_view()}
+                    </dl>
+                </div>
+            })}
             // Drawn once and only hidden when folded, so what the user
             // typed survives a refused answer (and a countdown that folds
             // the card before the server's clock is known).

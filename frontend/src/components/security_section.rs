@@ -339,7 +339,7 @@ fn RecoveryCodes(codes: Vec<String>, stage: RwSignal<Stage>) -> impl IntoView {
     let heading = NodeRef::<leptos::html::H4>::new();
     // Announce the new content and put the keyboard at its start.
     request_animation_frame(move || {
-        if let Some(heading) = heading.get_untracked() {
+        if let Some(heading) = heading.try_get_untracked().flatten() {
             let _ = heading.focus();
         }
     });

@@ -86,7 +86,7 @@ pub fn StepUpDialog() -> impl IntoView {
 
     let focus_input = move || {
         request_animation_frame(move || {
-            if let Some(input) = input.get_untracked() {
+            if let Some(input) = input.try_get_untracked().flatten() {
                 let _ = input.focus();
                 input.select();
             }

@@ -19,8 +19,8 @@ use leptos::prelude::*;
 use crate::api;
 use crate::components::{FormError, last_error};
 use crate::model::tool_review::{
-    GrantChip, annotation_claims, descriptor_changes, grant_chip, review_request, risk_groups,
-    starts_kept,
+    GrantChip, annotation_claims, descriptor_changes, grant_chip, offered_line, review_request,
+    risk_groups, starts_kept,
 };
 use crate::session::SessionState;
 
@@ -47,7 +47,7 @@ pub fn ToolReviewList(
         )));
         on_changed.run(());
         request_animation_frame(move || {
-            if let Some(line) = notice_line.get_untracked() {
+            if let Some(line) = notice_line.try_get_untracked().flatten() {
                 let _ = line.focus();
             }
         });
@@ -209,16 +209,22 @@ fn ReviewForm(
         })
         .collect_view();
 
+    let offered = offered_line(&tools);
     view! {
+        <p class="review-offered" data-testid="review-offered">{offered}</p>
         <p class="muted">
             "Keep the tools the assistant may use. Annotations are what the server says about its own tools; Countersign does not verify them."
         </p>
         {groups}
-        <FormError message=error testid="review-error" />
-        <button type="button" class="button primary" data-testid="review-save"
-            disabled=move || busy.get() on:click=save>
-            {move || if busy.get() { "Saving…" } else { "Keep these tools" }}
-        </button>
+        // In sight at the end of a long list: it sticks to the bottom of
+        // the page while the list scrolls past.
+        <div class="review-save-bar">
+            <FormError message=error testid="review-error" />
+            <button type="button" class="button primary" data-testid="review-save"
+                disabled=move || busy.get() on:click=save>
+                {move || if busy.get() { "Saving…" } else { "Keep these tools" }}
+            </button>
+        </div>
     }
 }
 

@@ -26,11 +26,16 @@ const EXPIRED: &str = PendingCallStatus::Expired.as_str();
 const RAN_OK: &str = ToolCallStatus::Ok.as_str();
 const RAN_WITH_ERROR: &str = ToolCallStatus::Error.as_str();
 
-/// String values longer than this (in characters) are folded in the card.
-pub const FOLD_AFTER_CHARS: usize = 160;
+/// String values longer than this (in characters) sit in a scrollable box
+/// with their length, start and end in sight.
+pub const BOX_AFTER_CHARS: usize = 160;
 
-/// How many characters of a folded string the card shows before "…".
-const PREVIEW_CHARS: usize = 60;
+/// A value longer than this (in characters), or a flagged one, must have
+/// been shown in full before *Allow* can be pressed (DESIGN §6.2).
+pub const READ_AFTER_CHARS: usize = 500;
+
+/// How many characters of a boxed value's end the card shows under it.
+const END_CHARS: usize = 60;
 
 /// How a card stands, for its status line, its `data-state` and its buttons.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -224,6 +229,75 @@ pub fn risk_view(risk: Option<&ToolRisk>) -> RiskView {
     }
 }
 
+/// A decided card's story (DESIGN §9): who decided, when and how, what a
+/// decline told the assistant, and the tool's own run time apart from the
+/// time it waited for the user's answers. `when` writes an RFC 3339 time
+/// for people. `None` while undecided.
+pub fn decided_story(
+    approval: &crate::model::transcript::Approval,
+    tool: &ToolState,
+    duration_ms: Option<u64>,
+    waited_ms: Option<u64>,
+    when: impl Fn(&str) -> String,
+) -> Option<String> {
+    let at = approval
+        .decided_at
+        .as_deref()
+        .map(|at| format!(" at {}", when(at)))
+        .unwrap_or_default();
+    match approval.state {
+        ApprovalState::Approved => {
+            let how = match approval.grant {
+                Some(Grant::Once) => "Allowed once",
+                Some(Grant::Turn) => "Allowed for the rest of this reply",
+                Some(Grant::Always) => "Always allowed (a rule you can revoke in Settings)",
+                None => "Approved",
+            };
+            let mut story = format!("{how} by you{at}.");
+            if *tool != ToolState::Running
+                && let Some(ms) = duration_ms
+            {
+                story.push_str(&format!(" It ran for {} on its server", duration_text(ms)));
+                match waited_ms.filter(|w| *w > 0) {
+                    Some(w) => story.push_str(&format!(
+                        ", and waited {} for your answers.",
+                        duration_text(w)
+                    )),
+                    None => story.push('.'),
+                }
+            }
+            Some(story)
+        }
+        ApprovalState::Denied => Some(match approval.decline_reason.as_deref() {
+            Some(reason) => format!(
+                "Declined by you{at}; nothing ran. You told the assistant: \u{201c}{reason}\u{201d}"
+            ),
+            None => format!("Declined by you{at}; nothing ran."),
+        }),
+        ApprovalState::Expired => Some("Nobody decided in time; nothing ran.".to_owned()),
+        _ => None,
+    }
+}
+
+/// Whether a card leans safe (DESIGN §6.2: *Decline* primary, the allow
+/// choices behind "Allow…"): the tool can delete data or declares nothing
+/// (or the server sent no risk), or something on the card is flagged — a
+/// flow of a tool's result elsewhere, instructions in a result of this
+/// reply, look-alike, invisible or bidi characters.
+pub fn leans_safe(approval: &crate::model::transcript::Approval) -> bool {
+    let destructive = approval.risk.as_ref().is_none_or(|r| {
+        r.flags
+            .iter()
+            .any(|f| matches!(f, RiskFlag::DeletesData | RiskFlag::DeclaresNothing))
+    });
+    let flagged = !approval.character_warnings.is_empty()
+        || approval
+            .provenance
+            .as_deref()
+            .is_some_and(|p| !p.flows.is_empty() || !p.instructions_in.is_empty());
+    destructive || flagged
+}
+
 /// The card's title for a status `key` of [`card_status`]: "<connector>:
 /// <tool> wants to run" while it waits, then what became of the call —
 /// never "wants to run" after it ran.
@@ -300,20 +374,46 @@ pub fn origin_text(origin: &Origin, minutes_east_at: impl Fn(f64) -> i64) -> Str
 pub enum ArgPiece {
     /// Pretty JSON shown as is.
     Code(String),
-    /// A string (or key, or number) that carries text from a tool's
+    /// A short string (or key, or number) that carries text from a tool's
     /// result: its JSON text in runs, the seen ones marked (typed parts
-    /// too). Never folded, so the marks are in sight.
+    /// too), inline.
     Marked(Vec<ArgRun>),
-    /// A long string value: the start shown, the whole JSON string (quotes
-    /// and escapes included) one click away.
-    Long {
-        /// The start of the JSON string, ending in "…".
-        preview: String,
-        /// The whole JSON string literal.
-        literal: String,
-        /// How many characters the value has.
-        chars: usize,
-    },
+    /// A long string value, whole, in a box of its own.
+    Long(LongValue),
+}
+
+/// A string value longer than [`BOX_AFTER_CHARS`]: the card shows all of
+/// it in a scrollable box, its length and its end beside it, and holds
+/// *Allow* until it was shown in full when `must_read`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LongValue {
+    /// The whole JSON string literal (quotes and escapes included), in
+    /// runs: the parts seen before marked, as in [`ArgPiece::Marked`].
+    pub runs: Vec<ArgRun>,
+    /// How many characters the value has.
+    pub chars: usize,
+    /// The literal's last characters, starting with "…".
+    pub end: String,
+    /// Whether it must be shown in full before *Allow*: longer than
+    /// [`READ_AFTER_CHARS`], or flagged (text from a tool's result,
+    /// look-alike, invisible or bidi characters).
+    pub must_read: bool,
+    /// The argument, in words (`body`, `to/0`).
+    pub what: String,
+}
+
+impl LongValue {
+    /// The whole JSON string literal.
+    pub fn literal(&self) -> String {
+        self.runs.iter().map(|run| run.text.as_str()).collect()
+    }
+}
+
+/// The argument at the RFC 6901 pointer `path`, in words (`to/0`).
+pub fn pointer_words(path: &str) -> String {
+    path.trim_start_matches('/')
+        .replace("~1", "/")
+        .replace("~0", "~")
 }
 
 /// A run of a marked string's JSON text.
@@ -339,18 +439,23 @@ pub struct ArgMark {
 }
 
 /// `value` as pretty JSON (exactly `serde_json::to_string_pretty`'s text
-/// when the [`ArgPiece::Code`] texts and [`ArgPiece::Long`] literals are
-/// joined), with every string longer than [`FOLD_AFTER_CHARS`] as a
-/// foldable piece. Nothing is ever cut.
+/// when the pieces' texts are joined), with every string longer than
+/// [`BOX_AFTER_CHARS`] as a piece of its own. Nothing is ever cut.
 pub fn argument_pieces(value: &Value) -> Vec<ArgPiece> {
-    argument_pieces_with(value, None)
+    argument_pieces_with(value, None, &[])
 }
 
-/// [`argument_pieces`], with the parts `provenance` traced marked.
-pub fn argument_pieces_with(value: &Value, provenance: Option<&Provenance>) -> Vec<ArgPiece> {
+/// [`argument_pieces`], with the parts `provenance` traced marked, and
+/// the long values that it traced or that `warnings` flag to be read in
+/// full.
+pub fn argument_pieces_with(
+    value: &Value,
+    provenance: Option<&Provenance>,
+    warnings: &[countersign_api::CharacterWarning],
+) -> Vec<ArgPiece> {
     let mut pieces = Vec::new();
     let mut code = String::new();
-    let marks = Marks(provenance);
+    let marks = Marks(provenance, warnings);
     write_value(value, 0, &mut String::new(), &marks, &mut code, &mut pieces);
     if !code.is_empty() {
         pieces.push(ArgPiece::Code(code));
@@ -358,10 +463,20 @@ pub fn argument_pieces_with(value: &Value, provenance: Option<&Provenance>) -> V
     pieces
 }
 
-/// The spans of a card's provenance, by pointer.
-struct Marks<'a>(Option<&'a Provenance>);
+/// The spans of a card's provenance, and its character warnings, by
+/// pointer.
+struct Marks<'a>(
+    Option<&'a Provenance>,
+    &'a [countersign_api::CharacterWarning],
+);
 
 impl Marks<'_> {
+    /// Whether the value at `path` holds look-alike, invisible or bidi
+    /// characters.
+    fn odd_characters(&self, path: &str) -> bool {
+        self.1.iter().any(|w| !w.key && w.path == path)
+    }
+
     /// The runs of `text` (a key, a string's content or a number's JSON
     /// text) at `path`, when any part of it was seen before.
     fn runs(&self, path: &str, key: bool, text: &str, quoted: bool) -> Option<Vec<ArgRun>> {
@@ -505,25 +620,39 @@ fn write_value(
             indent(code, depth);
             code.push(']');
         }
+        Value::String(text) if text.chars().count() > BOX_AFTER_CHARS => {
+            if !code.is_empty() {
+                pieces.push(ArgPiece::Code(std::mem::take(code)));
+            }
+            let chars = text.chars().count();
+            let seen = marks.runs(path, false, text, true);
+            let flagged = seen.is_some() || marks.odd_characters(path);
+            let whole = literal(text);
+            let tail: Vec<char> = whole.chars().collect();
+            let end = format!(
+                "…{}",
+                tail[tail.len().saturating_sub(END_CHARS)..]
+                    .iter()
+                    .collect::<String>()
+            );
+            pieces.push(ArgPiece::Long(LongValue {
+                runs: seen.unwrap_or_else(|| {
+                    vec![ArgRun {
+                        text: whole,
+                        mark: None,
+                    }]
+                }),
+                chars,
+                end,
+                must_read: flagged || chars > READ_AFTER_CHARS,
+                what: pointer_words(path),
+            }));
+        }
         Value::String(text) if let Some(runs) = marks.runs(path, false, text, true) => {
             marked(runs, code, pieces);
         }
         Value::Number(n) if let Some(runs) = marks.runs(path, false, &n.to_string(), false) => {
             marked(runs, code, pieces);
-        }
-        Value::String(text) if text.chars().count() > FOLD_AFTER_CHARS => {
-            if !code.is_empty() {
-                pieces.push(ArgPiece::Code(std::mem::take(code)));
-            }
-            let start: String = text.chars().take(PREVIEW_CHARS).collect();
-            let mut preview = literal(&start);
-            preview.pop(); // the closing quote: the value goes on
-            preview.push('…');
-            pieces.push(ArgPiece::Long {
-                preview,
-                literal: literal(text),
-                chars: text.chars().count(),
-            });
         }
         other => code.push_str(&serde_json::to_string(other).unwrap_or_default()),
     }
@@ -570,11 +699,7 @@ pub fn origin_lines(provenance: &Provenance, minutes_east: impl Fn(f64) -> i64) 
                     parts.push(part);
                 }
             }
-            let path = v
-                .path
-                .trim_start_matches('/')
-                .replace("~1", "/")
-                .replace("~0", "~");
+            let path = pointer_words(&v.path);
             OriginLine {
                 what: if v.key {
                     format!("{path} (the key)")
@@ -651,7 +776,7 @@ mod tests {
             "flows": [{"from": source("c1"), "to_connector_name": "Mail", "to_tool_name": "send",
                        "reaches_outside": true, "other_connector": true, "text": "t"}]
         }));
-        let pieces = argument_pieces_with(&value, Some(&p));
+        let pieces = argument_pieces_with(&value, Some(&p), &[]);
         assert_eq!(
             joined(&pieces),
             serde_json::to_string_pretty(&value).expect("serializes"),
@@ -678,9 +803,11 @@ mod tests {
             json!({"values": [{"path": "/to", "origin": "typed", "spans": [
             {"start": 0, "end": 200, "origin": "typed", "encoding": "plain", "digest": "d"}]}]}),
         );
-        let pieces = argument_pieces_with(&json!({"to": long}), Some(&typed));
+        let pieces = argument_pieces_with(&json!({"to": long}), Some(&typed), &[]);
         assert!(
-            pieces.iter().any(|p| matches!(p, ArgPiece::Long { .. })),
+            pieces
+                .iter()
+                .any(|p| matches!(p, ArgPiece::Long(long) if !long.must_read)),
             "{pieces:?}"
         );
         // Without provenance, nothing is marked.
@@ -732,7 +859,7 @@ mod tests {
             .iter()
             .map(|piece| match piece {
                 ArgPiece::Code(code) => code.clone(),
-                ArgPiece::Long { literal, .. } => literal.clone(),
+                ArgPiece::Long(long) => long.literal(),
                 ArgPiece::Marked(runs) => runs.iter().map(|r| r.text.as_str()).collect(),
             })
             .collect()
@@ -754,8 +881,18 @@ mod tests {
         }
     }
 
+    fn longs(pieces: &[ArgPiece]) -> Vec<&LongValue> {
+        pieces
+            .iter()
+            .filter_map(|piece| match piece {
+                ArgPiece::Long(long) => Some(long),
+                ArgPiece::Code(_) | ArgPiece::Marked(_) => None,
+            })
+            .collect()
+    }
+
     #[test]
-    fn long_strings_fold_but_the_whole_text_is_kept() {
+    fn long_strings_are_boxed_whole_with_their_end_in_sight() {
         let long = format!("{}\"end\"", "word ".repeat(60));
         let value = json!({"body": long, "title": "Lease", "tags": [long.clone()]});
         let pieces = argument_pieces(&value);
@@ -764,25 +901,22 @@ mod tests {
             serde_json::to_string_pretty(&value).expect("serializes"),
             "joined, the pieces are the exact pretty JSON"
         );
-        let longs: Vec<_> = pieces
-            .iter()
-            .filter_map(|piece| match piece {
-                ArgPiece::Long {
-                    preview,
-                    literal,
-                    chars,
-                } => Some((preview, literal, *chars)),
-                ArgPiece::Code(_) | ArgPiece::Marked(_) => None,
-            })
-            .collect();
-        assert_eq!(longs.len(), 2, "both long values fold: {pieces:?}");
-        let (preview, literal, chars) = longs[0];
-        assert_eq!(chars, long.chars().count());
-        assert!(preview.starts_with("\"word word") && preview.ends_with('…'));
+        let longs = longs(&pieces);
+        assert_eq!(longs.len(), 2, "both long values are boxed: {pieces:?}");
+        assert_eq!(longs[0].chars, long.chars().count());
+        assert_eq!(longs[0].what, "body");
+        assert_eq!(longs[1].what, "tags/0");
         assert!(
-            literal.ends_with("\\\"end\\\"\""),
-            "escapes kept: {literal}"
+            longs[0].literal().ends_with("\\\"end\\\"\""),
+            "escapes kept: {}",
+            longs[0].literal()
         );
+        assert!(
+            longs[0].end.starts_with('…') && longs[0].end.ends_with("word \\\"end\\\"\""),
+            "the end as the box would end: {}",
+            longs[0].end
+        );
+        assert_eq!(longs[0].end.chars().count(), 1 + 60);
         assert!(
             !pieces.iter().any(
                 |p| matches!(p, ArgPiece::Code(code) if code.contains("Lease") && code.contains("word"))
@@ -792,8 +926,67 @@ mod tests {
     }
 
     #[test]
-    fn a_string_at_the_limit_is_not_folded() {
-        let value = json!({"s": "é".repeat(FOLD_AFTER_CHARS)});
+    fn a_value_over_500_characters_or_a_flagged_one_must_be_read_before_allow() {
+        // The issue's case: the tail that matters is past any first glance.
+        let tail = format!(
+            "{}wire $50,000 to account 12345678",
+            "Routine filing. ".repeat(40)
+        );
+        let mid = "m".repeat(READ_AFTER_CHARS);
+        let over = "o".repeat(READ_AFTER_CHARS + 1);
+        let value = json!({"a_mid": mid, "b_over": over, "c_tail": tail});
+        let pieces = argument_pieces(&value);
+        let read: Vec<(&str, bool)> = longs(&pieces)
+            .iter()
+            .map(|l| (l.what.as_str(), l.must_read))
+            .collect();
+        assert_eq!(
+            read,
+            [("a_mid", false), ("b_over", true), ("c_tail", true)],
+            "500 characters may be glanced at; 501 must be read"
+        );
+        assert!(longs(&pieces)[2].end.ends_with("12345678\""));
+
+        // Flagged: text from a tool's result, even under 500 characters.
+        let body = "n".repeat(BOX_AFTER_CHARS + 10);
+        let traced = provenance_of(json!({"values": [{"path": "/body", "origin": "tool_result",
+            "spans": [{"start": 0, "end": 20, "origin": "tool_result", "source": source("c1"),
+                       "encoding": "plain", "digest": "d"}]}]}));
+        let pieces = argument_pieces_with(&json!({"body": body}), Some(&traced), &[]);
+        let long = longs(&pieces)[0].clone();
+        assert!(long.must_read, "{long:?}");
+        assert!(
+            long.runs.iter().any(|r| r.mark.is_some()),
+            "marks kept in the box"
+        );
+        assert_eq!(long.literal(), literal(&body));
+
+        // Flagged: look-alike characters in it.
+        let warning = countersign_api::CharacterWarning {
+            path: "/body".into(),
+            key: false,
+            characters: Vec::new(),
+            ascii: None,
+        };
+        let pieces =
+            argument_pieces_with(&json!({"body": body}), None, std::slice::from_ref(&warning));
+        assert!(longs(&pieces)[0].must_read);
+        // A warning about another value, or about the key, flags nothing here.
+        let elsewhere = countersign_api::CharacterWarning {
+            path: "/to".into(),
+            ..warning.clone()
+        };
+        let on_key = countersign_api::CharacterWarning {
+            key: true,
+            ..warning
+        };
+        let pieces = argument_pieces_with(&json!({"body": body}), None, &[elsewhere, on_key]);
+        assert!(!longs(&pieces)[0].must_read);
+    }
+
+    #[test]
+    fn a_string_at_the_limit_is_not_boxed() {
+        let value = json!({"s": "é".repeat(BOX_AFTER_CHARS)});
         assert_eq!(argument_pieces(&value).len(), 1, "counted in characters");
     }
 
@@ -1193,11 +1386,7 @@ pub fn character_lines(warnings: &[countersign_api::CharacterWarning]) -> Vec<Ch
     warnings
         .iter()
         .map(|w| {
-            let name = w
-                .path
-                .trim_start_matches('/')
-                .replace("~1", "/")
-                .replace("~0", "~");
+            let name = pointer_words(&w.path);
             let words: Vec<String> = w
                 .characters
                 .iter()
@@ -1298,6 +1487,115 @@ mod destination_tests {
         assert_eq!(
             destination_text(&d("a@xn--frm-jhd.example", Some("a@f\u{0456}rm.example"))),
             "a@xn--frm-jhd.example (a@f\u{0456}rm.example)"
+        );
+    }
+}
+
+#[cfg(test)]
+mod leans_safe_tests {
+    use super::*;
+    use crate::model::transcript::Approval;
+    use serde_json::json;
+
+    fn risk(flags: &[RiskFlag]) -> Option<ToolRisk> {
+        Some(ToolRisk {
+            risky: !flags.contains(&RiskFlag::ReadOnly),
+            flags: flags.to_vec(),
+        })
+    }
+
+    #[test]
+    fn a_card_leans_safe_when_the_tool_can_delete_or_declares_nothing_or_anything_is_flagged() {
+        let mut card = Approval::for_tests("a1");
+        assert!(leans_safe(&card), "no risk sent: the riskiest kind");
+        card.risk = risk(&[RiskFlag::DeclaresNothing, RiskFlag::ReachesOutside]);
+        assert!(leans_safe(&card));
+        card.risk = risk(&[RiskFlag::DeletesData, RiskFlag::StaysInside]);
+        assert!(leans_safe(&card));
+        card.risk = risk(&[RiskFlag::ChangesData, RiskFlag::ReachesOutside]);
+        assert!(
+            !leans_safe(&card),
+            "risky, but neither destructive nor flagged"
+        );
+        card.risk = risk(&[RiskFlag::ReadOnly, RiskFlag::StaysInside]);
+        assert!(!leans_safe(&card));
+
+        // Flagged, on a tool declared safe.
+        let mut flagged = card.clone();
+        flagged.character_warnings = vec![countersign_api::CharacterWarning {
+            path: "/to".into(),
+            key: false,
+            characters: Vec::new(),
+            ascii: None,
+        }];
+        assert!(leans_safe(&flagged));
+        let mut flow = card.clone();
+        flow.provenance = Some(Box::new(
+            serde_json::from_value(json!({"values": [], "flows": [{"from": {"call": "c1",
+                "connector_name": "N", "tool_name": "t", "at": "2026-12-06T10:00:00Z"},
+                "to_connector_name": "M", "to_tool_name": "send", "reaches_outside": true,
+                "other_connector": true, "text": "t"}]}))
+            .expect("a provenance"),
+        ));
+        assert!(leans_safe(&flow));
+        let mut empty = card;
+        empty.provenance = Some(Box::default());
+        assert!(
+            !leans_safe(&empty),
+            "a provenance with nothing in it flags nothing"
+        );
+    }
+}
+
+#[cfg(test)]
+mod story_tests {
+    use super::*;
+    use crate::model::transcript::Approval;
+
+    fn at(text: &str) -> String {
+        format!("<{text}>")
+    }
+
+    #[test]
+    fn a_decided_card_says_who_when_how_and_the_tools_own_time() {
+        let mut card = Approval::for_tests("a1");
+        assert_eq!(
+            decided_story(&card, &ToolState::Running, None, None, at),
+            None
+        );
+
+        card.state = ApprovalState::Approved;
+        card.grant = Some(Grant::Once);
+        card.decided_at = Some("T1".into());
+        assert_eq!(
+            decided_story(&card, &ToolState::Running, None, None, at).as_deref(),
+            Some("Allowed once by you at <T1>.")
+        );
+        assert_eq!(
+            decided_story(&card, &ToolState::Ok, Some(1200), Some(8100), at).as_deref(),
+            Some(
+                "Allowed once by you at <T1>. It ran for 1.2 s on its server, and waited 8.1 s for your answers."
+            )
+        );
+        assert_eq!(
+            decided_story(&card, &ToolState::Ok, Some(300), None, at).as_deref(),
+            Some("Allowed once by you at <T1>. It ran for 300 ms on its server.")
+        );
+
+        card.state = ApprovalState::Denied;
+        card.grant = None;
+        card.decline_reason = Some("Archive it instead.".into());
+        assert_eq!(
+            decided_story(&card, &ToolState::Ok, None, None, at).as_deref(),
+            Some(
+                "Declined by you at <T1>; nothing ran. You told the assistant: \u{201c}Archive it instead.\u{201d}"
+            )
+        );
+        card.decided_at = None;
+        card.decline_reason = None;
+        assert_eq!(
+            decided_story(&card, &ToolState::Ok, None, None, at).as_deref(),
+            Some("Declined by you; nothing ran.")
         );
     }
 }

@@ -231,6 +231,37 @@ impl Form {
             .collect()
     }
 
+    /// An answered form's lines (DESIGN §9: the answered card keeps its
+    /// story): each field the server recorded an answer for, by its label,
+    /// in the form's order, its value in words (secrets arrive masked).
+    pub fn answered_lines(&self, answers: &Value) -> Vec<(String, String)> {
+        let Some(answers) = answers.as_object() else {
+            return Vec::new();
+        };
+        let words = |value: &Value| match value {
+            Value::String(text) => text.clone(),
+            Value::Bool(true) => "Yes".to_owned(),
+            Value::Bool(false) => "No".to_owned(),
+            Value::Array(items) => items
+                .iter()
+                .map(|item| {
+                    item.as_str()
+                        .map_or_else(|| item.to_string(), str::to_owned)
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            other => other.to_string(),
+        };
+        self.fields
+            .iter()
+            .filter_map(|field| {
+                answers
+                    .get(&field.name)
+                    .map(|value| (field.label.clone(), words(value)))
+            })
+            .collect()
+    }
+
     /// What each field holds before the user types: its default, or empty.
     /// `minutes_east_at` gives the browser's zone (a `date-time` default
     /// is shown in local time).
@@ -1723,5 +1754,44 @@ mod tests {
         }
         assert_eq!(countdown_text(102), "Answer within 1:42");
         assert_eq!(countdown_text(-3), "Answer within 0:00");
+    }
+}
+
+#[cfg(test)]
+mod answered_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_answered_form_lists_each_answer_by_its_label_secrets_as_masked() {
+        let form = Form::parse(&json!({"type": "object", "properties": {
+            "matter": {"type": "string", "title": "Matter number"},
+            "urgent": {"type": "boolean", "title": "Urgent"},
+            "key": {"type": "string", "title": "Docketing portal API key"},
+            "unused": {"type": "string"}
+        }, "required": ["matter"]}))
+        .expect("a form");
+        let lines = form.answered_lines(&json!({
+            "matter": "2026-114", "urgent": false, "key": "\u{2022}\u{2022}\u{2022}\u{2022}\u{2022}\u{2022}"
+        }));
+        // The form's order: required first, then as the object came.
+        let order: Vec<&str> = form.fields.iter().map(|f| f.label.as_str()).collect();
+        let expected: Vec<(String, String)> = order
+            .iter()
+            .filter_map(|label| match *label {
+                "Matter number" => Some(("Matter number", "2026-114")),
+                "Urgent" => Some(("Urgent", "No")),
+                "Docketing portal API key" => Some((
+                    "Docketing portal API key",
+                    "\u{2022}\u{2022}\u{2022}\u{2022}\u{2022}\u{2022}",
+                )),
+                _ => None,
+            })
+            .map(|(l, v)| (l.to_owned(), v.to_owned()))
+            .collect();
+        assert_eq!(order[0], "Matter number");
+        assert_eq!(lines, expected, "unanswered fields are left out");
+        assert_eq!(lines.len(), 3);
+        assert!(form.answered_lines(&json!("not an object")).is_empty());
     }
 }

@@ -242,6 +242,26 @@ pub fn counts_summary(counts: &std::collections::BTreeMap<String, i64>) -> Strin
     }
 }
 
+/// The review's first line: how many of the listed tools the assistant is
+/// offered now, and, while any is new or changed, that it stays so until
+/// the user reviews ("0 of 11 tools offered until you review").
+pub fn offered_line(tools: &[ConnectorTool]) -> String {
+    let listed: Vec<&ConnectorTool> = tools.iter().filter(|t| !t.removed).collect();
+    let kept = listed
+        .iter()
+        .filter(|t| t.review_state == ReviewState::Kept)
+        .count();
+    let waiting = listed
+        .iter()
+        .any(|t| matches!(t.review_state, ReviewState::New | ReviewState::Changed));
+    let noun = if listed.len() == 1 { "tool" } else { "tools" };
+    if waiting {
+        format!("{kept} of {} {noun} offered until you review", listed.len())
+    } else {
+        format!("{kept} of {} {noun} offered to the assistant", listed.len())
+    }
+}
+
 /// A connector's standing rules in words, e.g. "2 always-allowed tools".
 pub fn grant_count_text(count: i64) -> String {
     match count {
@@ -486,5 +506,43 @@ mod tests {
         assert_eq!(chip.text, "always allowed — suspended: the tool changed");
         assert!(chip.suspended);
         assert_eq!(chip.grant_id, "g2");
+    }
+}
+
+#[cfg(test)]
+mod offered_tests {
+    use super::*;
+
+    fn tool(name: &str, state: ReviewState, removed: bool) -> ConnectorTool {
+        let mut tool: ConnectorTool = serde_json::from_value(serde_json::json!({
+            "name": name, "model_name": name, "input_schema": {}, "descriptor_digest": "d",
+            "review_state": "new", "removed": false, "first_seen_at": "t", "last_seen_at": "t"
+        }))
+        .expect("a tool");
+        tool.review_state = state;
+        tool.removed = removed;
+        tool
+    }
+
+    #[test]
+    fn the_review_says_how_many_tools_are_offered_and_that_new_ones_wait() {
+        let new: Vec<ConnectorTool> = (0..11)
+            .map(|i| tool(&format!("t{i}"), ReviewState::New, false))
+            .collect();
+        assert_eq!(offered_line(&new), "0 of 11 tools offered until you review");
+        let reviewed = vec![
+            tool("a", ReviewState::Kept, false),
+            tool("b", ReviewState::Declined, false),
+            tool("gone", ReviewState::Kept, true),
+        ];
+        assert_eq!(
+            offered_line(&reviewed),
+            "1 of 2 tools offered to the assistant"
+        );
+        let changed = vec![tool("a", ReviewState::Changed, false)];
+        assert_eq!(
+            offered_line(&changed),
+            "0 of 1 tool offered until you review"
+        );
     }
 }

@@ -90,6 +90,9 @@ pub struct ToolCall {
     pub approval: Option<Box<Approval>>,
     /// How long it ran, when the server said (`mcp_tool_call`).
     pub duration_ms: Option<u64>,
+    /// How long the call waited, while it ran, for the user's answers
+    /// (not in `duration_ms`).
+    pub waited_ms: Option<u64>,
     /// What let it run, when the server said (`mcp_tool_call`).
     pub origin: Option<Origin>,
     /// What its server asked the user while it ran, oldest first.
@@ -293,9 +296,43 @@ pub struct Approval {
     pub grant: Option<Grant>,
     /// Why this page's last decision did not go through (it can try again).
     pub problem: Option<String>,
+    /// When it was decided (RFC 3339), once the server said.
+    pub decided_at: Option<String>,
+    /// A decline's reason, as the user gave it.
+    pub decline_reason: Option<String>,
 }
 
 impl Approval {
+    /// A pending card for `id` asking about `demo: search_notes` with
+    /// `{"query": "lease"}`, for tests.
+    #[cfg(test)]
+    pub fn for_tests(id: &str) -> Self {
+        Self {
+            id: id.into(),
+            connector_id: "c1".into(),
+            connector_name: "Demo".into(),
+            tool_name: "search_notes".into(),
+            arguments: serde_json::json!({"query": "lease"}),
+            arguments_digest: "d".into(),
+            destination: "127.0.0.1:4600".into(),
+            reason: "Every call asks.".into(),
+            expires_at: "2026-12-06T10:02:00Z".into(),
+            decide_by: "2026-12-06T10:01:30Z".into(),
+            offered_grants: vec![GrantKind::Once, GrantKind::Turn, GrantKind::Always],
+            tool_title: None,
+            tool_description: None,
+            risk: None,
+            provenance: None,
+            character_warnings: Vec::new(),
+            destinations: Vec::new(),
+            state: ApprovalState::Pending,
+            grant: None,
+            problem: None,
+            decided_at: None,
+            decline_reason: None,
+        }
+    }
+
     /// What the card counts down to: `decide_by`, or `expires_at` from a
     /// server that sends none.
     pub fn deadline(&self) -> &str {
@@ -420,6 +457,11 @@ pub struct Input {
     /// Why this page's last answer did not go through (the user can try
     /// again): the server's words, e.g. a 422 naming the field.
     pub problem: Option<String>,
+    /// Once accepted: what the user sent, secrets masked, as the server
+    /// recorded it.
+    pub answers: Option<serde_json::Value>,
+    /// When it was answered (RFC 3339).
+    pub answered_at: Option<String>,
 }
 
 /// Where an input request stands. `Pending`, `Sending` and
@@ -868,6 +910,7 @@ impl Transcript {
                         state: ToolState::Running,
                         approval: None,
                         duration_ms: None,
+                        waited_ms: None,
                         origin: None,
                         inputs: Vec::new(),
                         sign_in: None,
@@ -897,6 +940,7 @@ impl Transcript {
                         state,
                         approval: None,
                         duration_ms: None,
+                        waited_ms: None,
                         origin: None,
                         inputs: Vec::new(),
                         sign_in: None,
@@ -948,6 +992,8 @@ impl Transcript {
                     state: ApprovalState::Pending,
                     grant: None,
                     problem: None,
+                    decided_at: None,
+                    decline_reason: None,
                 };
                 if turn.call_mut(&call_id, &id).is_none() {
                     turn.segments.push(Segment::Tool(ToolCall {
@@ -961,6 +1007,7 @@ impl Transcript {
                         state: ToolState::Running,
                         approval: None,
                         duration_ms: None,
+                        waited_ms: None,
                         origin: None,
                         inputs: Vec::new(),
                         sign_in: None,
@@ -995,6 +1042,8 @@ impl Transcript {
                 id,
                 decision,
                 grant,
+                decided_at,
+                decline_reason,
                 ..
             } => {
                 if let Some(state) = ApprovalState::from_decision(decision)
@@ -1011,6 +1060,8 @@ impl Transcript {
                     }
                     approval.state = state;
                     approval.problem = None;
+                    approval.decided_at = decided_at;
+                    approval.decline_reason = decline_reason;
                 }
             }
             ChatEvent::McpToolCall {
@@ -1021,6 +1072,7 @@ impl Transcript {
                 status,
                 error,
                 duration_ms,
+                waited_ms,
                 origin,
                 approved_at,
                 sign_in_connector_id,
@@ -1053,6 +1105,7 @@ impl Transcript {
                     Some(call) => {
                         call.state = state;
                         call.duration_ms = Some(duration_ms);
+                        call.waited_ms = waited_ms;
                         call.origin = origin;
                         call.sign_in = sign_in;
                         call.result = result;
@@ -1065,6 +1118,7 @@ impl Transcript {
                         state,
                         approval: None,
                         duration_ms: Some(duration_ms),
+                        waited_ms,
                         origin,
                         inputs: Vec::new(),
                         sign_in,
@@ -1106,6 +1160,8 @@ impl Transcript {
                     secret_fields,
                     state: InputState::Pending,
                     problem: None,
+                    answers: None,
+                    answered_at: None,
                 };
                 // A replay of the same request: new words never undo an
                 // answer already seen.
@@ -1130,6 +1186,7 @@ impl Transcript {
                         state: ToolState::Running,
                         approval: None,
                         duration_ms: None,
+                        waited_ms: None,
                         origin: None,
                         inputs: Vec::new(),
                         sign_in: None,
@@ -1142,12 +1199,20 @@ impl Transcript {
                     applied.input_required = true;
                 }
             }
-            ChatEvent::McpInputResolved { id, status, .. } => {
+            ChatEvent::McpInputResolved {
+                id,
+                status,
+                answers,
+                answered_at,
+                ..
+            } => {
                 if let Some(state) = InputState::from_status(status)
                     && let Some(input) = turn.input_mut(&id)
                 {
                     input.state = state;
                     input.problem = None;
+                    input.answers = answers;
+                    input.answered_at = answered_at;
                 }
             }
             ChatEvent::Unknown => {}
@@ -1319,6 +1384,33 @@ impl Transcript {
                 ))
             }
             WaitingFor::Approval(_) => None,
+        }
+    }
+
+    /// The card that waits for the user, as a CSS selector of its element
+    /// (`[data-approval-id="…"]`, `[data-input-id="…"]`), with what it
+    /// asks in words for the button that goes to it; `None` once nothing
+    /// waits, or the user already acted on it.
+    pub fn waiting_card(&self) -> Option<(String, &'static str)> {
+        // Ids are the server's UUIDs; anything else is never put in a
+        // selector.
+        let safe = |id: &str| id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        match self.waiting_for()? {
+            WaitingFor::Input(input) if input.state == InputState::Pending && safe(&input.id) => {
+                Some((
+                    format!("[data-input-id=\"{}\"]", input.id),
+                    "Go to the question waiting for you",
+                ))
+            }
+            WaitingFor::Approval(approval)
+                if approval.state == ApprovalState::Pending && safe(&approval.id) =>
+            {
+                Some((
+                    format!("[data-approval-id=\"{}\"]", approval.id),
+                    "Go to the call waiting for your decision",
+                ))
+            }
+            _ => None,
         }
     }
 
@@ -1787,6 +1879,8 @@ mod tests {
             id: ledger.into(),
             decision,
             grant: None,
+            decided_at: None,
+            decline_reason: None,
         }
     }
 
@@ -1804,6 +1898,7 @@ mod tests {
             },
             error: error.map(Into::into),
             duration_ms: 42,
+            waited_ms: None,
             origin: Some(CallOrigin::Approved),
             approved_at: None,
             sign_in_connector_id: None,
@@ -2220,6 +2315,7 @@ mod tests {
                 status: ToolCallStatus::Error,
                 error: Some("Sign in to this connector again.".into()),
                 duration_ms: 3,
+                waited_ms: None,
                 origin: None,
                 approved_at: None,
                 sign_in_connector_id: Some("k1".into()),
@@ -2265,6 +2361,7 @@ mod tests {
             status: ToolCallStatus::Ok,
             error: None,
             duration_ms: 7,
+            waited_ms: None,
             origin,
             approved_at: None,
             sign_in_connector_id: None,
@@ -2370,6 +2467,8 @@ mod tests {
                 id: "p1".into(),
                 decision: Resolution::Approved,
                 grant: Some(GrantKind::Always),
+                decided_at: None,
+                decline_reason: None,
             },
         );
         assert_eq!(approval_state(&elsewhere), ApprovalState::Approved);
@@ -2482,6 +2581,7 @@ mod tests {
                 status: ToolCallStatus::Ok,
                 error: None,
                 duration_ms: 9,
+                waited_ms: None,
                 origin: Some(CallOrigin::Approved),
                 approved_at: Some(approved_at.into()),
                 sign_in_connector_id: None,
@@ -2564,6 +2664,8 @@ mod tests {
             turn_id: turn.into(),
             id: id.into(),
             status,
+            answers: None,
+            answered_at: None,
         }
     }
 
@@ -2842,5 +2944,29 @@ mod tests {
         );
         transcript.apply(Some(5), resolved("t1", "p1", Resolution::Approved));
         assert_eq!(transcript.waiting_text(), None, "approved: running");
+    }
+
+    #[test]
+    fn the_waiting_card_is_found_until_the_user_acts_on_it() {
+        let mut transcript = waiting();
+        assert_eq!(
+            transcript.waiting_card(),
+            Some((
+                "[data-approval-id=\"p1\"]".to_owned(),
+                "Go to the call waiting for your decision"
+            ))
+        );
+        assert!(transcript.decision_sent("p1", ONCE));
+        assert_eq!(transcript.waiting_card(), None, "pressed: nothing to go to");
+
+        let mut asking = asking();
+        transcript = asking.clone();
+        // The card of the call was decided; its server now asks.
+        assert_eq!(
+            transcript.waiting_card().map(|(selector, _)| selector),
+            Some("[data-input-id=\"i1\"]".to_owned())
+        );
+        assert!(asking.input_sent("i1", InputAction::Accept));
+        assert_eq!(asking.waiting_card(), None);
     }
 }

@@ -12,6 +12,7 @@ use countersign_api::ModelInfo;
 use leptos::html::Div;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use leptos::wasm_bindgen::JsCast as _;
 use leptos_router::hooks::use_params_map;
 
 use crate::api;
@@ -122,7 +123,7 @@ fn ChatView(chat_id: String) -> impl IntoView {
                     load.set(Load::Ready);
                     open_stream();
                 }
-                Err(error) => load.set(Load::Failed(error.detail)),
+                Err(error) => _ = load.try_set(Load::Failed(error.detail)),
             }
         });
     };
@@ -165,12 +166,14 @@ fn ChatView(chat_id: String) -> impl IntoView {
             // frame (scroll events run before animation frames): their
             // position wins. Seen as a flaky e2e run: a text delta landing
             // in the same frame as the scroll-up pulled the view back down.
-            if !follow.get_untracked() {
+            // The chat may be gone by this frame (another chat opened):
+            // its signals are disposed then, and reading one would panic.
+            if follow.try_get_untracked() != Some(true) {
                 return;
             }
-            if let Some(el) = scroller.get_untracked() {
+            if let Some(el) = scroller.try_get_untracked().flatten() {
                 el.set_scroll_top(el.scroll_height());
-                auto_top.set_value(el.scroll_top());
+                auto_top.try_set_value(el.scroll_top());
             }
         });
     };
@@ -198,6 +201,44 @@ fn ChatView(chat_id: String) -> impl IntoView {
         follow.set(true);
         scroll_to_bottom();
     };
+
+    // ---- A waiting card is never lost (DESIGN §9). Opening a chat (or a
+    // card arriving) brings its waiting card into view, top first, and
+    // stops following the bottom; a button just before the composer (one
+    // Shift+Tab away) goes back to it. The list across chats follows.
+    let waiting_card = Memo::new(move |_| transcript.with(Transcript::waiting_card));
+    let waiting_list = crate::waiting::WaitingList::expect();
+    let may_notify = RwSignal::new(crate::waiting::may_ask_to_notify());
+    let go_to_card = move |focus: bool| {
+        let Some((selector, _)) = waiting_card.get_untracked() else {
+            return;
+        };
+        follow.set(false);
+        request_animation_frame(move || {
+            let Some(card) = document()
+                .query_selector(&selector)
+                .ok()
+                .flatten()
+                .and_then(|card| card.dyn_into::<leptos::web_sys::HtmlElement>().ok())
+            else {
+                return;
+            };
+            card.scroll_into_view_with_bool(true);
+            if focus {
+                let _ = card.focus();
+            }
+        });
+    };
+    Effect::new(move |shown: Option<Option<String>>| {
+        let now = waiting_card.with(|w| w.as_ref().map(|(selector, _)| selector.clone()));
+        if shown.as_ref() != Some(&now) {
+            waiting_list.refresh();
+            if now.is_some() {
+                go_to_card(false);
+            }
+        }
+        now
+    });
 
     // ---- Sending and stopping.
     // A chat just made by "New chat" (or the home page's "Try" button,
@@ -358,7 +399,35 @@ fn ChatView(chat_id: String) -> impl IntoView {
                         <TurnView transcript=transcript index=index />
                     </For>
                 </div>
-                <Show when=move || !follow.get()>
+                {move || waiting_card.get().map(|(_, words)| view! {
+                    <div class="waiting-bar">
+                        // Asked from a waiting card, never at load; the
+                        // browser remembers the answer.
+                        {move || may_notify.get().then(|| view! {
+                            <button
+                                type="button"
+                                class="button secondary small"
+                                data-testid="notify-me"
+                                on:click=move |_| {
+                                    crate::waiting::ask_to_notify();
+                                    may_notify.set(false);
+                                }
+                            >
+                                "Notify me when a decision waits"
+                            </button>
+                        })}
+                        // Last before the composer: one Shift+Tab away.
+                        <button
+                            type="button"
+                            class="button secondary go-to-waiting"
+                            data-testid="go-to-waiting"
+                            on:click=move |_| go_to_card(true)
+                        >
+                            {words}" \u{2191}"
+                        </button>
+                    </div>
+                })}
+                <Show when=move || !follow.get() && waiting_card.with(Option::is_none)>
                     <button
                         type="button"
                         class="button secondary jump-latest"

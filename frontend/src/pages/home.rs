@@ -13,7 +13,9 @@ use countersign_api::AvailableConnector;
 use crate::api;
 use crate::chats::{ChatList, ListState};
 use crate::components::{FormError, NewChatButton, ToolReviewList, last_error, set_page_title};
+use crate::pages::chat_path;
 use crate::session::SessionState;
+use crate::waiting::WaitingList;
 
 /// What the offline demo model turns into a call of the demo's read-only
 /// search (`use TOOL with {JSON}`).
@@ -47,6 +49,39 @@ fn connector_step(connectors: &[Connector]) -> ConnectorStep {
     })
 }
 
+/// "Waiting for you": every decision a chat waits for, soonest first,
+/// each a link to its chat (nothing while nothing waits).
+#[component]
+fn WaitingForYou() -> impl IntoView {
+    let waiting = WaitingList::expect();
+    let chats = ChatList::expect();
+    let items = Memo::new(move |_| waiting.all());
+    move || {
+        let items = items.get();
+        (!items.is_empty()).then(|| view! {
+            <section class="panel waiting-panel" data-testid="waiting-for-you" aria-labelledby="waiting-heading">
+                <h2 id="waiting-heading">"Waiting for you"</h2>
+                <ul class="waiting-items">
+                    {items.into_iter().map(|item| {
+                        let chat = chats
+                            .title_of(&item.chat_id)
+                            .filter(|t| !t.trim().is_empty())
+                            .unwrap_or_else(|| "New chat".to_owned());
+                        view! {
+                            <li data-testid="waiting-item" data-kind=item.kind.as_str()>
+                                <A href=chat_path(&item.chat_id)>
+                                    {format!("{} {}", item.what, item.kind.words())}
+                                </A>
+                                <span class="muted">{format!(" in \u{201c}{chat}\u{201d}")}</span>
+                            </li>
+                        }
+                    }).collect_view()}
+                </ul>
+            </section>
+        })
+    }
+}
+
 /// Welcome heading, what Countersign does, the two first steps, and
 /// "Start a chat".
 #[component]
@@ -72,6 +107,7 @@ pub fn HomePage() -> impl IntoView {
             <p class="lead">
                 "Countersign lets an assistant use your connected tools, and runs nothing consequential without your approval."
             </p>
+            <WaitingForYou />
             <section class="panel onboarding" data-testid="onboarding" aria-labelledby="onboarding-heading">
                 <h2 id="onboarding-heading">"Get started"</h2>
                 <ol class="steps">

@@ -22,6 +22,7 @@ use crate::session::SessionState;
 pub fn Shell() -> impl IntoView {
     let session = SessionState::expect();
     ChatList::provide();
+    crate::waiting::WaitingList::provide();
     StartDraft::provide();
     StepUp::provide();
 
@@ -65,10 +66,10 @@ pub fn Shell() -> impl IntoView {
         if was_open.is_some_and(|was| was != open) {
             request_animation_frame(move || {
                 if open {
-                    if let Some(nav) = drawer.get_untracked() {
+                    if let Some(nav) = drawer.try_get_untracked().flatten() {
                         let _ = nav.focus();
                     }
-                } else if let Some(button) = menu_button.get_untracked() {
+                } else if let Some(button) = menu_button.try_get_untracked().flatten() {
                     let _ = button.focus();
                 }
             });

@@ -36,7 +36,7 @@ pub fn SignInPage() -> impl IntoView {
                 Err(error) if error.is_mfa_required() => {
                     needs_code.set(true);
                     request_animation_frame(move || {
-                        if let Some(input) = code_input.get_untracked() {
+                        if let Some(input) = code_input.try_get_untracked().flatten() {
                             let _ = input.focus();
                         }
                     });

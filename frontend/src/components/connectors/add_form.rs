@@ -31,7 +31,7 @@ pub(super) fn AddConnectorForm(store: ConnectorStore) -> impl IntoView {
             } else {
                 format!("Added “{}”. Test it, then review its tools.", created.name)
             };
-            store.upsert(created);
+            store.added(created);
             name.set(String::new());
             url.set(String::new());
             auth.clear();

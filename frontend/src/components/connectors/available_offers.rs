@@ -24,8 +24,9 @@ pub(super) fn AvailableOffers(store: ConnectorStore) -> impl IntoView {
                 .map_err(|failure| failure.detail)?;
             let id = created.id.clone();
             store.upsert(created);
+            // Its review opens once its tools are listed.
             match api::test_connector(&token, &id).await {
-                Ok(tested) => store.upsert(tested),
+                Ok(tested) => store.added(tested),
                 // The reason is stored as the connector's last_error.
                 Err(_) => store.reload(),
             }

@@ -42,6 +42,33 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
 
     let review_open = RwSignal::new(false);
     let tools_version = RwSignal::new(0_u32);
+    let row_ref = NodeRef::<leptos::html::Li>::new();
+    // Just added here: the review opens, with the tools as listed now, in
+    // view, so it cannot be missed (nothing is offered until it is saved).
+    {
+        let id = id.clone();
+        Effect::new(move |_| {
+            if store.is_added(&id) && row_ref.get().is_some() {
+                store.seen_added();
+                review_open.set(true);
+                tools_version.update(|v| *v += 1);
+                request_animation_frame(move || {
+                    if let Some(row) = row_ref.try_get_untracked().flatten() {
+                        row.scroll_into_view_with_bool(true);
+                    }
+                });
+            }
+        });
+    }
+    // The server's tool counts moved (a Test elsewhere, the first listing
+    // after adding): the open review loads the list again.
+    let counts = Memo::new(move |_| connector.with(|c| c.as_ref().map(|c| c.tool_counts.clone())));
+    Effect::new(move |previous: Option<()>| {
+        counts.track();
+        if previous.is_some() {
+            tools_version.update(|v| *v += 1);
+        }
+    });
     let confirming = RwSignal::new(false);
     let editing = RwSignal::new(false);
     let credentials_notice = RwSignal::new(None::<String>);
@@ -55,7 +82,7 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
         credentials_notice.set(notice);
         editing.set(false);
         request_animation_frame(move || {
-            if let Some(button) = edit_button.get_untracked() {
+            if let Some(button) = edit_button.try_get_untracked().flatten() {
                 let _ = button.focus();
             }
         });
@@ -103,7 +130,7 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                         Ok(())
                     } else if oauth && failure.is_conflict() {
                         request_animation_frame(move || {
-                            if let Some(button) = sign_in_button.get_untracked() {
+                            if let Some(button) = sign_in_button.try_get_untracked().flatten() {
                                 let _ = button.focus();
                             }
                         });
@@ -183,7 +210,7 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
     let question_id = format!("connector-{id}-delete-question");
 
     view! {
-        <li class="connector-row" data-testid="connector-row" data-connector-name=name aria-labelledby=heading_id.clone()>
+        <li class="connector-row" node_ref=row_ref data-testid="connector-row" data-connector-name=name aria-labelledby=heading_id.clone()>
             <div class="connector-head">
                 <h3 id=heading_id.clone()>{name}</h3>
                 <p class="connector-status" data-testid="connector-status"

@@ -202,7 +202,7 @@ pub(super) fn SignInReturnLine(outcome: SignInReturn, store: ConnectorStore) -> 
             return scrolled.unwrap_or(false);
         }
         request_animation_frame(move || {
-            if let Some(line) = line.get_untracked() {
+            if let Some(line) = line.try_get_untracked().flatten() {
                 match line.closest("section") {
                     Ok(Some(section)) => section.scroll_into_view(),
                     _ => line.scroll_into_view(),

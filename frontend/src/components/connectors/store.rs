@@ -14,13 +14,32 @@ use crate::api::{self, ApiError};
 pub(super) struct ConnectorStore {
     /// `None` until the first answer.
     pub(super) list: LocalResource<Result<Vec<Connector>, ApiError>>,
+    /// The connector this page just added: its row opens its review.
+    just_added: RwSignal<Option<String>>,
 }
 
 impl ConnectorStore {
     pub(super) fn new() -> Self {
         Self {
             list: LocalResource::new(api::list_connectors),
+            just_added: RwSignal::new(None),
         }
+    }
+
+    /// A connector this page just added: shown, and its review opened.
+    pub(super) fn added(self, connector: Connector) {
+        self.just_added.set(Some(connector.id.clone()));
+        self.upsert(connector);
+    }
+
+    /// Whether `id` was just added (tracked; [`Self::seen_added`] clears it).
+    pub(super) fn is_added(self, id: &str) -> bool {
+        self.just_added.with(|a| a.as_deref() == Some(id))
+    }
+
+    /// The row of the connector just added has opened its review.
+    pub(super) fn seen_added(self) {
+        self.just_added.set(None);
     }
 
     /// Asks the server again; what it has is shown until it answers.

@@ -36,7 +36,7 @@ pub(super) fn TrustToggle(
     let close_question = move || {
         asking.set(false);
         request_animation_frame(move || {
-            if let Some(button) = switch.get_untracked() {
+            if let Some(button) = switch.try_get_untracked().flatten() {
                 let _ = button.focus();
             }
         });
@@ -71,7 +71,7 @@ pub(super) fn TrustToggle(
             asking.set(true);
             // The safe answer is where the keyboard lands.
             request_animation_frame(move || {
-                if let Some(button) = keep_asking.get_untracked() {
+                if let Some(button) = keep_asking.try_get_untracked().flatten() {
                     let _ = button.focus();
                 }
             });
