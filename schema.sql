@@ -1070,6 +1070,13 @@ ALTER TABLE ONLY public.users
 
 
 --
+-- Name: activity_call_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX activity_call_idx ON public.activity USING btree (user_id, ((entry ->> 'call_ref'::text)), seq);
+
+
+--
 -- Name: activity_user_idx; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 
