@@ -99,7 +99,7 @@ test('the activity page filters, shows destinations, flagged flows and waiting c
   await expect(page.getByTestId('activity-table')).not.toContainText('privileged lease');
 
   // Filters: a decision, by the mouse.
-  await page.getByLabel('Decision').selectOption('denied');
+  await page.getByLabel('Decision', { exact: true }).selectOption('denied');
   await page.getByTestId('activity-apply').click();
   await expect(rows).toHaveCount(1);
   await expect(rows.first()).toHaveAttribute('data-flagged', 'true');
@@ -123,12 +123,12 @@ test('the activity page filters, shows destinations, flagged flows and waiting c
   await page.getByTestId('activity-clear').focus();
   await page.keyboard.press('Enter');
   await expect(rows).toHaveCount(3);
-  await page.getByLabel('Tool').focus();
+  await page.getByLabel('Tool', { exact: true }).focus();
   await page.keyboard.type('search_notes');
   await page.keyboard.press('Enter');
   await expect(rows).toHaveCount(1);
   await expect(rows.first().getByTestId('activity-tool')).toHaveText('search_notes');
-  await page.getByLabel('Flagged flow').selectOption('flagged');
+  await page.getByLabel('Flagged flow', { exact: true }).selectOption('flagged');
   await page.getByTestId('activity-apply').click();
   await expect(page.getByTestId('activity-empty')).toBeVisible();
   await page.getByTestId('activity-clear').click();
@@ -146,11 +146,12 @@ test('the activity page filters, shows destinations, flagged flows and waiting c
       expect(display, `a row at ${width} px`).toBe(width === 390 ? 'block' : 'table-row');
       await expectNoViolations(page, `Activity at ${width} px, ${scheme}`);
       await snap(page, `activity-trail-${width}-${scheme}`);
+      // The calls themselves: a table at 1280 px, cards at 390 px.
+      await page.getByTestId('activity-count').evaluate((el) => el.scrollIntoView({ block: 'start' }));
+      await snap(page, `activity-trail-calls-${width}-${scheme}`);
+      await page.getByRole('heading', { name: 'Activity', exact: true }).scrollIntoViewIfNeeded();
     }
   }
   await page.emulateMedia({ colorScheme: 'light' });
   await page.setViewportSize({ width: 1280, height: 800 });
-  // The table, scrolled into view, for the record.
-  await page.getByTestId('activity-table').scrollIntoViewIfNeeded();
-  await snap(page, 'activity-trail-table-1280-light');
 });

@@ -37,6 +37,7 @@ use countersign_api::{
     ActivityEntry, ActivityFilter,
     approvals::{EXPORT_ROW_CAP, LIST_ROW_CAP},
 };
+use futures_util::StreamExt as _;
 use serde::Deserialize;
 use std::collections::HashMap;
 use time::format_description::well_known::Rfc3339;
@@ -356,7 +357,9 @@ fn export(
     };
     let day = now.date();
     let disposition = format!("attachment; filename=\"countersign-activity-{day}.{extension}\"");
-    let mut response = Body::from_stream(body).into_response();
+    // Fused: a body may be polled again after its end (the compression
+    // layer does), which an unfused `unfold` answers with a panic.
+    let mut response = Body::from_stream(body.fuse()).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -351,6 +351,24 @@ async fn exports_carry_the_filtered_entries_as_csv_and_json_and_state_their_cap(
         "{flagged}"
     );
 
+    // Compressed, as a browser asks for it: the whole body arrives (an
+    // export's stream once panicked when polled again after its end).
+    let res = s
+        .app
+        .client
+        .get(s.app.url("/api/activity/export?format=csv&tool=echo"))
+        .header("accept-encoding", "gzip, br")
+        .send()
+        .await
+        .expect("compressed export");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        res.headers().contains_key("content-encoding"),
+        "{:?}",
+        res.headers()
+    );
+    assert!(!res.bytes().await.expect("the whole body").is_empty());
+
     // Nothing matches: a complete, empty file.
     let (_, body) = export(&s.app, "/api/activity/export?format=csv&tool=none").await;
     assert_eq!(body.lines().last(), Some("# 0 rows; complete"));
