@@ -616,7 +616,9 @@ CREATE TABLE public.mcp_pending_calls (
     offered_grants text[] NOT NULL,
     decide_by timestamp with time zone NOT NULL,
     provenance jsonb,
+    decline_reason text,
     CONSTRAINT mcp_pending_calls_decide_by CHECK ((decide_by <= expires_at)),
+    CONSTRAINT mcp_pending_calls_decline_reason CHECK (((decline_reason IS NULL) OR ((status = 'denied'::text) AND (char_length(decline_reason) <= 1000)))),
     CONSTRAINT mcp_pending_calls_digest_shape CHECK ((arguments_digest ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT mcp_pending_calls_expiry CHECK ((expires_at > created_at)),
     CONSTRAINT mcp_pending_calls_grant CHECK (((grant_kind IS NULL) OR (grant_kind = ANY (ARRAY['once'::text, 'turn'::text, 'always'::text])))),
@@ -1067,6 +1069,13 @@ ALTER TABLE ONLY public.turns
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: activity_call_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX activity_call_idx ON public.activity USING btree (user_id, ((entry ->> 'call_ref'::text)), seq);
 
 
 --

@@ -25,6 +25,7 @@
 
 pub mod export;
 pub mod head;
+pub mod query;
 
 pub use head::{Head, RecordedHead, head};
 
@@ -33,7 +34,10 @@ use crate::{
     digest,
     ids::{ChatId, ConnectorId, TurnId, UserId},
 };
-use countersign_api::{ActivityDecision, ActivityKind, ActivityOutcome, GrantKind, SettingChange};
+use countersign_api::{
+    ActivityDecision, ActivityFilter, ActivityKind, ActivityOutcome, Destination, GrantKind,
+    Provenance, SettingChange,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::{PgPool, Row as _};
@@ -77,6 +81,41 @@ pub struct Entry<'a> {
     pub error: Option<&'a str>,
     /// For `outcome` entries.
     pub duration_ms: Option<u64>,
+    /// For `decided` entries: where the call sends data and the flows its
+    /// provenance flagged (empty on `outcome` entries).
+    pub evidence: &'a Evidence,
+}
+
+/// What a `decided` entry says about where a call sends data (issue 45):
+/// read from the signed arguments and the call's provenance when it is
+/// decided, so the log can show it after the ledger row (and its
+/// arguments) is gone. Destinations and flow texts name hosts, addresses
+/// and tools, never argument text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Evidence {
+    /// As the card's "Sends to" listed them.
+    pub destinations: Vec<Destination>,
+    /// The texts of the flows provenance flagged (none: not flagged).
+    pub flows: Vec<String>,
+}
+
+impl Evidence {
+    /// The evidence of a call with these (signed) arguments and, when it
+    /// was traced, this provenance.
+    pub fn of(arguments: &Value, provenance: Option<&Provenance>) -> Self {
+        Self {
+            destinations: crate::destinations::destinations(arguments),
+            flows: provenance
+                .map(|p| p.flows.iter().map(|flow| flow.text.clone()).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Nothing: what an `outcome` entry carries.
+    pub const NONE: &'static Self = &Self {
+        destinations: Vec::new(),
+        flows: Vec::new(),
+    };
 }
 
 /// One entry exactly as the chain stores it (`activity.entry`, the JSON
@@ -126,6 +165,23 @@ pub struct Stored {
     pub subject_user_id: Option<Uuid>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// `decided`: where the call sends data. Absent when it names none
+    /// (and from entries before issue 45), so those entries' JSON is what
+    /// it always was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<Destination>,
+    /// `decided`: its provenance flagged a flow. Absent when not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub flagged: bool,
+    /// `decided`: the flagged flows in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<String>,
+    /// `activity_read`: what the administrator asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<ActivityFilter>,
+    /// `activity_read`: `csv` or `json` when it was an export.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub export: Option<String>,
 }
 
 impl Default for Stored {
@@ -151,6 +207,11 @@ impl Default for Stored {
             changes: Vec::new(),
             subject_user_id: None,
             subject: None,
+            destinations: Vec::new(),
+            flagged: false,
+            flows: Vec::new(),
+            filter: None,
+            export: None,
         }
     }
 }
@@ -183,6 +244,9 @@ impl Entry<'_> {
             outcome: self.outcome,
             error: self.error.map(str::to_owned),
             duration_ms: self.duration_ms,
+            destinations: self.evidence.destinations.clone(),
+            flagged: !self.evidence.flows.is_empty(),
+            flows: self.evidence.flows.clone(),
             ..Stored::default()
         }
     }
@@ -192,6 +256,13 @@ impl Stored {
     /// As `GET /api/activity` shows it, with its chain hash.
     pub fn to_api(self, hash: String) -> countersign_api::ActivityEntry {
         countersign_api::ActivityEntry {
+            user_id: self.user_id.to_string(),
+            user_email: None,
+            destinations: self.destinations,
+            flagged: self.flagged,
+            flows: self.flows,
+            filter: self.filter,
+            export: self.export,
             seq: self.seq,
             hash,
             at: self.at,
@@ -339,6 +410,40 @@ pub async fn append_admin(tx: &mut db::Tx, entry: &AdminEntry) -> Result<i64, sq
         serde_json::to_value(stored).expect("an activity entry is JSON")
     })
     .await
+}
+
+/// Records that administrator `admin` read `subject`'s activity log (or,
+/// with `None`, every account's) narrowed by `filter`, and whether it was
+/// an export (`csv` or `json`): an `activity_read` entry in the
+/// administrator's own log. Appended *before* the read is answered: a
+/// read that cannot be written down is not answered.
+pub async fn append_read(
+    pool: &PgPool,
+    admin: UserId,
+    subject: Option<(UserId, String)>,
+    filter: &ActivityFilter,
+    export: Option<&str>,
+) -> Result<i64, sqlx::Error> {
+    let mut tx = db::service_tx(pool).await?;
+    sqlx::query!("select pg_advisory_xact_lock($1)", CHAIN_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    let seq = chain(&mut tx, admin, |seq, at| {
+        to_json(Stored {
+            seq,
+            at: at.to_owned(),
+            user_id: admin.0,
+            kind: ActivityKind::ActivityRead,
+            subject_user_id: subject.as_ref().map(|(id, _)| id.0),
+            subject: subject.as_ref().map(|(_, email)| email.clone()),
+            filter: Some(filter.clone()),
+            export: export.map(str::to_owned),
+            ..Stored::default()
+        })
+    })
+    .await?;
+    tx.commit().await?;
+    Ok(seq)
 }
 
 /// Chains the entry `make` writes for its sequence number and time, in
@@ -542,35 +647,6 @@ pub async fn verify_with_head(
     }
 }
 
-/// The user's entries, newest first.
-pub async fn for_user(
-    pool: &PgPool,
-    user_id: Uuid,
-    limit: i64,
-) -> Result<Vec<(String, Stored)>, sqlx::Error> {
-    let mut tx = db::user_tx(pool, user_id).await?;
-    let rows = sqlx::query!(
-        "select seq, hash, entry from activity where user_id = $1 order by seq desc limit $2",
-        user_id,
-        limit,
-    )
-    .fetch_all(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            let (seq, hash, entry) = (r.seq, r.hash, r.entry);
-            let mut stored = serde_json::from_value::<Stored>(entry).unwrap_or_else(|err| {
-                tracing::warn!(activity.seq = seq, error = %err, "unreadable activity entry");
-                Stored::default()
-            });
-            stored.seq = seq;
-            (hash, stored)
-        })
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -592,6 +668,7 @@ mod tests {
             outcome: ActivityOutcome::NotRun,
             error: None,
             duration_ms: Some(3),
+            evidence: Evidence::NONE,
         }
         .to_json(2, "2026-11-30T10:00:00.000000Z");
         assert_eq!(entry["decision"], "");
@@ -618,6 +695,7 @@ mod tests {
             outcome: ActivityOutcome::Error,
             error: Some("boom"),
             duration_ms: Some(12),
+            evidence: Evidence::NONE,
         };
         let written = entry.to_json(3, "2026-11-30T10:00:00.000000Z");
         // What the hand-written `json!` of earlier versions produced, so
@@ -659,6 +737,7 @@ mod tests {
             outcome: ActivityOutcome::Running,
             error: None,
             duration_ms: None,
+            evidence: Evidence::NONE,
         }
         .to_json(1, "2026-11-30T10:00:00.000000Z");
         assert_eq!(entry["kind"], "decided");

@@ -4,6 +4,7 @@
 //! status codes. Domain modules return their own error enums and
 //! [`error::ApiError`] maps them.
 
+pub mod activity;
 pub mod admin;
 pub mod approvals;
 pub mod auth;
@@ -97,7 +98,10 @@ fn answer_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(inputs::answer))
         .routes(routes!(approvals::list_grants))
         .routes(routes!(approvals::delete_grant))
-        .routes(routes!(approvals::list_activity))
+        .routes(routes!(activity::list_activity))
+        .routes(routes!(activity::export_activity))
+        .routes(routes!(activity::admin_list_activity))
+        .routes(routes!(activity::admin_export_activity))
         .routes(routes!(admin::get_policy, admin::put_policy))
         .routes(routes!(admin::list_users))
         .routes(routes!(admin::update_user))

@@ -207,10 +207,50 @@ pub async fn revoke_other_sessions(csrf_token: &str) -> Result<u64, ApiError> {
     Ok(body.revoked)
 }
 
-/// `GET /api/activity`: the caller's activity log, newest entry first
-/// (digests of arguments, never the arguments).
-pub async fn activity() -> Result<Vec<ActivityEntry>, ApiError> {
-    fetch_json(Request::get("/api/activity").build()).await
+/// `GET /api/activity` (the caller's log) or, for an administrator's view,
+/// `GET /api/admin/activity?user=…`, narrowed by `filter`: newest entry
+/// first (digests of arguments, never the arguments).
+pub async fn activity(
+    scope: &crate::model::activity::Scope,
+    filter: &countersign_api::ActivityFilter,
+) -> Result<Vec<ActivityEntry>, ApiError> {
+    fetch_json(Request::get(&activity_url(scope, filter, None)).build()).await
+}
+
+/// Where the activity log, as `scope` and `filter` narrow it, is read;
+/// with `export` (`csv` or `json`), where it is downloaded.
+pub fn activity_url(
+    scope: &crate::model::activity::Scope,
+    filter: &countersign_api::ActivityFilter,
+    export: Option<&str>,
+) -> String {
+    use crate::model::activity::Scope;
+    let mut params = Vec::new();
+    match scope {
+        Scope::Own | Scope::Everyone => {}
+        Scope::Account(id) => params.push(format!("user={}", segment(id))),
+    }
+    if let Some(format) = export {
+        params.push(format!("format={}", segment(format)));
+    }
+    let narrowed = filter.query_string();
+    if !narrowed.is_empty() {
+        params.push(narrowed);
+    }
+    let base = match scope {
+        Scope::Own => "/api/activity",
+        Scope::Everyone | Scope::Account(_) => "/api/admin/activity",
+    };
+    let path = if export.is_some() {
+        format!("{base}/export")
+    } else {
+        base.to_owned()
+    };
+    if params.is_empty() {
+        path
+    } else {
+        format!("{path}?{}", params.join("&"))
+    }
 }
 
 /// `GET /api/chats`: the caller's chats, most recently used first.

@@ -186,7 +186,162 @@ pub struct ActivityEntry {
     /// (the entry's other call fields are empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<crate::admin::SettingChange>,
-    /// `user_changed`: the account's email.
+    /// `user_changed`: the account's email; `activity_read`: the account
+    /// whose log was read (absent: every account's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    /// Whose log the entry is in (a UUID): the caller's, except in the
+    /// administrators' view across users.
+    #[serde(default)]
+    pub user_id: String,
+    /// That account's email, in the administrators' view across users
+    /// (`GET /api/admin/activity`); absent in a user's own log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_email: Option<String>,
+    /// Where the call sends data, as its card's "Sends to" listed them
+    /// (read from the signed arguments when the call was decided; the log
+    /// keeps these, never the arguments). On `decided` entries; empty on
+    /// entries written before issue 45 and on calls that name none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<crate::Destination>,
+    /// The call's provenance flagged a flow: text from a tool result
+    /// would leave for a destination outside its source (DESIGN §5). On
+    /// `decided` entries; such a call always asked.
+    #[serde(default)]
+    pub flagged: bool,
+    /// The flagged flows in words, as the card said them ("This sends
+    /// text from Matter notes: read_matter to Mail: send …").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<String>,
+    /// `activity_read`: what the administrator asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<ActivityFilter>,
+    /// `activity_read`: `csv` or `json` when it was an export.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export: Option<String>,
+}
+
+/// What `GET /api/activity`, its export and the administrators' view
+/// narrow the log to: every field optional, all that are given must hold.
+/// A call matches as a whole (its `decided` entry decides, and its
+/// `outcome` entry comes with it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema, utoipa::IntoParams))]
+#[cfg_attr(feature = "openapi", into_params(parameter_in = Query))]
+pub struct ActivityFilter {
+    /// From this instant on (inclusive): RFC 3339 with its offset, or a
+    /// date `YYYY-MM-DD` (its start, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Before this instant (exclusive): RFC 3339, or a date `YYYY-MM-DD`
+    /// (through its end, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The connector: its id (a UUID) or its name then (any case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connector: Option<String>,
+    /// The tool's name on its server (any case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// What decided the call: `approved`, `denied`, `expired`,
+    /// `turn_grant`, `always_grant` or `trusted_annotations`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// `true`: only calls whose provenance flagged a flow; `false`: only
+    /// the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flagged: Option<bool>,
+}
+
+impl ActivityFilter {
+    /// Whether no field narrows anything.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The filter as a query string (`from=…&tool=…`, percent-encoded),
+    /// empty when nothing is set: what the web app puts after `?`.
+    pub fn query_string(&self) -> String {
+        let flagged = self.flagged.map(|f| f.to_string());
+        [
+            ("from", self.from.as_deref()),
+            ("to", self.to.as_deref()),
+            ("connector", self.connector.as_deref()),
+            ("tool", self.tool.as_deref()),
+            ("decision", self.decision.as_deref()),
+            ("flagged", flagged.as_deref()),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let value = value?.trim();
+            (!value.is_empty()).then(|| format!("{key}={}", percent_encode(value)))
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+    }
+}
+
+/// `value` with everything but unreserved characters (RFC 3986)
+/// percent-encoded as UTF-8.
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Most entries an export carries (`GET /api/activity/export`): the cap
+/// is stated in the file and in the `X-Row-Cap` header, and an export it
+/// cut says so.
+pub const EXPORT_ROW_CAP: usize = 10_000;
+
+/// Most entries `GET /api/activity` answers with (newest first).
+pub const LIST_ROW_CAP: usize = 500;
+
+/// The JSON export of the activity log (`format=json`): the filtered
+/// entries, newest first, with the cap that bounds them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ActivityExport {
+    /// The most entries an export carries.
+    pub row_cap: usize,
+    /// What it was narrowed to.
+    pub filter: ActivityFilter,
+    /// RFC 3339, by the server's clock: when the export was made.
+    pub exported_at: String,
+    /// The entries, newest first (at most `row_cap`).
+    pub rows: Vec<ActivityEntry>,
+    /// How many entries `rows` holds.
+    pub row_count: usize,
+    /// More entries matched than the cap let through: narrow the filter
+    /// (e.g. the date range) for the rest.
+    pub truncated: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_becomes_a_query_string_of_what_is_set() {
+        assert_eq!(ActivityFilter::default().query_string(), "");
+        let filter = ActivityFilter {
+            from: Some("2026-12-01T00:00:00+01:00".into()),
+            tool: Some("send mail".into()),
+            flagged: Some(true),
+            connector: Some("  ".into()),
+            ..ActivityFilter::default()
+        };
+        assert_eq!(
+            filter.query_string(),
+            "from=2026-12-01T00%3A00%3A00%2B01%3A00&tool=send%20mail&flagged=true",
+            "encoded, blanks left out"
+        );
+        assert!(!filter.is_empty());
+    }
 }

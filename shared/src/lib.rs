@@ -22,7 +22,10 @@ pub mod risk;
 pub mod vocab;
 
 pub use admin::{AdminOverview, AdminUser, AdminUserUpdate, Policy, PolicyUpdate, SettingChange};
-pub use approvals::{ActivityEntry, DecideRequest, DecideResponse, Grant, PendingCall};
+pub use approvals::{
+    ActivityEntry, ActivityExport, ActivityFilter, DecideRequest, DecideResponse, Grant,
+    PendingCall,
+};
 pub use auth::{
     ChangePasswordRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest,
     MfaEnrolment, RevokedSessions, SessionInfo, SessionResponse, SignupRequest, User,

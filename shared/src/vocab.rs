@@ -322,6 +322,9 @@ vocabulary! {
         /// another one than before, or out of it: later calls act as
         /// that account.
         ConnectorAccountChanged = "connector_account_changed",
+        /// An administrator read another account's activity log (or
+        /// every account's), or exported it.
+        ActivityRead = "activity_read",
     }
 }
 
@@ -790,6 +793,7 @@ mod tests {
                     ActivityKind::ConnectorAccountChanged,
                     "connector_account_changed",
                 ),
+                (ActivityKind::ActivityRead, "activity_read"),
             ],
         );
         use ActivityDecision::*;

@@ -18,9 +18,7 @@ use crate::{
 };
 use axum::{extract::State, http::StatusCode};
 use countersign_api::approvals::MAX_DECLINE_REASON_CHARS;
-use countersign_api::{
-    ActivityEntry, DecideRequest, DecideResponse, Decision, Grant, GrantKind, PendingCall,
-};
+use countersign_api::{DecideRequest, DecideResponse, Decision, Grant, GrantKind, PendingCall};
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
@@ -221,26 +219,4 @@ pub async fn delete_grant(
     }
     tracing::info!(grant.id = %id, "always-allow rule revoked");
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// `GET /api/activity`: the caller's activity log, newest first (at most
-/// 500 entries).
-#[utoipa::path(
-    get,
-    path = "/activity",
-    tag = "approvals",
-    responses(
-        (status = 200, description = "The caller's activity log, newest first (at most 500 entries), with each entry's chain hash", body = Vec<countersign_api::ActivityEntry>),
-    ),
-)]
-pub async fn list_activity(
-    State(state): State<AppState>,
-    CurrentUser(user): CurrentUser,
-) -> Result<axum::Json<Vec<ActivityEntry>>, ApiError> {
-    let rows = crate::audit::for_user(&state.db, user.user_id, 500).await?;
-    Ok(axum::Json(
-        rows.into_iter()
-            .map(|(hash, stored)| stored.to_api(hash))
-            .collect(),
-    ))
 }

@@ -446,6 +446,9 @@ struct Activity {
     connector_name: String,
     tool_name: String,
     arguments_digest: String,
+    /// Where it sends data, and the flows provenance flagged: on the
+    /// `decided` entry.
+    evidence: audit::Evidence,
 }
 
 impl Activity {
@@ -463,6 +466,7 @@ impl Activity {
             &audit::Entry {
                 decision: Some(decision.into()),
                 grant,
+                evidence: &self.evidence,
                 ..self.entry(ActivityKind::Decided, outcome)
             },
         )
@@ -486,6 +490,7 @@ impl Activity {
             &audit::Entry {
                 decision: Some(decision.into()),
                 error: error.as_deref(),
+                evidence: &self.evidence,
                 ..self.entry(ActivityKind::Decided, ActivityOutcome::NotRun)
             },
         )
@@ -516,6 +521,7 @@ impl Activity {
             connector_name: row.connector_name.clone(),
             tool_name: row.tool_name.clone(),
             arguments_digest: row.arguments_digest.clone(),
+            evidence: audit::Evidence::of(&row.arguments, row.provenance.as_ref().map(|p| &p.0)),
         }
     }
 
@@ -535,6 +541,7 @@ impl Activity {
             connector_name: &self.connector_name,
             tool_name: &self.tool_name,
             arguments_digest: &self.arguments_digest,
+            evidence: audit::Evidence::NONE,
         }
     }
 }
@@ -980,8 +987,15 @@ fn rfc3339(at: time::OffsetDateTime) -> String {
 }
 
 /// The call's lines in the activity log, under `call_ref` (the model's
-/// call id, or the ledger row's id once there is a card).
-fn activity(run: &ToolRun<'_>, call: &ToolCall, tool: &Kept, call_ref: String) -> Activity {
+/// call id, or the ledger row's id once there is a card), with its
+/// provenance when it was traced for a card.
+fn activity(
+    run: &ToolRun<'_>,
+    call: &ToolCall,
+    tool: &Kept,
+    call_ref: String,
+    provenance: Option<&Provenance>,
+) -> Activity {
     Activity {
         user_id: run.ctx.user_id,
         chat_id: run.ctx.chat_id,
@@ -991,6 +1005,7 @@ fn activity(run: &ToolRun<'_>, call: &ToolCall, tool: &Kept, call_ref: String) -
         connector_name: tool.connector_name.clone(),
         tool_name: tool.tool_name.clone(),
         arguments_digest: digest::sha256_hex(digest::canonical(&call.arguments)),
+        evidence: audit::Evidence::of(&call.arguments, provenance),
     }
 }
 
@@ -1006,7 +1021,8 @@ async fn run_unasked(
 ) -> ToolOutcome {
     let state = run.state;
     tracing::info!(?because, tool = %tool.model_name, "tool call runs without a card");
-    let activity = activity(run, call, tool, call.id.clone());
+    // Never flagged: a flagged call always asks.
+    let activity = activity(run, call, tool, call.id.clone(), None);
     let started = Instant::now();
     let waited = Arc::new(AtomicU64::new(0));
     let outcome = match activity
@@ -1106,7 +1122,7 @@ async fn ask_and_wait(
     let decline_reason = decline_reason.filter(|_| matches!(waited, Waited::Denied));
     if decision != Resolution::Approved {
         // Nothing runs either way; the log is best effort here.
-        let activity = activity(run, call, tool, id.to_string());
+        let activity = activity(run, call, tool, id.to_string(), Some(provenance));
         let _ =
             Box::pin(activity.decided_because(state, decision, decline_reason.as_deref())).await;
     }

@@ -555,6 +555,7 @@ async fn appends_at_once_chain_one_after_another() {
                     outcome: countersign_api::ActivityOutcome::Running,
                     error: None,
                     duration_ms: None,
+                    evidence: audit::Evidence::NONE,
                 },
             )
             .await

@@ -526,7 +526,11 @@ async fn an_answer_is_kept_with_secrets_masked_and_the_wait_is_not_the_tools_tim
         json!({"matter": "2026-114", "portal_key": countersign::inputs::MASKED}),
         "{resolved}"
     );
-    assert!(resolved["answered_at"].as_str().is_some_and(|at| at.ends_with('Z')));
+    assert!(
+        resolved["answered_at"]
+            .as_str()
+            .is_some_and(|at| at.ends_with('Z'))
+    );
     let ran = &events
         .iter()
         .find(|(_, e)| e["type"] == "mcp_tool_call")
@@ -535,7 +539,10 @@ async fn an_answer_is_kept_with_secrets_masked_and_the_wait_is_not_the_tools_tim
     let waited = ran["waited_ms"].as_u64().expect("waited_ms");
     let own = ran["duration_ms"].as_u64().expect("duration_ms");
     assert!(waited >= 1400, "the question waited {waited} ms");
-    assert!(own < waited, "the tool's own time ({own} ms) leaves the wait out");
+    assert!(
+        own < waited,
+        "the tool's own time ({own} ms) leaves the wait out"
+    );
     // The secret is in no event the chat keeps.
     let detail = s.app.get_json(&format!("/api/chats/{}", s.chat)).await;
     let kept: Vec<String> = events.iter().map(|(_, e)| e.to_string()).collect();

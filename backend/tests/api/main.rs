@@ -6,6 +6,7 @@
 //! probes and the static app, `rls` for the database's own guarantees.
 
 mod activity;
+mod activity_trail;
 mod admin;
 mod approvals;
 mod auth;

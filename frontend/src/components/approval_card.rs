@@ -37,7 +37,7 @@ use crate::model::approval::{
 use crate::model::transcript::{
     Approval, Decision, DecisionAnswer, ToolCall, ToolState, Transcript,
 };
-use crate::model::when::date_time_text;
+use crate::model::when::full_time_text;
 use crate::session::SessionState;
 
 use countdown::{Countdown, use_remaining};
@@ -253,7 +253,7 @@ pub fn ApprovalCard(
             a.as_deref().and_then(|a| {
                 tool_state.with(|tool| {
                     decided_story(a, tool, duration.get(), waited.get(), |at| {
-                        date_time_text(at, crate::clock::minutes_east_at)
+                        full_time_text(at, crate::clock::minutes_east_at)
                     })
                 })
             })

@@ -84,7 +84,7 @@ pub fn InputCard(
             let when = input
                 .answered_at
                 .as_deref()
-                .map(|at| crate::model::when::date_time_text(at, minutes_east_at));
+                .map(|at| crate::model::when::full_time_text(at, minutes_east_at));
             Some((form.answered_lines(answers), when))
         })
     });

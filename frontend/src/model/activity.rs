@@ -8,7 +8,9 @@
 
 use std::collections::HashMap;
 
-use countersign_api::{ActivityDecision, ActivityEntry, ActivityOutcome, GrantKind};
+use countersign_api::{
+    ActivityDecision, ActivityEntry, ActivityFilter, ActivityOutcome, Destination, GrantKind,
+};
 
 /// One proposed call: its log entries folded together.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +39,14 @@ pub struct CallRow {
     pub error: Option<String>,
     /// How long it ran.
     pub duration_ms: Option<u64>,
+    /// Where it sends data (from its `decided` entry).
+    pub destinations: Vec<Destination>,
+    /// Its provenance flagged a flow of chat data to a destination.
+    pub flagged: bool,
+    /// The flagged flows in words.
+    pub flows: Vec<String>,
+    /// Whose call it was, in the administrators' view across accounts.
+    pub user_email: Option<String>,
     /// The first entry's place in the chain (rows are ordered by it).
     first_seq: i64,
 }
@@ -70,6 +80,10 @@ pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
                     outcome: entry.outcome,
                     error: entry.error.clone(),
                     duration_ms: entry.duration_ms,
+                    destinations: Vec::new(),
+                    flagged: false,
+                    flows: Vec::new(),
+                    user_email: entry.user_email.clone(),
                     first_seq: entry.seq,
                 });
                 rows.last_mut().expect("just pushed")
@@ -81,6 +95,14 @@ pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
         if row.decision.is_none() && entry.decision.is_some() {
             row.decision = entry.decision;
             row.grant = entry.grant;
+        }
+        // What the call sends where is on its `decided` entry.
+        if row.destinations.is_empty() {
+            row.destinations.clone_from(&entry.destinations);
+        }
+        row.flagged |= entry.flagged;
+        if row.flows.is_empty() {
+            row.flows.clone_from(&entry.flows);
         }
     }
     rows.sort_by_key(|row| std::cmp::Reverse(row.first_seq));
@@ -117,6 +139,106 @@ pub fn outcome_text(outcome: ActivityOutcome) -> String {
     }
 }
 
+/// A destination as the table shows it: the ASCII form, and the form as
+/// written beside it when that differs ("xn--bcher-kva.example
+/// (bücher.example)").
+pub fn destination_text(destination: &Destination) -> String {
+    match &destination.unicode {
+        Some(unicode) if *unicode != destination.ascii => {
+            format!("{} ({unicode})", destination.ascii)
+        }
+        _ => destination.ascii.clone(),
+    }
+}
+
+/// Whose log the page reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// The caller's own (`GET /api/activity`).
+    #[default]
+    Own,
+    /// An administrator's view: every account's.
+    Everyone,
+    /// An administrator's view: one account's (its id).
+    Account(String),
+}
+
+impl Scope {
+    /// The value of the page's "Whose activity" select.
+    pub fn value(&self) -> String {
+        match self {
+            Self::Own => String::new(),
+            Self::Everyone => "*".into(),
+            Self::Account(id) => id.clone(),
+        }
+    }
+
+    /// The scope a select value names.
+    pub fn from_value(value: &str) -> Self {
+        match value {
+            "" => Self::Own,
+            "*" => Self::Everyone,
+            id => Self::Account(id.to_owned()),
+        }
+    }
+
+    /// The administrators' view, which shows each call's account.
+    pub fn is_admin_view(&self) -> bool {
+        !matches!(self, Self::Own)
+    }
+}
+
+/// The filter form as the person filled it in (dates as a date input
+/// gives them, `YYYY-MM-DD` in their own zone).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FilterForm {
+    /// First day shown.
+    pub from_date: String,
+    /// Last day shown.
+    pub to_date: String,
+    /// A connector's name.
+    pub connector: String,
+    /// A tool's name.
+    pub tool: String,
+    /// A decision word, or empty for any.
+    pub decision: String,
+    /// `flagged`, `unflagged`, or empty for any.
+    pub flagged: String,
+}
+
+impl FilterForm {
+    /// The API's filter: days from the person's midnight to the midnight
+    /// after the last day (`minutes_east_at` gives their zone).
+    pub fn to_filter(&self, minutes_east_at: impl Fn(f64) -> i64 + Copy) -> ActivityFilter {
+        let text = |value: &str| Some(value.trim().to_owned()).filter(|v| !v.is_empty());
+        ActivityFilter {
+            from: crate::model::when::day_start_rfc3339(&self.from_date, false, minutes_east_at),
+            to: crate::model::when::day_start_rfc3339(&self.to_date, true, minutes_east_at),
+            connector: text(&self.connector),
+            tool: text(&self.tool),
+            decision: text(&self.decision),
+            flagged: match self.flagged.as_str() {
+                "flagged" => Some(true),
+                "unflagged" => Some(false),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The decisions the filter offers, with their words.
+pub const DECISION_CHOICES: [(ActivityDecision, &str); 6] = [
+    (ActivityDecision::Approved, "You allowed it"),
+    (ActivityDecision::Denied, "You declined"),
+    (ActivityDecision::Expired, "Expired without a decision"),
+    (ActivityDecision::TurnGrant, "Rule: allowed for the turn"),
+    (ActivityDecision::AlwaysGrant, "Rule: always-allow"),
+    (
+        ActivityDecision::TrustedAnnotations,
+        "Rule: trusted annotations",
+    ),
+];
+
 /// The start of a digest, enough to tell calls apart at a glance; the
 /// page shows the whole one on hover.
 pub fn short_digest(digest: &str) -> String {
@@ -151,6 +273,13 @@ mod tests {
             duration_ms: None,
             changes: Vec::new(),
             subject: None,
+            user_id: String::new(),
+            user_email: None,
+            destinations: Vec::new(),
+            flagged: false,
+            flows: Vec::new(),
+            filter: None,
+            export: None,
         }
     }
 
@@ -387,5 +516,74 @@ mod tests {
         assert_eq!(short_digest(&digest), "0123456789ab…");
         assert_eq!(short_digest("0123456789ab"), "0123456789ab");
         assert_eq!(short_digest(""), "");
+    }
+
+    #[test]
+    fn a_calls_destinations_and_flag_come_from_its_decided_entry() {
+        let mut decided_entry = decided(
+            1,
+            "p1",
+            ActivityDecision::Denied,
+            None,
+            ActivityOutcome::NotRun,
+        );
+        decided_entry.destinations = vec![Destination {
+            kind: countersign_api::DestinationKind::Email,
+            ascii: "partner@xn--bcher-kva.example".into(),
+            unicode: Some("partner@bücher.example".into()),
+            path: "/to".into(),
+        }];
+        decided_entry.flagged = true;
+        decided_entry.flows = vec!["This sends text from Docs: read to Mail: send".into()];
+        let log = vec![ended(2, "p1", ActivityOutcome::Ok, None, 5), decided_entry];
+        let rows = group_calls(&log);
+        assert_eq!(rows.len(), 1);
+        assert!(rows[0].flagged, "the flag of the decided entry");
+        assert_eq!(rows[0].flows.len(), 1);
+        assert_eq!(
+            destination_text(&rows[0].destinations[0]),
+            "partner@xn--bcher-kva.example (partner@bücher.example)"
+        );
+    }
+
+    #[test]
+    fn the_form_becomes_the_apis_filter() {
+        let form = FilterForm {
+            from_date: "2026-12-01".into(),
+            to_date: "2026-12-07".into(),
+            connector: " Docs ".into(),
+            tool: String::new(),
+            decision: "denied".into(),
+            flagged: "flagged".into(),
+        };
+        let filter = form.to_filter(|_| 60);
+        assert_eq!(filter.from.as_deref(), Some("2026-12-01T00:00:00+01:00"));
+        assert_eq!(
+            filter.to.as_deref(),
+            Some("2026-12-08T00:00:00+01:00"),
+            "through the last day"
+        );
+        assert_eq!(filter.connector.as_deref(), Some("Docs"));
+        assert_eq!(filter.tool, None, "blank is any");
+        assert_eq!(filter.decision.as_deref(), Some("denied"));
+        assert_eq!(filter.flagged, Some(true));
+        assert_eq!(
+            FilterForm::default().to_filter(|_| 0),
+            ActivityFilter::default()
+        );
+        let unflagged = FilterForm {
+            flagged: "unflagged".into(),
+            ..FilterForm::default()
+        };
+        assert_eq!(unflagged.to_filter(|_| 0).flagged, Some(false));
+    }
+
+    #[test]
+    fn scopes_round_trip_through_the_select() {
+        for scope in [Scope::Own, Scope::Everyone, Scope::Account("u1".into())] {
+            assert_eq!(Scope::from_value(&scope.value()), scope);
+        }
+        assert!(!Scope::Own.is_admin_view());
+        assert!(Scope::Everyone.is_admin_view());
     }
 }

@@ -77,7 +77,39 @@ pub fn is_admin_entry(entry: &ActivityEntry) -> bool {
         ActivityKind::PolicyChanged
             | ActivityKind::UserChanged
             | ActivityKind::ConnectorAccountChanged
+            | ActivityKind::ActivityRead
     )
+}
+
+/// What an administrator's entry did, in one line: its subject, then the
+/// changes, or for a read of other accounts' logs, what was read.
+pub fn admin_entry_text(entry: &ActivityEntry) -> String {
+    if entry.kind == ActivityKind::ActivityRead {
+        let whose = entry.subject.as_deref().map_or_else(
+            || "every account".to_owned(),
+            |email| format!("the account {email}"),
+        );
+        let how = match entry.export.as_deref() {
+            Some(format) => format!("Exported ({format}) the activity of {whose}"),
+            None => format!("Read the activity of {whose}"),
+        };
+        let narrowed = entry
+            .filter
+            .as_ref()
+            .map(countersign_api::ActivityFilter::query_string)
+            .filter(|q| !q.is_empty());
+        return match narrowed {
+            Some(q) => format!("{how}, narrowed to {q}"),
+            None => how,
+        };
+    }
+    let lines = entry
+        .changes
+        .iter()
+        .map(change_text)
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!("{}: {lines}", entry_subject(entry))
 }
 
 /// What an administrator's entry changed, in one line.

@@ -60,6 +60,71 @@ pub fn date_time_text(at: &str, minutes_east_at: impl Fn(f64) -> i64) -> String 
     )
 }
 
+/// "2026-11-30 14:05:09 UTC+01:00": the RFC 3339 time `at` to the second
+/// in the browser's zone (`minutes_east_at(ms)` minutes east of UTC),
+/// with that zone's offset, as an audit trail shows it; `at` itself if it
+/// cannot be read.
+pub fn full_time_text(at: &str, minutes_east_at: impl Fn(f64) -> i64) -> String {
+    let Some(local) = parse_rfc3339_ms(at).and_then(|ms| local_at(ms, minutes_east_at(ms))) else {
+        return at.to_owned();
+    };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} {}",
+        local.year(),
+        u8::from(local.month()),
+        local.day(),
+        local.hour(),
+        local.minute(),
+        local.second(),
+        zone_text(local.offset().whole_minutes())
+    )
+}
+
+/// "UTC", "UTC+01:00", "UTC-05:30": a zone `minutes_east` of UTC.
+pub fn zone_text(minutes_east: i16) -> String {
+    if minutes_east == 0 {
+        return "UTC".to_owned();
+    }
+    let sign = if minutes_east < 0 { '-' } else { '+' };
+    let minutes = minutes_east.unsigned_abs();
+    format!("UTC{sign}{:02}:{:02}", minutes / 60, minutes % 60)
+}
+
+/// The start of the day `date` (`YYYY-MM-DD`, as a date input gives it)
+/// in the browser's zone, as RFC 3339 with that zone's offset
+/// ("2026-12-07T00:00:00+01:00"); with `next`, the start of the day
+/// after (an exclusive end that covers `date`). `None` if `date` is none.
+pub fn day_start_rfc3339(
+    date: &str,
+    next: bool,
+    minutes_east_at: impl Fn(f64) -> i64,
+) -> Option<String> {
+    let utc = OffsetDateTime::parse(&format!("{}T00:00:00Z", date.trim()), &Rfc3339).ok()?;
+    let day = if next {
+        utc.checked_add(time::Duration::days(1))?
+    } else {
+        utc
+    };
+    #[expect(clippy::cast_precision_loss, reason = "seconds since 1970 fit in f64")]
+    let ms = day.unix_timestamp() as f64 * 1000.0;
+    // Local midnight is `offset` before UTC midnight; the offset is the
+    // zone's at that instant (a day that starts a DST change still
+    // starts at its own midnight).
+    let guess = f64::from(i32::try_from(minutes_east_at(ms)).ok()?);
+    let offset = minutes_east_at(ms - 60_000.0 * guess);
+    let offset = i16::try_from(offset).ok()?;
+    let sign = if offset < 0 { '-' } else { '+' };
+    let minutes = offset.unsigned_abs();
+    Some(format!(
+        "{:04}-{:02}-{:02}T00:00:00{sign}{:02}:{:02}",
+        day.year(),
+        u8::from(day.month()),
+        day.day(),
+        minutes / 60,
+        minutes % 60
+    ))
+}
+
 /// "14:05": the wall-clock time of `ms` (since the Unix epoch) in a zone
 /// `minutes_east` of UTC; empty if it is no time (see [`local_at`]).
 pub fn clock_text(ms: f64, minutes_east: i64) -> String {
@@ -96,6 +161,46 @@ pub fn ago_text(at: &str, now_ms: f64) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn full_times_carry_seconds_and_the_zone() {
+        let cases = [
+            (
+                "2026-11-30T13:05:09.123456Z",
+                60,
+                "2026-11-30 14:05:09 UTC+01:00",
+            ),
+            ("2026-11-30T13:05:09Z", 0, "2026-11-30 13:05:09 UTC"),
+            (
+                "2026-11-30T03:05:09Z",
+                -330,
+                "2026-11-29 21:35:09 UTC-05:30",
+            ),
+            ("not a time", 60, "not a time"),
+        ];
+        for (at, east, want) in cases {
+            assert_eq!(full_time_text(at, |_| east), want, "{at} at {east}");
+        }
+    }
+
+    #[test]
+    fn a_days_start_is_local_midnight_with_its_offset() {
+        assert_eq!(
+            day_start_rfc3339("2026-12-07", false, |_| 60).as_deref(),
+            Some("2026-12-07T00:00:00+01:00")
+        );
+        assert_eq!(
+            day_start_rfc3339("2026-12-31", true, |_| -300).as_deref(),
+            Some("2027-01-01T00:00:00-05:00"),
+            "the next day, across a year"
+        );
+        assert_eq!(
+            day_start_rfc3339("2026-12-07", false, |_| 0).as_deref(),
+            Some("2026-12-07T00:00:00+00:00")
+        );
+        assert_eq!(day_start_rfc3339("", false, |_| 0), None);
+        assert_eq!(day_start_rfc3339("07/12/2026", false, |_| 0), None);
+    }
 
     #[test]
     fn rfc3339_times_are_read_with_fractions_and_offsets() {
