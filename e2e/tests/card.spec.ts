@@ -233,7 +233,7 @@ test('a waiting card is never lost: opened into view, badged, counted, listed, o
   await page.keyboard.press('Shift+Tab');
   const go = page.getByTestId('go-to-waiting');
   await expect(go).toBeFocused();
-  await expect(go).toHaveText('Go to the call waiting for your decision ↑');
+  await expect(go).toHaveText('Go to the waiting call ↑');
   await page.keyboard.press('Enter');
   await expect(card).toBeFocused();
   await expect(card.getByTestId('approval-title')).toBeInViewport();

@@ -1399,7 +1399,7 @@ impl Transcript {
             WaitingFor::Input(input) if input.state == InputState::Pending && safe(&input.id) => {
                 Some((
                     format!("[data-input-id=\"{}\"]", input.id),
-                    "Go to the question waiting for you",
+                    "Go to the waiting question",
                 ))
             }
             WaitingFor::Approval(approval)
@@ -1407,7 +1407,7 @@ impl Transcript {
             {
                 Some((
                     format!("[data-approval-id=\"{}\"]", approval.id),
-                    "Go to the call waiting for your decision",
+                    "Go to the waiting call",
                 ))
             }
             _ => None,
@@ -2953,7 +2953,7 @@ mod tests {
             transcript.waiting_card(),
             Some((
                 "[data-approval-id=\"p1\"]".to_owned(),
-                "Go to the call waiting for your decision"
+                "Go to the waiting call"
             ))
         );
         assert!(transcript.decision_sent("p1", ONCE));

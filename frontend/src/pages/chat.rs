@@ -413,7 +413,8 @@ fn ChatView(chat_id: String) -> impl IntoView {
                                     may_notify.set(false);
                                 }
                             >
-                                "Notify me when a decision waits"
+                                "Notify me"
+                                <span class="visually-hidden">" when a decision waits"</span>
                             </button>
                         })}
                         // Last before the composer: one Shift+Tab away.

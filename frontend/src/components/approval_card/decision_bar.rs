@@ -44,13 +44,13 @@ fn read_wait_text(unread: usize) -> Option<String> {
     match unread {
         0 => None,
         1 => Some(
-            "Allow waits until you have read the long or flagged value above to its end: \
-             scroll its box to the end, or press \u{201c}Show all\u{201d}."
+            "Allow waits until you have read the long value above to its end \
+             (scroll its box, or \u{201c}Show all\u{201d})."
                 .to_owned(),
         ),
         n => Some(format!(
-            "Allow waits until you have read the {n} long or flagged values above to their \
-             end: scroll each box to the end, or press \u{201c}Show all\u{201d}."
+            "Allow waits until you have read the {n} long values above to their end \
+             (scroll each box, or \u{201c}Show all\u{201d})."
         )),
     }
 }
@@ -170,6 +170,10 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
     };
 
     view! {
+        <div class="approval-decide">
+        // Sticky at the pane's bottom while the card scrolls past: the
+        // line saying why Allow waits, the buttons, and "Always allow"'s
+        // question. Kept short, so the evidence stays in sight above it.
         <div class="approval-decision" data-testid="approval-decision">
             {move || wait_text().map(|text| view! {
                 <p class="approval-read-wait" id=id(|ids| &ids.wait) data-testid="approval-read-wait">
@@ -252,17 +256,6 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                     </Show>
                 </div>
                 {move || (layout() != Primary::Decline).then(decline_button)}
-                <button
-                    type="button"
-                    class="button secondary"
-                    data-testid="approval-decline-why"
-                    aria-expanded=move || telling.get().to_string()
-                    aria-controls=id(|ids| &ids.reason)
-                    disabled=move || !buttons_enabled()
-                    on:click=move |_| telling.update(|t| *t = !*t)
-                >
-                    "Decline and tell the assistant why"
-                </button>
                 // What the buttons do, for assistive technology
                 // (descriptions may point at hidden elements).
                 <span id=id(|ids| &ids.allow) hidden>
@@ -286,51 +279,6 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                     "Decline this call"
                 </span>
             </div>
-            <Show when=move || telling.get() && buttons_enabled()>
-                <form
-                    class="approval-reason"
-                    id=id(|ids| &ids.reason)
-                    data-testid="approval-reason-form"
-                    on:submit=move |ev| {
-                        ev.prevent_default();
-                        let text = reason.get_untracked().trim().to_owned();
-                        if !text.is_empty() {
-                            telling.set(false);
-                            decide.run((Decision::Deny, Some(text)));
-                        }
-                    }
-                >
-                    <label for=id(|ids| &ids.reason_text)>
-                        "Why you decline (the assistant reads this; nothing runs)"
-                    </label>
-                    <textarea
-                        id=id(|ids| &ids.reason_text)
-                        rows="2"
-                        maxlength=MAX_DECLINE_REASON_CHARS.to_string()
-                        data-testid="approval-reason-text"
-                        node_ref=reason_box
-                        prop:value=move || reason.get()
-                        on:input=move |ev| reason.set(event_target_value(&ev))
-                    ></textarea>
-                    <div class="approval-actions">
-                        <button
-                            type="submit"
-                            class="button danger"
-                            data-testid="approval-reason-send"
-                            disabled=move || reason.with(|r| r.trim().is_empty())
-                        >
-                            "Decline and send"
-                        </button>
-                        <button
-                            type="button"
-                            class="button secondary"
-                            on:click=move |_| telling.set(false)
-                        >
-                            "Cancel"
-                        </button>
-                    </div>
-                </form>
-            </Show>
             <Show when=move || confirming_always.get() && allow_enabled()>
                 <div
                     class="approval-confirm"
@@ -366,6 +314,64 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                 </div>
             </Show>
         </div>
+        // Below the bar, not in it: with a decline, the user's words.
+        <button
+            type="button"
+            class="approval-why"
+            data-testid="approval-decline-why"
+            aria-expanded=move || telling.get().to_string()
+            aria-controls=id(|ids| &ids.reason)
+            disabled=move || !buttons_enabled()
+            on:click=move |_| telling.update(|t| *t = !*t)
+        >
+            "Decline and tell the assistant why"
+        </button>
+        <Show when=move || telling.get() && buttons_enabled()>
+            <form
+                class="approval-reason"
+                id=id(|ids| &ids.reason)
+                data-testid="approval-reason-form"
+                on:submit=move |ev| {
+                    ev.prevent_default();
+                    let text = reason.get_untracked().trim().to_owned();
+                    if !text.is_empty() {
+                        telling.set(false);
+                        decide.run((Decision::Deny, Some(text)));
+                    }
+                }
+            >
+                <label for=id(|ids| &ids.reason_text)>
+                    "Why you decline (the assistant reads this; nothing runs)"
+                </label>
+                <textarea
+                    id=id(|ids| &ids.reason_text)
+                    rows="2"
+                    maxlength=MAX_DECLINE_REASON_CHARS.to_string()
+                    data-testid="approval-reason-text"
+                    node_ref=reason_box
+                    prop:value=move || reason.get()
+                    on:input=move |ev| reason.set(event_target_value(&ev))
+                ></textarea>
+                <div class="approval-actions">
+                    <button
+                        type="submit"
+                        class="button danger"
+                        data-testid="approval-reason-send"
+                        disabled=move || reason.with(|r| r.trim().is_empty())
+                    >
+                        "Decline and send"
+                    </button>
+                    <button
+                        type="button"
+                        class="button secondary"
+                        on:click=move |_| telling.set(false)
+                    >
+                        "Cancel"
+                    </button>
+                </div>
+            </form>
+        </Show>
+        </div>
     }
 }
 
@@ -392,7 +398,7 @@ mod tests {
     #[test]
     fn the_bar_says_why_allow_waits_until_every_value_was_read() {
         assert_eq!(read_wait_text(0), None);
-        assert!(read_wait_text(1).is_some_and(|t| t.contains("the long or flagged value above")));
-        assert!(read_wait_text(2).is_some_and(|t| t.contains("the 2 long or flagged values")));
+        assert!(read_wait_text(1).is_some_and(|t| t.contains("the long value above")));
+        assert!(read_wait_text(2).is_some_and(|t| t.contains("the 2 long values")));
     }
 }
