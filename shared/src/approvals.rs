@@ -191,8 +191,9 @@ pub struct ActivityEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
     /// Whose log the entry is in (a UUID): the caller's, except in the
-    /// administrators' view across users.
-    #[serde(default)]
+    /// administrators' view across users. (Absent when empty: a body of
+    /// an older server writes back the same bytes.)
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub user_id: String,
     /// That account's email, in the administrators' view across users
     /// (`GET /api/admin/activity`); absent in a user's own log.
@@ -206,8 +207,8 @@ pub struct ActivityEntry {
     pub destinations: Vec<crate::Destination>,
     /// The call's provenance flagged a flow: text from a tool result
     /// would leave for a destination outside its source (DESIGN §5). On
-    /// `decided` entries; such a call always asked.
-    #[serde(default)]
+    /// `decided` entries; such a call always asked. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flagged: bool,
     /// The flagged flows in words, as the card said them ("This sends
     /// text from Matter notes: read_matter to Mail: send …").

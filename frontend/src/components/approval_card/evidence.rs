@@ -8,7 +8,7 @@ use countersign_api::characters::visible;
 use leptos::prelude::*;
 
 use super::Card;
-use super::long_value::LongValueBox;
+use super::long_value::{LongValueBox, run_view};
 use crate::model::approval::{
     ArgPiece, FLOW_NOTE, character_lines, destination_text, instructions_note, origin_lines,
 };
@@ -160,21 +160,7 @@ pub(super) fn Evidence(
                             // Seen before: highlighted, named in the list below.
                             ArgPiece::Marked(runs) => runs
                                 .into_iter()
-                                .map(|run| match run.mark {
-                                    Some(mark) => view! {
-                                        <mark
-                                            class="arg-seen"
-                                            class:flow=mark.flow
-                                            data-origin=mark.origin.as_str()
-                                            data-testid="approval-seen"
-                                            title=mark.label
-                                        >
-                                            {visible(&run.text)}
-                                        </mark>
-                                    }
-                                    .into_any(),
-                                    None => view! { <span>{visible(&run.text)}</span> }.into_any(),
-                                })
+                                .map(run_view)
                                 .collect_view()
                                 .into_any(),
                         })

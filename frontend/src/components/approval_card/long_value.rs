@@ -116,8 +116,8 @@ pub(super) fn LongValueBox(
     }
 }
 
-/// One run of a boxed value: marked where it was seen before.
-fn run_view(run: ArgRun) -> AnyView {
+/// One run of a value's JSON text: marked where it was seen before.
+pub(super) fn run_view(run: ArgRun) -> AnyView {
     match run.mark {
         Some(mark) => view! {
             <mark
