@@ -100,11 +100,12 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    /// The evidence of a call with these (signed) arguments and, when it
-    /// was traced, this provenance.
-    pub fn of(arguments: &Value, provenance: Option<&Provenance>) -> Self {
+    /// The evidence of a call that sends to `destinations` (read from its
+    /// signed arguments by the caller: the log depends on no reader of
+    /// arguments) and, when it was traced, has this provenance.
+    pub fn of(destinations: Vec<Destination>, provenance: Option<&Provenance>) -> Self {
         Self {
-            destinations: crate::destinations::destinations(arguments),
+            destinations,
             flows: provenance
                 .map(|p| p.flows.iter().map(|flow| flow.text.clone()).collect())
                 .unwrap_or_default(),

@@ -521,7 +521,10 @@ impl Activity {
             connector_name: row.connector_name.clone(),
             tool_name: row.tool_name.clone(),
             arguments_digest: row.arguments_digest.clone(),
-            evidence: audit::Evidence::of(&row.arguments, row.provenance.as_ref().map(|p| &p.0)),
+            evidence: audit::Evidence::of(
+                crate::destinations::destinations(&row.arguments),
+                row.provenance.as_ref().map(|p| &p.0),
+            ),
         }
     }
 
@@ -1005,7 +1008,10 @@ fn activity(
         connector_name: tool.connector_name.clone(),
         tool_name: tool.tool_name.clone(),
         arguments_digest: digest::sha256_hex(digest::canonical(&call.arguments)),
-        evidence: audit::Evidence::of(&call.arguments, provenance),
+        evidence: audit::Evidence::of(
+            crate::destinations::destinations(&call.arguments),
+            provenance,
+        ),
     }
 }
 
