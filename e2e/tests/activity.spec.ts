@@ -21,6 +21,7 @@ import {
   say,
   signUp,
   snap,
+  allow,
 } from './support';
 
 test.setTimeout(180_000);
@@ -47,7 +48,7 @@ test('the activity page filters, shows destinations, flagged flows and waiting c
   // An echo that sends to an address: allowed once.
   await say(page, 'use echo with {"text":"Please mail partner@firm.example the privileged lease"}');
   const mail = await waitingCard(page, 'echo', 1);
-  await mail.getByTestId('approval-allow-once').click();
+  await allow(mail);
   await expect(mail.getByTestId('approval-status')).toContainText('ran successfully', { timeout: REPLY_TIMEOUT });
 
   // A search, then an echo of its result: the flagged card is declined.
@@ -56,7 +57,7 @@ test('the activity page filters, shows destinations, flagged flows and waiting c
     'use search_notes with {"query":"Harbour"} then use echo with {"text":"Forwarding: {{result}}"}',
   );
   const search = await waitingCard(page, 'search_notes', 2);
-  await search.getByTestId('approval-allow-once').click();
+  await allow(search);
   const copy = await waitingCard(page, 'echo', 3);
   await expect(copy.getByTestId('approval-flows')).toBeVisible();
   await copy.getByTestId('approval-decline').click();

@@ -8,7 +8,7 @@
 // included. A lazy chunk that is gone (a tab open across a deploy) loads
 // the screen afresh once, then says so: never a panic or a blank page.
 import { expect, test, type Page } from '@playwright/test';
-import { guardPages, navTo, newChat, snap, signUp } from './support';
+import { expectConsoleError, guardPages, navTo, newChat, snap, signUp } from './support';
 
 test('the first load: hashed assets come precompressed and immutable, the page is revalidated', async ({ request }) => {
   const page = await request.get('/', { headers: { 'accept-encoding': 'br' } });
@@ -112,6 +112,8 @@ test.describe('in the browser', () => {
   }
 
   test('a lazy chunk that is gone since the page loaded: the page reloads once and shows the screen', async ({ page }) => {
+    // The browser says so when it cannot compile a chunk it got a 404 for.
+    expectConsoleError(/Failed to execute 'compile' on 'WebAssembly': HTTP status code is not ok/);
     await signUp(page, 'stale-chunk');
     await newChat(page);
     // The chat page afresh, holding the main module only.
@@ -138,6 +140,8 @@ test.describe('in the browser', () => {
   });
 
   test('a lazy chunk that stays unreachable: one reload, then a notice with a Reload button, never a blank page', async ({ page }) => {
+    // The browser says so when it cannot compile a chunk it got a 404 for.
+    expectConsoleError(/Failed to execute 'compile' on 'WebAssembly': HTTP status code is not ok/);
     await signUp(page, 'lost-chunk');
     await newChat(page);
     await page.reload();

@@ -30,6 +30,7 @@ export function uniqueEmail(label: string): string {
  */
 export function guardPages(): (page: Page) => void {
   let problems: string[] = [];
+  expectedErrors = [];
   const watch = (page: Page) => {
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
@@ -39,13 +40,18 @@ export function guardPages(): (page: Page) => void {
       // the browser's own line for an HTTP error answer, which journeys
       // provoke on purpose (a 409, a 410) and the page handles.
       const httpAnswer = /^Failed to load resource: the server responded with a status of \d{3}/.test(text);
-      if ((message.type() === 'error' && !httpAnswer) || /panicked|disposed|Content.Security.Policy/i.test(text)) {
+      const expected = expectedErrors.some((re) => re.test(text));
+      if (
+        (message.type() === 'error' && !httpAnswer && !expected) ||
+        /panicked|disposed|Content.Security.Policy/i.test(text)
+      ) {
         problems.push(`console ${message.type()}: ${text}`);
       }
     });
   };
   test.beforeEach(({ context }) => {
     problems = [];
+    expectedErrors = [];
     context.pages().forEach(watch);
     context.on('page', watch);
   });
@@ -71,6 +77,18 @@ export async function revealAllow(card: Locator) {
   if ((await menu.count()) > 0 && (await menu.getAttribute('aria-expanded')) !== 'true') {
     await menu.click();
   }
+}
+
+/** The console errors the running journey provokes on purpose. */
+let expectedErrors: RegExp[] = [];
+
+/**
+ * Says that the running journey provokes a console error matching
+ * `pattern` on purpose (a chunk it made unreachable, say): the guard
+ * lets it pass. Never a panic, a disposed value or a CSP violation.
+ */
+export function expectConsoleError(pattern: RegExp) {
+  expectedErrors.push(pattern);
 }
 
 /** Saves `e2e/artifacts/<name>.png` (the viewport), whatever the working directory. */

@@ -23,6 +23,8 @@ use countersign_api::{
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::Deserialize;
+
+use crate::model::waiting::WaitingWire;
 use serde::de::DeserializeOwned;
 
 /// A request that did not succeed, in words a person can act on.
@@ -472,6 +474,16 @@ pub async fn decide_pending_call(
 ) -> Result<DecideResponse, ApiError> {
     let url = format!("/api/mcp-pending-calls/{}", segment(pending_call_id));
     fetch_json(with_csrf(Request::post(&url), csrf_token).json(body)).await
+}
+
+/// `GET /api/mcp-pending-calls` and `GET /api/mcp-input-requests`, read
+/// only as far as the list of what waits needs ([`WaitingWire`]): that
+/// list lives in the main module, where the whole evidence's readers
+/// would cost every page's first load (issue 13's budget).
+pub async fn waiting() -> Result<(Vec<WaitingWire>, Vec<WaitingWire>), ApiError> {
+    let calls = fetch_json(Request::get("/api/mcp-pending-calls").build()).await?;
+    let inputs = fetch_json(Request::get("/api/mcp-input-requests").build()).await?;
+    Ok((calls, inputs))
 }
 
 /// `GET /api/mcp-input-requests`: the caller's input requests still

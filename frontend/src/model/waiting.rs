@@ -2,7 +2,25 @@
 //! never lost): the live approvals and input requests, as the chat list's
 //! badges, the tab title's count and Home's "Waiting for you" show them.
 
-use countersign_api::{InputRequest, PendingCall};
+use serde::Deserialize;
+
+/// What the list reads of a live pending call or input request: the few
+/// fields it shows (the rest of the body is skipped unread).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct WaitingWire {
+    pub id: String,
+    pub chat_id: String,
+    pub connector_name: String,
+    pub tool_name: String,
+    #[serde(default)]
+    pub decide_by: String,
+    #[serde(default)]
+    pub decide_in_secs: f64,
+    /// A pending call's expiry, for an older server that sends no
+    /// `decide_by`.
+    #[serde(default)]
+    pub expires_in_secs: f64,
+}
 
 /// One thing waiting for the user.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,29 +67,23 @@ impl WaitingKind {
 }
 
 /// Everything waiting, soonest deadline first.
-pub fn waiting_list(calls: &[PendingCall], inputs: &[InputRequest]) -> Vec<Waiting> {
+pub fn waiting_list(calls: &[WaitingWire], inputs: &[WaitingWire]) -> Vec<Waiting> {
+    let of = |w: &WaitingWire, kind| Waiting {
+        id: w.id.clone(),
+        chat_id: w.chat_id.clone(),
+        kind,
+        what: format!("{}: {}", w.connector_name, w.tool_name),
+        decide_by: w.decide_by.clone(),
+        decide_in_secs: if w.decide_by.is_empty() {
+            w.expires_in_secs
+        } else {
+            w.decide_in_secs
+        },
+    };
     let mut all: Vec<Waiting> = calls
         .iter()
-        .map(|c| Waiting {
-            id: c.id.clone(),
-            chat_id: c.chat_id.clone(),
-            kind: WaitingKind::Approval,
-            what: format!("{}: {}", c.connector_name, c.tool_name),
-            decide_by: c.decide_by.clone(),
-            decide_in_secs: if c.decide_by.is_empty() {
-                c.expires_in_secs
-            } else {
-                c.decide_in_secs
-            },
-        })
-        .chain(inputs.iter().map(|r| Waiting {
-            id: r.id.clone(),
-            chat_id: r.chat_id.clone(),
-            kind: WaitingKind::Input,
-            what: format!("{}: {}", r.connector_name, r.tool_name),
-            decide_by: r.decide_by.clone(),
-            decide_in_secs: r.decide_in_secs,
-        }))
+        .map(|c| of(c, WaitingKind::Approval))
+        .chain(inputs.iter().map(|r| of(r, WaitingKind::Input)))
         .filter(|w| w.decide_in_secs > 0.0)
         .collect();
     all.sort_by(|a, b| a.decide_in_secs.total_cmp(&b.decide_in_secs));
@@ -107,7 +119,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn call(id: &str, chat: &str, decide_in: f64) -> PendingCall {
+    fn call(id: &str, chat: &str, decide_in: f64) -> WaitingWire {
         serde_json::from_value(json!({
             "id": id, "chat_id": chat, "turn_id": "t", "call_id": "c", "connector_id": "k",
             "connector_name": "Demo", "tool_name": "delete_note", "arguments": {},
@@ -118,7 +130,7 @@ mod tests {
         .expect("a pending call")
     }
 
-    fn input(id: &str, chat: &str, decide_in: f64) -> InputRequest {
+    fn input(id: &str, chat: &str, decide_in: f64) -> WaitingWire {
         serde_json::from_value(json!({
             "id": id, "chat_id": chat, "turn_id": "t", "call_id": "c",
             "connector_name": "Demo", "tool_name": "file_note", "mode": "form",

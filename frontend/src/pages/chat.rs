@@ -56,6 +56,34 @@ enum Live {
     Closed,
 }
 
+/// How many animation frames a waiting card is looked for before giving
+/// up (about two seconds): the card's code comes in a chunk of its own,
+/// fetched when a card is first shown.
+const CARD_FRAMES: u32 = 120;
+
+/// Scrolls the element `selector` names to the top of its pane (and
+/// focuses it when `focus`) once it is on the page, looking again each
+/// frame for `frames` more frames.
+fn bring_into_view(selector: String, focus: bool, frames: u32) {
+    request_animation_frame(move || {
+        let found = document()
+            .query_selector(&selector)
+            .ok()
+            .flatten()
+            .and_then(|card| card.dyn_into::<leptos::web_sys::HtmlElement>().ok());
+        match found {
+            Some(card) => {
+                card.scroll_into_view_with_bool(true);
+                if focus {
+                    let _ = card.focus();
+                }
+            }
+            None if frames > 0 => bring_into_view(selector, focus, frames - 1),
+            None => {}
+        }
+    });
+}
+
 /// Pixels from the bottom that still count as "at the bottom".
 const BOTTOM_SLACK: i32 = 48;
 
@@ -177,9 +205,13 @@ fn ChatView(chat_id: String) -> impl IntoView {
             }
         });
     };
+    // The card waiting for the user, if any (see "never lost" below).
+    let waiting_card = Memo::new(move |_| transcript.with(Transcript::waiting_card));
     Effect::new(move |_| {
         transcript.track();
-        if follow.get_untracked() {
+        // While a card waits, it holds the view: nothing new streams in
+        // (the turn waits too), and the bottom is not where to look.
+        if follow.get_untracked() && waiting_card.with_untracked(Option::is_none) {
             scroll_to_bottom();
         }
     });
@@ -206,28 +238,13 @@ fn ChatView(chat_id: String) -> impl IntoView {
     // card arriving) brings its waiting card into view, top first, and
     // stops following the bottom; a button just before the composer (one
     // Shift+Tab away) goes back to it. The list across chats follows.
-    let waiting_card = Memo::new(move |_| transcript.with(Transcript::waiting_card));
     let waiting_list = crate::waiting::WaitingList::expect();
-    let may_notify = RwSignal::new(crate::waiting::may_ask_to_notify());
     let go_to_card = move |focus: bool| {
         let Some((selector, _)) = waiting_card.get_untracked() else {
             return;
         };
         follow.set(false);
-        request_animation_frame(move || {
-            let Some(card) = document()
-                .query_selector(&selector)
-                .ok()
-                .flatten()
-                .and_then(|card| card.dyn_into::<leptos::web_sys::HtmlElement>().ok())
-            else {
-                return;
-            };
-            card.scroll_into_view_with_bool(true);
-            if focus {
-                let _ = card.focus();
-            }
-        });
+        bring_into_view(selector, focus, CARD_FRAMES);
     };
     Effect::new(move |shown: Option<Option<String>>| {
         let now = waiting_card.with(|w| w.as_ref().map(|(selector, _)| selector.clone()));
@@ -401,22 +418,6 @@ fn ChatView(chat_id: String) -> impl IntoView {
                 </div>
                 {move || waiting_card.get().map(|(_, words)| view! {
                     <div class="waiting-bar">
-                        // Asked from a waiting card, never at load; the
-                        // browser remembers the answer.
-                        {move || may_notify.get().then(|| view! {
-                            <button
-                                type="button"
-                                class="button secondary small"
-                                data-testid="notify-me"
-                                on:click=move |_| {
-                                    crate::waiting::ask_to_notify();
-                                    may_notify.set(false);
-                                }
-                            >
-                                "Notify me"
-                                <span class="visually-hidden">" when a decision waits"</span>
-                            </button>
-                        })}
                         // Last before the composer: one Shift+Tab away.
                         <button
                             type="button"
