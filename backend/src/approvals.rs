@@ -35,8 +35,8 @@ mod wait;
 
 pub use keys::{ApprovalKeys, Binding};
 pub use ledger::{
-    DecideError, Proposal, RECORD_RETRY_FOR, Recovered, TRIPS, Verdict, decide, decided_of,
-    deny_for_connector, deny_for_user, destination, grant_of, live_for_user, pending_count,
+    DecideError, HowDecided, Proposal, RECORD_RETRY_FOR, Recovered, TRIPS, Verdict, decide,
+    decided_of, deny_for_connector, deny_for_user, destination, live_for_user, pending_count,
     propose, recover, sweep, turn_grant,
 };
 pub use lifecycle::{Execution, Ran, Shown, run_approved};

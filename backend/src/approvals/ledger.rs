@@ -362,15 +362,8 @@ static CLAIM: Statement = Statement {
                     hmac, error, expires_at, decide_by, decided_at, claimed_at, provenance",
 };
 
-/// [`grant_of`]'s read.
-static GRANT_OF: Statement = Statement {
-    name: "cs_grant_of",
-    params: "(uuid)",
-    sql: "select grant_kind from mcp_pending_calls where id = $1",
-};
-
 /// The statements [`db::trip`] runs here, for the test that prepares them all.
-pub static TRIPS: [&Statement; 3] = [&DECIDE, &CLAIM, &GRANT_OF];
+pub static TRIPS: [&Statement; 2] = [&DECIDE, &CLAIM];
 
 /// `statement` on pending call `id`, as the service.
 fn of_call(statement: &'static Statement, id: PendingCallId) -> Part {
@@ -497,36 +490,36 @@ pub async fn turn_grant(
     Ok(granted)
 }
 
-/// How `id` was decided, for `mcp_confirmation_resolved`: when, and a
-/// deny's reason (`None` if it is gone).
+/// How a call was decided, for `mcp_confirmation_resolved` (so every
+/// tab's card says what was allowed, when, and why it was declined).
+#[derive(Debug, Default)]
+pub struct HowDecided {
+    /// The grant an approval chose.
+    pub grant: Option<GrantKind>,
+    /// When, by the database's clock.
+    pub decided_at: Option<time::OffsetDateTime>,
+    /// A deny's reason, in the user's words.
+    pub decline_reason: Option<String>,
+}
+
+/// How `id` was decided (`None` if it is gone).
 pub async fn decided_of(
     state: &AppState,
     id: PendingCallId,
-) -> Result<Option<(Option<time::OffsetDateTime>, Option<String>)>, sqlx::Error> {
+) -> Result<Option<HowDecided>, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
     let row = sqlx::query!(
-        "select decided_at, decline_reason from mcp_pending_calls where id = $1",
+        "select grant_kind, decided_at, decline_reason from mcp_pending_calls where id = $1",
         id as PendingCallId,
     )
     .fetch_optional(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(row.map(|r| (r.decided_at, r.decline_reason)))
-}
-
-/// The grant the user chose when approving `id` (`None` if it was not
-/// approved, or is gone): `mcp_confirmation_resolved` carries it so every
-/// tab's card says what was allowed.
-pub async fn grant_of(
-    state: &AppState,
-    id: PendingCallId,
-) -> Result<Option<GrantKind>, sqlx::Error> {
-    let rows = db::trip::run(&state.db, of_call(&GRANT_OF, id)).await?;
-    let grant: Option<Option<String>> = rows
-        .first()
-        .map(|row| row.try_get("grant_kind"))
-        .transpose()?;
-    Ok(grant.flatten().as_deref().map(GrantKind::from_wire))
+    Ok(row.map(|r| HowDecided {
+        grant: r.grant_kind.as_deref().map(GrantKind::from_wire),
+        decided_at: r.decided_at,
+        decline_reason: r.decline_reason,
+    }))
 }
 
 /// Ends every pending call for `connector_id` as denied (its URL changed:

@@ -1113,18 +1113,24 @@ async fn ask_and_wait(
         Waited::Expired => Resolution::Expired,
         Waited::Gone(_) => Resolution::Expired,
     };
-    // When and how it was decided, and a decline's reason in the user's
-    // words: for the card's story, the model and the activity log (a
-    // failed read says less, never more).
-    let (decided_at, decline_reason) = if decision == Resolution::Expired {
-        (None, None)
+    // How it was decided, read once: the grant an approval chose, when,
+    // and a decline's reason in the user's words — for the card's story,
+    // the model and the activity log (a failed read says less, never
+    // more).
+    let approvals::HowDecided {
+        grant,
+        decided_at,
+        decline_reason,
+    } = if decision == Resolution::Expired {
+        approvals::HowDecided::default()
     } else {
         Box::pin(approvals::decided_of(state, id))
             .await
             .ok()
             .flatten()
-            .unwrap_or((None, None))
+            .unwrap_or_default()
     };
+    let grant = grant.filter(|_| decision == Resolution::Approved);
     let decline_reason = decline_reason.filter(|_| matches!(waited, Waited::Denied));
     if decision != Resolution::Approved {
         // Nothing runs either way; the log is best effort here.
@@ -1132,8 +1138,7 @@ async fn ask_and_wait(
         let _ =
             Box::pin(activity.decided_because(state, decision, decline_reason.as_deref())).await;
     }
-    // The card's resolution: the grant it came with (only the card's words
-    // depend on it: a failed read says less, never more), then the event.
+    // The card's resolution, with what was read above.
     let decided_at = decided_at.and_then(|at| {
         at.format(&time::format_description::well_known::Rfc3339)
             .ok()
@@ -1143,13 +1148,6 @@ async fn ask_and_wait(
         if let Some(hook) = &state.approval_hooks.before_resolved {
             hook(id.into()).await;
         }
-        let grant = if decision == Resolution::Approved {
-            Box::pin(approvals::grant_of(state, id))
-                .await
-                .unwrap_or(None)
-        } else {
-            None
-        };
         run.events
             .emit(ChatEvent::McpConfirmationResolved {
                 turn_id: run.ctx.turn_id.to_string(),
