@@ -9,7 +9,8 @@
 //! The screens are grouped by how they are visited, one chunk a group:
 //! `auth` (sign-in, sign-up), `home`, `settings` (every section: moving
 //! between tabs then costs nothing), `activity`, and inside a chat
-//! `approval_card` and `input_card`. Fewer
+//! `approval_card` and `input_card`; and the two-factor step-up dialog,
+//! `step_up`, the first time a server asks for it. Fewer
 //! groups mean fewer shared chunks (each one a request, and a `wasm-opt`
 //! run in the build).
 //!
@@ -30,7 +31,9 @@ use leptos::wasm_split::{SplitLoaderError, wasm_split};
 use leptos_router::LazyRoute;
 use leptos_router::hooks::use_url;
 
-use crate::components::{ApprovalCard, InputCard, ProviderKeys, RequireSession, SecuritySection};
+use crate::components::{
+    ApprovalCard, InputCard, ProviderKeys, RequireSession, SecuritySection, StepUpDialog,
+};
 use crate::model::transcript::{ToolCall, Transcript};
 use crate::pages::{
     ActivityPage, AdminSettings, ConnectorsSettings, HomePage, SettingsPage, SettingsSection,
@@ -198,6 +201,23 @@ pub fn LazyApprovalCard(
 ) -> impl IntoView {
     Suspend::new(async move {
         approval_card_view(transcript, call, approval_id)
+            .await
+            .unwrap_or_else(|ChunkFailed| view! { <ChunkUnavailable /> }.into_any())
+    })
+}
+
+/// The step-up dialog's view, from its chunk: drawn the first time a
+/// server asks for a two-factor step-up, and kept from then on.
+#[wasm_split(step_up, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn step_up_view() -> Result<AnyView, ChunkFailed> {
+    Ok(view! { <StepUpDialog /> }.into_any())
+}
+
+/// [`StepUpDialog`], once its chunk has arrived.
+#[component]
+pub fn LazyStepUpDialog() -> impl IntoView {
+    Suspend::new(async move {
+        step_up_view()
             .await
             .unwrap_or_else(|ChunkFailed| view! { <ChunkUnavailable /> }.into_any())
     })

@@ -23,6 +23,9 @@ use crate::session::SessionState;
 pub struct StepUp {
     /// The dialog is open.
     open: RwSignal<bool>,
+    /// It was opened once: from then on it is drawn (its code is a lazy
+    /// chunk that most sessions never load).
+    opened: RwSignal<bool>,
     /// The actions waiting for a code; all get the same answer.
     waiting: StoredValue<Vec<Answerer>, LocalStorage>,
 }
@@ -32,10 +35,16 @@ impl StepUp {
     pub fn provide() -> Self {
         let step_up = Self {
             open: RwSignal::new(false),
+            opened: RwSignal::new(false),
             waiting: StoredValue::new_local(Vec::new()),
         };
         provide_context(step_up);
         step_up
+    }
+
+    /// Whether the dialog was ever opened (so is drawn).
+    pub fn opened(self) -> bool {
+        self.opened.get()
     }
 
     /// The handle provided by [`StepUp::provide`].
@@ -58,6 +67,7 @@ impl StepUp {
     fn ask(self) -> Answer {
         let (answerer, answer) = answer_channel();
         self.waiting.update_value(|waiting| waiting.push(answerer));
+        self.opened.set(true);
         self.open.set(true);
         answer
     }
@@ -75,7 +85,8 @@ impl StepUp {
     }
 }
 
-/// The modal code prompt; render once, inside the signed-in shell.
+/// The modal code prompt; render once, inside the signed-in shell, from
+/// the first time it is needed on (`lazy::LazyStepUpDialog`).
 #[component]
 pub fn StepUpDialog() -> impl IntoView {
     let step_up = StepUp::expect();

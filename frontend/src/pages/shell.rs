@@ -11,7 +11,8 @@ use leptos_router::hooks::use_location;
 
 use crate::api;
 use crate::chats::{ChatList, StartDraft};
-use crate::components::{ChatNav, StepUp, StepUpDialog};
+use crate::components::{ChatNav, StepUp};
+use crate::lazy::LazyStepUpDialog;
 use crate::session::SessionState;
 
 /// Sidebar with the app name, "New chat" and the chats, settings, the user
@@ -24,7 +25,7 @@ pub fn Shell() -> impl IntoView {
     ChatList::provide();
     crate::waiting::WaitingList::provide();
     StartDraft::provide();
-    StepUp::provide();
+    let step_up = StepUp::provide();
 
     let sign_out = Action::new_local(move |_: &()| {
         async move {
@@ -189,7 +190,9 @@ pub fn Shell() -> impl IntoView {
             <main class="main" id="main" tabindex="-1">
                 <Outlet />
             </main>
-            <StepUpDialog />
+            <Show when=move || step_up.opened()>
+                <LazyStepUpDialog />
+            </Show>
         </div>
     }
 }
