@@ -37,7 +37,7 @@ pub use keys::{ApprovalKeys, Binding};
 pub use ledger::{
     DecideError, HowDecided, Proposal, RECORD_RETRY_FOR, Recovered, TRIPS, Verdict, decide,
     decided_of, deny_for_connector, deny_for_user, destination, live_for_user, pending_count,
-    propose, recover, sweep, turn_grant,
+    propose, recover, sweep, turn_grant, waiting_across,
 };
 pub use lifecycle::{Execution, Ran, Shown, run_approved};
 pub use row::{ABOUT_MAX_CHARS, AboutTool, Row};

@@ -183,6 +183,10 @@ pub struct Stored {
     /// `activity_read`: `csv` or `json` when it was an export.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub export: Option<String>,
+    /// `activity_read`: the calls waiting for a decision were read, not
+    /// the log.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waiting: bool,
 }
 
 impl Default for Stored {
@@ -213,6 +217,7 @@ impl Default for Stored {
             flows: Vec::new(),
             filter: None,
             export: None,
+            waiting: false,
         }
     }
 }
@@ -264,6 +269,7 @@ impl Stored {
             flows: self.flows,
             filter: self.filter,
             export: self.export,
+            waiting: self.waiting,
             seq: self.seq,
             hash,
             at: self.at,
@@ -413,18 +419,31 @@ pub async fn append_admin(tx: &mut db::Tx, entry: &AdminEntry) -> Result<i64, sq
     .await
 }
 
-/// Records that administrator `admin` read `subject`'s activity log (or,
-/// with `None`, every account's) narrowed by `filter`, and whether it was
-/// an export (`csv` or `json`): an `activity_read` entry in the
-/// administrator's own log. Appended *before* the read is answered: a
-/// read that cannot be written down is not answered.
+/// What an administrator read of other accounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read<'a> {
+    /// The activity log, on a page or as an export (`csv` or `json`).
+    Log { export: Option<&'a str> },
+    /// The calls waiting for a decision.
+    Waiting,
+}
+
+/// Records that administrator `admin` read `subject`'s activity log or
+/// waiting calls (or, with `None`, every account's) narrowed by `filter`:
+/// an `activity_read` entry in the administrator's own log. Appended
+/// *before* the read is answered: a read that cannot be written down is
+/// not answered.
 pub async fn append_read(
     pool: &PgPool,
     admin: UserId,
     subject: Option<(UserId, String)>,
     filter: &ActivityFilter,
-    export: Option<&str>,
+    read: Read<'_>,
 ) -> Result<i64, sqlx::Error> {
+    let (export, waiting) = match read {
+        Read::Log { export } => (export, false),
+        Read::Waiting => (None, true),
+    };
     let mut tx = db::service_tx(pool).await?;
     sqlx::query!("select pg_advisory_xact_lock($1)", CHAIN_LOCK)
         .execute(&mut *tx)
@@ -439,6 +458,7 @@ pub async fn append_read(
             subject: subject.as_ref().map(|(_, email)| email.clone()),
             filter: Some(filter.clone()),
             export: export.map(str::to_owned),
+            waiting,
             ..Stored::default()
         })
     })

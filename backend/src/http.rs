@@ -101,6 +101,7 @@ fn answer_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(activity::list_activity))
         .routes(routes!(activity::export_activity))
         .routes(routes!(activity::admin_list_activity))
+        .routes(routes!(activity::admin_pending_calls))
         .routes(routes!(activity::admin_export_activity))
         .routes(routes!(admin::get_policy, admin::put_policy))
         .routes(routes!(admin::list_users))

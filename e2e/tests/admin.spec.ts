@@ -171,3 +171,45 @@ test('an admin forbids "Always allow": the user\'s card no longer offers it, the
   }
   await expect(page.getByTestId('signin-submit')).toBeVisible();
 });
+
+test("an admin's Activity shows whose calls wait, never their arguments, and the read is in the admin's log", async ({
+  page,
+  browser,
+}, testInfo) => {
+  const userEmail = await signUp(page, 'waiting-user', 'Wes Waiting');
+  await addDemoConnector(page, ['add_note']);
+  await newChat(page);
+  const secret = 'Privileged: settlement floor is 2.4 million';
+  await ask(page, 'add_note', { title: 'Floor', body: secret });
+  const card = page.getByTestId('approval-card');
+  await expect(card).toHaveAttribute('data-state', 'pending', { timeout: REPLY_TIMEOUT });
+
+  const admin = await adminBrowser(browser, testInfo);
+  try {
+    await navTo(admin.page, 'nav-activity');
+    await admin.page.getByTestId('activity-scope').selectOption({ label: userEmail });
+    await admin.page.getByTestId('activity-apply').click();
+    const waiting = admin.page.getByTestId('activity-waiting');
+    await expect(waiting.getByRole('heading')).toHaveText('Waiting for a decision');
+    const call = waiting.getByTestId('activity-waiting-call');
+    await expect(call).toHaveCount(1);
+    await expect(call).toContainText(userEmail);
+    await expect(call).toContainText('add_note');
+    await expect(call).toContainText(/waiting since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/);
+    // Only its account can decide it, and its arguments are theirs.
+    await expect(call.getByRole('link')).toHaveCount(0);
+    await expect(admin.page.locator('body')).not.toContainText('settlement floor');
+    await everyWay(admin.page, 'activity-admin-waiting');
+
+    // The admin's own log says they read it.
+    await admin.page.getByTestId('activity-scope').selectOption({ label: 'Mine' });
+    await admin.page.getByTestId('activity-apply').click();
+    await expect(
+      admin.page.getByTestId('activity-admin-change').filter({ hasText: 'Read the calls waiting for' }).first(),
+    ).toContainText(`Read the calls waiting for the account ${userEmail}`);
+  } finally {
+    await admin.context.close();
+  }
+  await card.getByTestId('approval-decline').click();
+  await expect(card).toHaveAttribute('data-state', 'declined', { timeout: REPLY_TIMEOUT });
+});

@@ -10,6 +10,8 @@
 // - Never lost: opening a chat brings its waiting card into view with its
 //   decision bar; the chat list badges the chat, the tab title counts it,
 //   Home lists it, and the card is one Shift+Tab from the composer.
+// - A browser notification is offered on a waiting card (never at load)
+//   and tells of a card that starts waiting in a hidden tab.
 // - A connector's review after Add cannot be missed: it opens by itself,
 //   says nothing is offered until it is saved, and Save stays in sight.
 //
@@ -244,6 +246,99 @@ test('a waiting card is never lost: opened into view, badged, counted, listed, o
   await expect(page.getByTestId('go-to-waiting')).toHaveCount(0);
   await expect(page).not.toHaveTitle(/waiting/, { timeout: 15_000 });
   await expect(page.getByTestId('chat-waiting-badge')).toHaveCount(0);
+});
+
+/** In place of the browser's notifications, before the app loads: one
+ * that records what it was asked and shows, starting unasked; and a
+ * `document.hidden` the test sets (`window.__hidden`). */
+function fakeNotifications() {
+  const w = window as unknown as {
+    __notes: { asked: number; shown: { title: string; body?: string; tag?: string }[] };
+    __hidden?: boolean;
+    Notification: unknown;
+  };
+  w.__notes = { asked: 0, shown: [] };
+  class FakeNotification {
+    static permission = 'default';
+    static requestPermission() {
+      w.__notes.asked += 1;
+      FakeNotification.permission = 'granted';
+      return Promise.resolve('granted');
+    }
+    onclick: unknown = null;
+    constructor(title: string, options?: { body?: string; tag?: string }) {
+      w.__notes.shown.push({ title, body: options?.body, tag: options?.tag });
+    }
+  }
+  w.Notification = FakeNotification;
+  Object.defineProperty(document, 'hidden', { configurable: true, get: () => w.__hidden === true });
+}
+
+/** What the fake was asked and what it showed. */
+async function notes(page: Page) {
+  return page.evaluate(
+    () => (window as unknown as { __notes: { asked: number; shown: { title: string; body?: string }[] } }).__notes,
+  );
+}
+
+test('a browser notification is offered on a card, never at load, and tells of a card in a hidden tab', async ({
+  page,
+}) => {
+  await page.addInitScript(fakeNotifications);
+  await signUp(page, 'notify', 'Ada Approver');
+  await addDemoConnector(page, ['add_note']);
+  await newChat(page);
+  expect((await notes(page)).asked).toBe(0);
+  await ask(page, 'add_note', { title: 'Filing', body: 'Short note.' });
+  let card = await waitingCard(page, 'add_note');
+
+  // The offer is on the waiting card; loading asked nothing.
+  const offer = card.getByTestId('approval-notify-offer');
+  await expect(offer).toBeVisible();
+  expect((await notes(page)).asked).toBe(0);
+  await everyWay(page, 'card-notify-offer', async () => {
+    await offer.scrollIntoViewIfNeeded();
+  });
+  // "Not now" is remembered across a reload.
+  await card.getByTestId('approval-notify-dismiss').click();
+  await expect(offer).toHaveCount(0);
+  await page.reload();
+  card = await waitingCard(page, 'add_note');
+  await expect(card.getByTestId('approval-notify-offer')).toHaveCount(0);
+  expect((await notes(page)).asked).toBe(0);
+
+  // Offered again, "Notify me" asks the browser, once.
+  await page.evaluate(() => localStorage.removeItem('countersign.notify-offer'));
+  await page.reload();
+  card = await waitingCard(page, 'add_note');
+  await card.getByTestId('approval-notify-ask').click();
+  await expect(card.getByTestId('approval-notify-offer')).toHaveCount(0);
+  expect((await notes(page)).asked).toBe(1);
+  expect((await notes(page)).shown).toEqual([]);
+  await card.getByTestId('approval-decline').click();
+  await expect(card).toHaveAttribute('data-state', 'declined', { timeout: REPLY_TIMEOUT });
+  await turnOver(page);
+
+  // With the tab in the background, the next card is announced.
+  await page.evaluate(() => {
+    (window as unknown as { __hidden: boolean }).__hidden = true;
+  });
+  await ask(page, 'add_note', { title: 'Second', body: 'Another note.' });
+  await expect
+    .poll(async () => (await notes(page)).shown, { timeout: REPLY_TIMEOUT })
+    .toEqual([{ title: 'A call waits for your decision', body: `${DEMO_NAME}: add_note`, tag: expect.any(String) }]);
+  await page.evaluate(() => {
+    (window as unknown as { __hidden: boolean }).__hidden = false;
+  });
+
+  // Stopping the reply while it waits is not a decline: the card says so.
+  const second = page.getByTestId('approval-card').last();
+  await expect(second).toHaveAttribute('data-state', 'pending');
+  await page.getByTestId('stop-turn').click();
+  await turnOver(page);
+  await expect(second.getByTestId('approval-story')).toHaveText(
+    /^Not decided: the reply was stopped at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d .* while this call waited; nothing ran\.$/,
+  );
 });
 
 test('after adding a connector its review opens, says nothing is offered yet, and Save stays in sight', async ({

@@ -211,12 +211,19 @@ pub async fn revoke_other_sessions(csrf_token: &str) -> Result<u64, ApiError> {
 
 /// `GET /api/activity` (the caller's log) or, for an administrator's view,
 /// `GET /api/admin/activity?user=…`, narrowed by `filter`: newest entry
-/// first (digests of arguments, never the arguments).
+/// first (digests of arguments, never the arguments); with `before`, the
+/// page of entries older than that `seq`.
 pub async fn activity(
     scope: &crate::model::activity::Scope,
     filter: &countersign_api::ActivityFilter,
+    before: Option<i64>,
 ) -> Result<Vec<ActivityEntry>, ApiError> {
-    fetch_json(Request::get(&activity_url(scope, filter, None)).build()).await
+    let mut url = activity_url(scope, filter, None);
+    if let Some(before) = before {
+        url.push(if url.contains('?') { '&' } else { '?' });
+        url.push_str(&format!("before={before}"));
+    }
+    fetch_json(Request::get(&url).build()).await
 }
 
 /// Where the activity log, as `scope` and `filter` narrow it, is read;
@@ -253,6 +260,20 @@ pub fn activity_url(
     } else {
         format!("{path}?{}", params.join("&"))
     }
+}
+
+/// `GET /api/admin/pending-calls?user=…`: the calls waiting for a
+/// decision across accounts, for an administrator's view of Activity
+/// (whose and which tool, never the arguments).
+pub async fn admin_pending_calls(
+    scope: &crate::model::activity::Scope,
+) -> Result<Vec<countersign_api::AdminWaitingCall>, ApiError> {
+    use crate::model::activity::Scope;
+    let url = match scope {
+        Scope::Account(id) => format!("/api/admin/pending-calls?user={}", segment(id)),
+        Scope::Own | Scope::Everyone => "/api/admin/pending-calls".to_owned(),
+    };
+    fetch_json(Request::get(&url).build()).await
 }
 
 /// `GET /api/chats`: the caller's chats, most recently used first.

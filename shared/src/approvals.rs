@@ -90,6 +90,35 @@ pub struct PendingCall {
     pub destinations: Vec<crate::Destination>,
 }
 
+/// A call waiting for a decision as an administrator sees it
+/// (`GET /api/admin/pending-calls`): whose it is, which tool, where it
+/// sends data and until when it waits — never its arguments or its chat,
+/// which are the user's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AdminWaitingCall {
+    /// Ledger id.
+    pub id: String,
+    /// The account it waits for.
+    pub user_id: String,
+    /// That account's email.
+    pub user_email: String,
+    /// The connector's name.
+    pub connector_name: String,
+    /// The tool's name on its server.
+    pub tool_name: String,
+    /// RFC 3339: when it started waiting.
+    pub waiting_since: String,
+    /// RFC 3339: the turn stops waiting then.
+    pub decide_by: String,
+    /// Where the call sends data (as on `mcp_confirmation_required`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<crate::Destination>,
+    /// Its provenance flagged a flow. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flagged: bool,
+}
+
 /// `once`, `turn` and `always`: what a card offers unless the tool changed
 /// since it was reviewed.
 pub fn every_grant() -> Vec<GrantKind> {
@@ -220,6 +249,10 @@ pub struct ActivityEntry {
     /// `activity_read`: `csv` or `json` when it was an export.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<String>,
+    /// `activity_read`: the calls waiting for a decision were read
+    /// (`GET /api/admin/pending-calls`), not the log. Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waiting: bool,
 }
 
 /// What `GET /api/activity`, its export and the administrators' view

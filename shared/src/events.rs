@@ -155,6 +155,10 @@ pub enum ChatEvent {
         /// assistant why"), which the model also read.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         decline_reason: Option<String>,
+        /// For `denied`: nobody declined it — the reply was stopped while
+        /// it waited, which denies it. Absent (false) otherwise.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        stopped: bool,
     },
     /// A running MCP call's server asks the user for input (DESIGN §6a):
     /// the question as stored.
@@ -354,6 +358,7 @@ struct Wire {
     waited_ms: Option<u64>,
     decided_at: Option<String>,
     decline_reason: Option<String>,
+    stopped: Option<bool>,
     answers: Option<serde_json::Value>,
     answered_at: Option<String>,
     origin: Option<CallOrigin>,
@@ -437,6 +442,7 @@ impl Wire {
                 grant: self.grant,
                 decided_at: self.decided_at,
                 decline_reason: self.decline_reason,
+                stopped: self.stopped.unwrap_or_default(),
             },
             "mcp_input_required" => ChatEvent::McpInputRequired {
                 turn_id: turn_id?,
@@ -634,6 +640,7 @@ mod tests {
                 grant: Some(GrantKind::Always),
                 decided_at: Some("2026-12-06T10:00:00Z".into()),
                 decline_reason: None,
+                stopped: false,
             },
             ChatEvent::McpConfirmationResolved {
                 turn_id: "t".into(),
@@ -642,6 +649,16 @@ mod tests {
                 grant: None,
                 decided_at: None,
                 decline_reason: Some("Archive it instead.".into()),
+                stopped: false,
+            },
+            ChatEvent::McpConfirmationResolved {
+                turn_id: "t".into(),
+                id: "p".into(),
+                decision: Resolution::Denied,
+                grant: None,
+                decided_at: Some("2026-12-06T10:00:00Z".into()),
+                decline_reason: None,
+                stopped: true,
             },
             input(true),
             input(false),

@@ -23,8 +23,8 @@ pub mod vocab;
 
 pub use admin::{AdminOverview, AdminUser, AdminUserUpdate, Policy, PolicyUpdate, SettingChange};
 pub use approvals::{
-    ActivityEntry, ActivityExport, ActivityFilter, DecideRequest, DecideResponse, Grant,
-    PendingCall,
+    ActivityEntry, ActivityExport, ActivityFilter, AdminWaitingCall, DecideRequest, DecideResponse,
+    Grant, PendingCall,
 };
 pub use auth::{
     ChangePasswordRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest,

@@ -192,6 +192,52 @@ pub async fn live_for_user(
         .collect())
 }
 
+/// The calls waiting for a decision now — of `user`, or of every account
+/// — oldest first, at most `limit`, as an administrator sees them: no
+/// arguments, no chat (the destinations are read from the arguments here
+/// and only they leave).
+pub async fn waiting_across(
+    state: &AppState,
+    user: Option<UserId>,
+    limit: i64,
+) -> Result<Vec<countersign_api::AdminWaitingCall>, sqlx::Error> {
+    let mut tx = db::service_tx(&state.db).await?;
+    let rows = sqlx::query!(
+        r#"select p.id, p.user_id, u.email, p.connector_name, p.tool_name, p.arguments,
+                  p.created_at, p.decide_by,
+                  p.provenance as "provenance: Json<Provenance>"
+             from mcp_pending_calls p
+             join users u on u.id = p.user_id
+            where ($1::uuid is null or p.user_id = $1)
+              and p.status = 'pending' and p.expires_at > now()
+            order by p.created_at
+            limit $2"#,
+        user.map(|u| u.0),
+        limit,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    db::end_read(tx);
+    let rfc3339 = |at: time::OffsetDateTime| {
+        at.format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default()
+    };
+    Ok(rows
+        .into_iter()
+        .map(|r| countersign_api::AdminWaitingCall {
+            id: r.id.to_string(),
+            user_id: r.user_id.to_string(),
+            user_email: r.email,
+            connector_name: r.connector_name,
+            tool_name: r.tool_name,
+            waiting_since: rfc3339(r.created_at),
+            decide_by: rfc3339(r.decide_by),
+            destinations: crate::destinations::destinations(&r.arguments),
+            flagged: r.provenance.is_some_and(|p| p.0.flagged()),
+        })
+        .collect())
+}
+
 /// How many calls wait for a decision now, on every instance (pending and
 /// not yet expired): the `/metrics` gauge, read at scrape time only.
 pub async fn pending_count(pool: &sqlx::PgPool) -> Result<i64, sqlx::Error> {
@@ -676,6 +722,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     grant: None,
                     decided_at: None,
                     decline_reason: None,
+                    stopped: false,
                 }
             }
             _ => {

@@ -151,7 +151,7 @@ async fn cancel_one(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx:
     .execute(&mut *tx)
     .await?;
     // An approval that landed first is never claimed: it is spent unused.
-    sqlx::query!(
+    let spent = sqlx::query!(
         "update mcp_pending_calls set status = 'failed', executed_at = now(),
                 error = 'The turn was stopped before it ran.'
           where id = $1 and status = 'approved'",
@@ -162,6 +162,11 @@ async fn cancel_one(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx:
     tx.commit().await?;
     if cancelled.rows_affected() == 1 {
         state.metrics.decided(Decided::Cancelled);
+    }
+    // A decline that landed first stays the user's decline (its card says
+    // who declined it, not that the reply was stopped).
+    if cancelled.rows_affected() == 0 && spent.rows_affected() == 0 {
+        return Ok(Waited::Denied);
     }
     Ok(Waited::Cancelled)
 }

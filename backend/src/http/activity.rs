@@ -68,6 +68,16 @@ pub struct WhoseQuery {
     pub user: Option<String>,
 }
 
+/// `?before=`: the next (older) page of a list.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Only entries older than this one (its `seq`): the next page
+    /// starts before the last entry of the one before. Absent: from the
+    /// newest.
+    pub before: Option<i64>,
+}
+
 /// The two export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Format {
@@ -99,9 +109,9 @@ impl Format {
     get,
     path = "/activity",
     tag = "activity",
-    params(ActivityFilter),
+    params(ActivityFilter, PageQuery),
     responses(
-        (status = 200, description = "The caller's activity log, newest first (at most 500 entries), with each entry's chain hash; narrowed by the filters, a call matching as a whole (its `decided` entry decides, its `outcome` entry comes with it)", body = Vec<countersign_api::ActivityEntry>),
+        (status = 200, description = "The caller's activity log, newest first (at most 500 entries: a full page has older ones, read with `before` set to its last entry's `seq`), with each entry's chain hash; narrowed by the filters, a call matching as a whole (its `decided` entry decides, its `outcome` entry comes with it)", body = Vec<countersign_api::ActivityEntry>),
         (status = 400, description = "A query string that does not parse (`flagged` not `true` or `false`)", body = countersign_api::ErrorBody),
         (status = 422, description = "A filter that is not what it should be (a time, a decision), named", body = countersign_api::ErrorBody),
     ),
@@ -110,10 +120,11 @@ pub async fn list_activity(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     Query(asked): Query<ActivityFilter>,
+    Query(paged): Query<PageQuery>,
 ) -> Result<axum::Json<Vec<ActivityEntry>>, ApiError> {
     let filter = Filter::parse(&asked)?;
     let whose = Whose::Own(user.user_id.into());
-    let lines = query::page(&state.db, whose, &filter, None, cap(LIST_ROW_CAP)).await?;
+    let lines = query::page(&state.db, whose, &filter, paged.before, cap(LIST_ROW_CAP)).await?;
     Ok(axum::Json(entries(&state, lines, false).await?))
 }
 
@@ -155,9 +166,9 @@ pub async fn export_activity(
     get,
     path = "/admin/activity",
     tag = "admin",
-    params(WhoseQuery, ActivityFilter),
+    params(WhoseQuery, ActivityFilter, PageQuery),
     responses(
-        (status = 200, description = "The account's (or every account's) log, newest first (at most 500 entries), each entry with `user_email`; reading anyone's but one's own is written to the administrator's log first (`activity_read`)", body = Vec<countersign_api::ActivityEntry>),
+        (status = 200, description = "The account's (or every account's) log, newest first (at most 500 entries: older ones with `before`), each entry with `user_email`; reading anyone's but one's own is written to the administrator's log first (`activity_read`)", body = Vec<countersign_api::ActivityEntry>),
         (status = 403, description = "Not an administrator", body = countersign_api::ErrorBody),
         (status = 404, description = "No such account", body = countersign_api::ErrorBody),
         (status = 422, description = "A filter that is not what it should be, named", body = countersign_api::ErrorBody),
@@ -168,10 +179,12 @@ pub async fn admin_list_activity(
     Admin(admin): Admin,
     Query(whose): Query<WhoseQuery>,
     Query(asked): Query<ActivityFilter>,
+    Query(paged): Query<PageQuery>,
 ) -> Result<axum::Json<Vec<ActivityEntry>>, ApiError> {
     let filter = Filter::parse(&asked)?;
-    let whose = admin_read(&state, admin.user_id.into(), whose, &asked, None).await?;
-    let lines = query::page(&state.db, whose, &filter, None, cap(LIST_ROW_CAP)).await?;
+    let read = audit::Read::Log { export: None };
+    let whose = Whose::Admin(admin_read(&state, admin.user_id.into(), whose, &asked, read).await?);
+    let lines = query::page(&state.db, whose, &filter, paged.before, cap(LIST_ROW_CAP)).await?;
     Ok(axum::Json(entries(&state, lines, true).await?))
 }
 
@@ -200,26 +213,49 @@ pub async fn admin_export_activity(
 ) -> Result<Response, ApiError> {
     let format = Format::parse(&format.format)?;
     let filter = Filter::parse(&asked)?;
-    let whose = admin_read(
-        &state,
-        admin.user_id.into(),
-        whose,
-        &asked,
-        Some(format.word()),
-    )
-    .await?;
+    let read = audit::Read::Log {
+        export: Some(format.word()),
+    };
+    let whose = Whose::Admin(admin_read(&state, admin.user_id.into(), whose, &asked, read).await?);
     Ok(export(state, whose, filter, asked, format))
 }
 
-/// Whose log an administrator asked for; unless it is their own, the
-/// read is written to their log first (no entry, no answer).
+/// `GET /api/admin/pending-calls`: the calls waiting for a decision, of
+/// one account or every account, for administrators — whose, which tool,
+/// where it sends data, until when; never the arguments or the chat.
+#[utoipa::path(
+    get,
+    path = "/admin/pending-calls",
+    tag = "admin",
+    params(WhoseQuery),
+    responses(
+        (status = 200, description = "The calls waiting now, oldest first (at most 500); reading anyone's but one's own is written to the administrator's log first (`activity_read` with `waiting`)", body = Vec<countersign_api::AdminWaitingCall>),
+        (status = 403, description = "Not an administrator", body = countersign_api::ErrorBody),
+        (status = 404, description = "No such account", body = countersign_api::ErrorBody),
+    ),
+)]
+pub async fn admin_pending_calls(
+    State(state): State<AppState>,
+    Admin(admin): Admin,
+    Query(whose): Query<WhoseQuery>,
+) -> Result<axum::Json<Vec<countersign_api::AdminWaitingCall>>, ApiError> {
+    let asked = ActivityFilter::default();
+    let read = audit::Read::Waiting;
+    let subject = admin_read(&state, admin.user_id.into(), whose, &asked, read).await?;
+    let calls = crate::approvals::waiting_across(&state, subject, cap(LIST_ROW_CAP)).await?;
+    Ok(axum::Json(calls))
+}
+
+/// Whose log (or waiting calls) an administrator asked for: one account,
+/// or every account (`None`). Unless it is their own, the read is written
+/// to their log first (no entry, no answer).
 async fn admin_read(
     state: &AppState,
     admin: UserId,
     whose: WhoseQuery,
     asked: &ActivityFilter,
-    export: Option<&str>,
-) -> Result<Whose, ApiError> {
+    read: audit::Read<'_>,
+) -> Result<Option<UserId>, ApiError> {
     let subject = match whose
         .user
         .as_deref()
@@ -230,14 +266,14 @@ async fn admin_read(
         Some(user) => Some(account(state, user).await?),
     };
     if subject.as_ref().map(|(id, _)| *id) != Some(admin) {
-        audit::append_read(&state.db, admin, subject.clone(), asked, export).await?;
+        audit::append_read(&state.db, admin, subject.clone(), asked, read).await?;
         tracing::info!(
             user.id = %admin,
             subject.id = ?subject.as_ref().map(|(id, _)| id.0),
             "an administrator read another account's activity"
         );
     }
-    Ok(Whose::Admin(subject.map(|(id, _)| id)))
+    Ok(subject.map(|(id, _)| id))
 }
 
 /// The account `user` names (an id or an email), with its email; 404

@@ -1144,6 +1144,7 @@ async fn ask_and_wait(
             .ok()
     });
     let announced_reason = decline_reason.clone();
+    let stopped = matches!(waited, Waited::Cancelled);
     let announce = |decision| async move {
         if let Some(hook) = &state.approval_hooks.before_resolved {
             hook(id.into()).await;
@@ -1156,6 +1157,7 @@ async fn ask_and_wait(
                 grant,
                 decided_at,
                 decline_reason: announced_reason,
+                stopped,
             })
             .await;
     };

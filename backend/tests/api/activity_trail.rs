@@ -400,7 +400,27 @@ async fn exports_carry_the_filtered_entries_as_csv_and_json_and_state_their_cap(
         "{}",
         lines[lines.len() - 1]
     );
-    assert_eq!(log(&s.app, "?tool=bulk").await.len(), 500);
+    // A page holds 500; `before` the last one reads the next, down to
+    // the first entry, each exactly once.
+    let mut pages = vec![log(&s.app, "?tool=bulk").await];
+    while pages.last().is_some_and(|p| p.len() == 500) {
+        let last = pages.last().and_then(|p| p.last()).expect("a full page");
+        let before = last["seq"].as_i64().expect("seq");
+        pages.push(log(&s.app, &format!("?tool=bulk&before={before}")).await);
+    }
+    assert_eq!(pages.len(), 21, "20 full pages and the rest");
+    let seqs: Vec<i64> = pages
+        .iter()
+        .flatten()
+        .map(|e| e["seq"].as_i64().expect("seq"))
+        .collect();
+    assert_eq!(seqs.len(), 10_005);
+    assert!(
+        seqs.windows(2).all(|w| w[0] > w[1]),
+        "newest first, none twice"
+    );
+    let res = s.app.get("/api/activity?before=soon").await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
 }
 
 #[tokio::test]
@@ -507,6 +527,88 @@ async fn only_administrators_read_across_users_and_each_read_of_another_is_in_th
         .await;
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
     // The chain holds, reads included.
+    assert!(
+        audit::verify(&s.app.pool)
+            .await
+            .expect("verify")
+            .is_intact()
+    );
+}
+
+#[tokio::test]
+async fn an_administrator_sees_whose_calls_wait_but_not_their_arguments_and_the_read_is_recorded() {
+    // The fixture's user is the deployment's first: its administrator.
+    let s = setup(|_| {}).await;
+    let other = s.app.at(&s.app.base);
+    let (other_id, other_email) = other.signed_up_user().await;
+    add_connector(&other, json!({"name": "Mail", "url": s.demo.mcp_url()})).await;
+    let chat = other.create_chat("offline/demo").await;
+    let mut stream = other.stream(&chat, None).await;
+    other
+        .send(
+            &chat,
+            r#"use mail__echo with {"text": "privileged: mail counsel@other.example"}"#,
+        )
+        .await;
+    let card = stream.until("mcp_confirmation_required").await;
+    let card = card.last().expect("card").1.clone();
+
+    // Not for anyone else.
+    let res = other.get("/api/admin/pending-calls").await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+
+    // The administrator: whose, which tool, where it sends data — no
+    // arguments, no chat.
+    let res = s
+        .app
+        .get(&format!("/api/admin/pending-calls?user={other_email}"))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let body = res.text().await.expect("body");
+    assert!(!body.contains("privileged"), "no arguments: {body}");
+    assert!(!body.contains(&chat), "no chat: {body}");
+    let waiting: Vec<Value> = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(waiting[0]["id"], card["id"]);
+    assert_eq!(waiting[0]["user_id"], other_id.to_string());
+    assert_eq!(waiting[0]["user_email"], other_email.as_str());
+    assert_eq!(waiting[0]["connector_name"], "Mail");
+    assert_eq!(waiting[0]["tool_name"], "echo");
+    assert_eq!(
+        waiting[0]["destinations"][0]["ascii"],
+        "counsel@other.example"
+    );
+    assert!(
+        waiting[0]["waiting_since"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+    // The read is in the administrator's own log, said to be of waiting
+    // calls.
+    let mine = log(&s.app, "").await;
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    assert_eq!(mine[0]["kind"], "activity_read");
+    assert_eq!(mine[0]["subject"], other_email.as_str());
+    assert_eq!(mine[0]["waiting"], true);
+    // Every account's: the same call; the administrator's own list is
+    // empty, and reading it records nothing.
+    assert_eq!(s.app.get_array("/api/admin/pending-calls").await.len(), 1);
+    let own = s
+        .app
+        .get_array(&format!("/api/admin/pending-calls?user={}", s.user))
+        .await;
+    assert!(own.is_empty());
+    assert_eq!(log(&s.app, "").await.len(), 2, "every account's read only");
+
+    // Decided, it waits no more.
+    assert_eq!(decide(&other, &card, "deny").await.status(), StatusCode::OK);
+    stream.until("turn_finished").await;
+    assert!(s.app.get_array("/api/admin/pending-calls").await.is_empty());
+    let res = s
+        .app
+        .get("/api/admin/pending-calls?user=nobody@example.org")
+        .await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
     assert!(
         audit::verify(&s.app.pool)
             .await

@@ -327,6 +327,10 @@ async fn a_decline_reason_reaches_the_model_the_ledger_and_activity_and_nothing_
     assert_eq!(resolved.1["decision"], "denied");
     assert_eq!(resolved.1["decline_reason"], reason);
     assert!(
+        resolved.1.get("stopped").is_none(),
+        "a decline is not a Stop"
+    );
+    assert!(
         resolved.1["decided_at"]
             .as_str()
             .is_some_and(|at| at.ends_with('Z')),
@@ -757,11 +761,13 @@ async fn stop_while_a_call_waits_denies_it() {
         .await;
     assert!(res.status().is_success(), "{}", res.status());
     let events = stream.until("turn_finished").await;
-    assert!(
-        events
-            .iter()
-            .any(|(_, e)| e["type"] == "mcp_confirmation_resolved" && e["decision"] == "denied")
-    );
+    // Denied, and said to be the Stop's doing: nobody declined it.
+    assert!(events.iter().any(|(_, e)| {
+        e["type"] == "mcp_confirmation_resolved"
+            && e["decision"] == "denied"
+            && e["stopped"] == true
+            && e.get("decline_reason").is_none()
+    }));
     assert_eq!(events.last().expect("end").1["status"], "cancelled");
     assert_eq!(
         ledger(&s.app, card["id"].as_str().expect("id")).await.0,

@@ -20,6 +20,7 @@ mod countdown;
 mod decision_bar;
 mod evidence;
 mod long_value;
+mod notify;
 
 use std::collections::BTreeSet;
 
@@ -43,6 +44,7 @@ use crate::session::SessionState;
 use countdown::{Countdown, use_remaining};
 use decision_bar::DecisionBar;
 use evidence::Evidence;
+use notify::NotifyOffer;
 
 /// What the card's parts share: the evidence, where the decision stands,
 /// and the one way to send it.
@@ -134,6 +136,21 @@ pub fn ApprovalCard(
                 .collect::<BTreeSet<_>>()
         });
         unread.set(must_read);
+    });
+
+    // A card that starts out waiting while the tab is in the background
+    // says so, when the user allowed notifications.
+    let announced_id = approval_id.clone();
+    Effect::new(move |done: Option<()>| {
+        if done.is_none()
+            && let Some(a) = approval.get_untracked()
+            && a.state == crate::model::transcript::ApprovalState::Pending
+        {
+            notify::announce(
+                &announced_id,
+                &format!("{}: {}", a.connector_name, a.tool_name),
+            );
+        }
     });
 
     // ---- Deciding.
@@ -339,6 +356,7 @@ pub fn ApprovalCard(
             })}
             <Show when=buttons_shown>
                 <DecisionBar card=card approval_id=bar_id.get_value() />
+                <NotifyOffer />
             </Show>
         </section>
     }

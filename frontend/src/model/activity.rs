@@ -250,11 +250,11 @@ pub fn short_digest(digest: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use countersign_api::ActivityKind;
 
-    fn entry(seq: i64, call_ref: &str, kind: ActivityKind) -> ActivityEntry {
+    pub(crate) fn entry(seq: i64, call_ref: &str, kind: ActivityKind) -> ActivityEntry {
         ActivityEntry {
             seq,
             hash: format!("h{seq}"),
@@ -280,6 +280,7 @@ mod tests {
             flows: Vec::new(),
             filter: None,
             export: None,
+            waiting: false,
         }
     }
 

@@ -90,6 +90,7 @@ pub fn admin_entry_text(entry: &ActivityEntry) -> String {
             |email| format!("the account {email}"),
         );
         let how = match entry.export.as_deref() {
+            _ if entry.waiting => format!("Read the calls waiting for {whose}"),
             Some(format) => format!("Exported ({format}) the activity of {whose}"),
             None => format!("Read the activity of {whose}"),
         };
@@ -154,6 +155,30 @@ mod tests {
         );
         assert!(list_from_text("\n  \n").is_empty());
         assert_eq!(text_from_list(&["a".into(), "b".into()]), "a\nb");
+    }
+
+    #[test]
+    fn a_read_of_other_accounts_says_what_was_read() {
+        let read = |export: Option<&str>, waiting: bool| {
+            let mut entry =
+                crate::model::activity::tests::entry(1, "r", ActivityKind::ActivityRead);
+            entry.subject = Some("ada@firm.example".into());
+            entry.export = export.map(str::to_owned);
+            entry.waiting = waiting;
+            admin_entry_text(&entry)
+        };
+        assert_eq!(
+            read(None, false),
+            "Read the activity of the account ada@firm.example"
+        );
+        assert_eq!(
+            read(Some("csv"), false),
+            "Exported (csv) the activity of the account ada@firm.example"
+        );
+        assert_eq!(
+            read(None, true),
+            "Read the calls waiting for the account ada@firm.example"
+        );
     }
 
     #[test]

@@ -268,6 +268,9 @@ pub fn decided_story(
             }
             Some(story)
         }
+        ApprovalState::Denied if approval.stopped => Some(format!(
+            "Not decided: the reply was stopped{at} while this call waited; nothing ran."
+        )),
         ApprovalState::Denied => Some(match approval.decline_reason.as_deref() {
             Some(reason) => format!(
                 "Declined by you{at}; nothing ran. You told the assistant: \u{201c}{reason}\u{201d}"
@@ -1596,6 +1599,13 @@ mod story_tests {
         assert_eq!(
             decided_story(&card, &ToolState::Ok, None, None, at).as_deref(),
             Some("Declined by you; nothing ran.")
+        );
+        // A Stop while it waited denies it, but nobody declined it.
+        card.stopped = true;
+        card.decided_at = Some("T2".into());
+        assert_eq!(
+            decided_story(&card, &ToolState::Ok, None, None, at).as_deref(),
+            Some("Not decided: the reply was stopped at <T2> while this call waited; nothing ran.")
         );
     }
 }

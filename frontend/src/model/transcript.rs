@@ -300,6 +300,9 @@ pub struct Approval {
     pub decided_at: Option<String>,
     /// A decline's reason, as the user gave it.
     pub decline_reason: Option<String>,
+    /// Denied because the reply was stopped while it waited: nobody
+    /// declined it.
+    pub stopped: bool,
 }
 
 impl Approval {
@@ -330,6 +333,7 @@ impl Approval {
             problem: None,
             decided_at: None,
             decline_reason: None,
+            stopped: false,
         }
     }
 
@@ -994,6 +998,7 @@ impl Transcript {
                     problem: None,
                     decided_at: None,
                     decline_reason: None,
+                    stopped: false,
                 };
                 if turn.call_mut(&call_id, &id).is_none() {
                     turn.segments.push(Segment::Tool(ToolCall {
@@ -1044,6 +1049,7 @@ impl Transcript {
                 grant,
                 decided_at,
                 decline_reason,
+                stopped,
                 ..
             } => {
                 if let Some(state) = ApprovalState::from_decision(decision)
@@ -1062,6 +1068,7 @@ impl Transcript {
                     approval.problem = None;
                     approval.decided_at = decided_at;
                     approval.decline_reason = decline_reason;
+                    approval.stopped = stopped;
                 }
             }
             ChatEvent::McpToolCall {
@@ -1881,6 +1888,7 @@ mod tests {
             grant: None,
             decided_at: None,
             decline_reason: None,
+            stopped: false,
         }
     }
 
@@ -2469,6 +2477,7 @@ mod tests {
                 grant: Some(GrantKind::Always),
                 decided_at: None,
                 decline_reason: None,
+                stopped: false,
             },
         );
         assert_eq!(approval_state(&elsewhere), ApprovalState::Approved);

@@ -14,7 +14,9 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 
-use countersign_api::{ActivityFilter, PendingCall};
+use countersign_api::{
+    ActivityEntry, ActivityFilter, AdminWaitingCall, PendingCall, approvals::LIST_ROW_CAP,
+};
 
 use crate::api;
 use crate::clock::minutes_east_at;
@@ -43,9 +45,24 @@ pub fn ActivityPage() -> impl IntoView {
 
     let log = LocalResource::new(move || {
         let (scope, filter) = applied.get();
-        async move { api::activity(&scope, &filter).await }
+        async move { api::activity(&scope, &filter, None).await }
     });
+    // The older pages read with "Show older calls", after the first.
+    let older = RwSignal::new(Vec::<Vec<ActivityEntry>>::new());
+    let older_state = RwSignal::new(Older::Idle);
     let waiting = LocalResource::new(api::pending_calls);
+    // In an administrator's view: the calls waiting across accounts (a
+    // read of others' that the server records).
+    let waiting_across = LocalResource::new(move || {
+        let (scope, _) = applied.get();
+        async move {
+            if scope.is_admin_view() {
+                Some(api::admin_pending_calls(&scope).await)
+            } else {
+                None
+            }
+        }
+    });
     let accounts = LocalResource::new(move || async move {
         if is_admin.get() {
             api::admin_users().await.unwrap_or_default()
@@ -56,6 +73,8 @@ pub fn ActivityPage() -> impl IntoView {
 
     let apply = move || {
         let filter = form.get_untracked().to_filter(minutes_east_at);
+        older.set(Vec::new());
+        older_state.set(Older::Idle);
         applied.set((scope_choice.get_untracked(), filter));
     };
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
@@ -65,7 +84,36 @@ pub fn ActivityPage() -> impl IntoView {
     let clear = move |_| {
         form.set(FilterForm::default());
         scope_choice.set(Scope::Own);
+        older.set(Vec::new());
+        older_state.set(Older::Idle);
         applied.set((Scope::Own, ActivityFilter::default()));
+    };
+    // The `seq` the next page starts before, when the last page read was
+    // full (there may be more).
+    let next_before = move || {
+        let first = log.get().and_then(Result::ok)?;
+        let pages = older.get();
+        let last = pages.last().unwrap_or(&first);
+        (last.len() >= LIST_ROW_CAP)
+            .then(|| last.last().map(|e| e.seq))
+            .flatten()
+    };
+    let show_older = move |_| {
+        let Some(before) = next_before() else { return };
+        let (scope, filter) = applied.get_untracked();
+        older_state.set(Older::Loading);
+        leptos::task::spawn_local(async move {
+            match api::activity(&scope, &filter, Some(before)).await {
+                Ok(page) => {
+                    // A page for filters since changed is dropped.
+                    if applied.with_untracked(|a| a.0 == scope && a.1 == filter) {
+                        older.update(|pages| pages.push(page));
+                        older_state.set(Older::Idle);
+                    }
+                }
+                Err(error) => older_state.set(Older::Failed(error.detail)),
+            }
+        });
     };
     let export_url = move |format: &'static str| {
         let (scope, filter) = applied.get();
@@ -133,7 +181,9 @@ pub fn ActivityPage() -> impl IntoView {
             <p class="form-error" role="alert" data-testid="activity-error">{error.detail}</p>
         }
         .into_any(),
-        Some(Ok(entries)) => {
+        Some(Ok(first)) => {
+            let mut entries = first;
+            older.with(|pages| entries.extend(pages.iter().flatten().cloned()));
             let with_account = admin_view();
             let rows = group_calls(&entries);
             let changes: Vec<_> = entries
@@ -204,24 +254,22 @@ pub fn ActivityPage() -> impl IntoView {
 
     let waiting_list = move || {
         if admin_view() {
-            return None;
+            return match waiting_across.get().flatten()? {
+                Err(error) => Some(
+                    view! { <p class="form-error" role="alert" data-testid="activity-waiting-error">{error.detail}</p> }
+                        .into_any(),
+                ),
+                Ok(calls) => Some(waiting_section(
+                    "Waiting for a decision",
+                    calls.into_iter().map(|call| view! { <WaitingAcross call=call /> }.into_any()).collect(),
+                )),
+            };
         }
         let calls = waiting.get().and_then(Result::ok).unwrap_or_default();
-        Some(view! {
-            <section class="panel activity-waiting" aria-labelledby="activity-waiting-heading" data-testid="activity-waiting">
-                <h2 id="activity-waiting-heading">"Waiting for your decision"</h2>
-                {if calls.is_empty() {
-                    view! { <p class="muted" data-testid="activity-waiting-empty">"Nothing is waiting."</p> }.into_any()
-                } else {
-                    view! {
-                        <ul class="activity-waiting-list">
-                            {calls.into_iter().map(|call| view! { <WaitingCall call=call /> }).collect_view()}
-                        </ul>
-                    }
-                    .into_any()
-                }}
-            </section>
-        })
+        Some(waiting_section(
+            "Waiting for your decision",
+            calls.into_iter().map(|call| view! { <WaitingCall call=call /> }.into_any()).collect(),
+        ))
     };
 
     view! {
@@ -275,7 +323,13 @@ pub fn ActivityPage() -> impl IntoView {
                     <button type="submit" class="button small" data-testid="activity-apply">"Apply filters"</button>
                     <button type="button" class="button secondary small" data-testid="activity-clear" on:click=clear>"Clear"</button>
                     <button type="button" class="button secondary small" data-testid="activity-refresh"
-                        on:click=move |_| { log.refetch(); waiting.refetch(); }>
+                        on:click=move |_| {
+                            older.set(Vec::new());
+                            older_state.set(Older::Idle);
+                            log.refetch();
+                            waiting.refetch();
+                            waiting_across.refetch();
+                        }>
                         "Refresh"
                     </button>
                     <span class="activity-exports">
@@ -287,8 +341,51 @@ pub fn ActivityPage() -> impl IntoView {
             </form>
             {waiting_list}
             {table}
+            {move || next_before().map(|_| view! {
+                <p class="activity-more">
+                    <button
+                        type="button"
+                        class="button secondary"
+                        data-testid="activity-show-older"
+                        disabled=move || older_state.get() == Older::Loading
+                        on:click=show_older
+                    >
+                        {move || if older_state.get() == Older::Loading { "Loading older calls…" } else { "Show older calls" }}
+                    </button>
+                    {move || match older_state.get() {
+                        Older::Failed(detail) => Some(view! {
+                            <span class="form-error" role="alert" data-testid="activity-older-error">{detail}</span>
+                        }),
+                        _ => None,
+                    }}
+                </p>
+            })}
         </div>
     }
+}
+
+/// The calls waiting, under `heading`: the caller's own, or in an
+/// administrator's view every account's.
+fn waiting_section(heading: &'static str, calls: Vec<AnyView>) -> AnyView {
+    view! {
+        <section class="panel activity-waiting" aria-labelledby="activity-waiting-heading" data-testid="activity-waiting">
+            <h2 id="activity-waiting-heading">{heading}</h2>
+            {if calls.is_empty() {
+                view! { <p class="muted" data-testid="activity-waiting-empty">"Nothing is waiting."</p> }.into_any()
+            } else {
+                view! { <ul class="activity-waiting-list">{calls}</ul> }.into_any()
+            }}
+        </section>
+    }
+    .into_any()
+}
+
+/// Where reading an older page stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Older {
+    Idle,
+    Loading,
+    Failed(String),
 }
 
 /// One call waiting for a decision.
@@ -312,6 +409,31 @@ fn WaitingCall(call: PendingCall) -> impl IntoView {
             })}
             " · "
             <A href=chat_path(&call.chat_id) {..} data-testid="activity-waiting-link">"Open the chat to decide"</A>
+        </li>
+    }
+}
+
+/// Another account's call waiting for a decision, in an administrator's
+/// view: whose, which tool, where it sends data, since when (only its
+/// account can decide it).
+#[component]
+fn WaitingAcross(call: AdminWaitingCall) -> impl IntoView {
+    let since = full_time_text(&call.waiting_since, minutes_east_at);
+    let destinations = call
+        .destinations
+        .iter()
+        .map(destination_text)
+        .collect::<Vec<_>>()
+        .join(", ");
+    view! {
+        <li class="activity-waiting-call" data-testid="activity-waiting-call" data-flagged=call.flagged.to_string()>
+            <span class="activity-waiting-who">{call.user_email.clone()}</span>" · "
+            <strong>{call.connector_name.clone()}": "<code>{call.tool_name.clone()}</code></strong>
+            {call.flagged.then(|| view! { <span class="flag-badge">"Flagged flow"</span> })}
+            <span class="muted">" · waiting since "<time datetime=call.waiting_since.clone()>{since}</time></span>
+            {(!destinations.is_empty()).then(|| view! {
+                <span class="activity-waiting-dest">" · sends to "{destinations}</span>
+            })}
         </li>
     }
 }
