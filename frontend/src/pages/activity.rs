@@ -268,7 +268,10 @@ pub fn ActivityPage() -> impl IntoView {
         let calls = waiting.get().and_then(Result::ok).unwrap_or_default();
         Some(waiting_section(
             "Waiting for your decision",
-            calls.into_iter().map(|call| view! { <WaitingCall call=call /> }.into_any()).collect(),
+            calls
+                .into_iter()
+                .map(|call| view! { <WaitingCall call=call /> }.into_any())
+                .collect(),
         ))
     };
 
