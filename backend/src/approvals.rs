@@ -25,14 +25,18 @@
 //! (every transition but the wait's, and the reads of the ledger),
 //! [`wait`] (waiting for a decision; the instance's [`Watcher`]),
 //! [`lifecycle`] (an approved call's run, claim → verify → execute →
-//! record: [`run_approved`], the only way one runs).
+//! record: [`run_approved`], the only way one runs), [`edit`] ("Edit and
+//! allow": an approval with the user's own arguments, checked and signed
+//! anew).
 
+mod edit;
 mod keys;
 mod ledger;
 mod lifecycle;
 mod row;
 mod wait;
 
+pub use edit::{EditError, Edited, approve_edited, ran_with_edits};
 pub use keys::{ApprovalKeys, Binding};
 pub use ledger::{
     DecideError, HowDecided, Proposal, RECORD_RETRY_FOR, Recovered, TRIPS, Verdict, decide,
@@ -40,7 +44,7 @@ pub use ledger::{
     propose, recover, sweep, turn_grant, waiting_across,
 };
 pub use lifecycle::{Execution, Ran, Shown, run_approved};
-pub use row::{ABOUT_MAX_CHARS, AboutTool, Row};
+pub use row::{ABOUT_MAX_CHARS, AboutTool, INPUT_SCHEMA_MAX_BYTES, Row};
 pub use wait::{Hook, Hooks, Waited, Watcher, expire_or_honour, wait};
 
 /// What the model is told when the user declines.

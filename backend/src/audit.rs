@@ -97,6 +97,9 @@ pub struct Evidence {
     pub destinations: Vec<Destination>,
     /// The texts of the flows provenance flagged (none: not flagged).
     pub flows: Vec<String>,
+    /// "Edit and allow": the digest of the arguments the card showed
+    /// (the entry's `arguments_digest` is the edited ones').
+    pub shown_arguments_digest: Option<String>,
 }
 
 impl Evidence {
@@ -109,6 +112,7 @@ impl Evidence {
             flows: provenance
                 .map(|p| p.flows.iter().map(|flow| flow.text.clone()).collect())
                 .unwrap_or_default(),
+            shown_arguments_digest: None,
         }
     }
 
@@ -116,6 +120,7 @@ impl Evidence {
     pub const NONE: &'static Self = &Self {
         destinations: Vec::new(),
         flows: Vec::new(),
+        shown_arguments_digest: None,
     };
 }
 
@@ -187,6 +192,10 @@ pub struct Stored {
     /// the log.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub waiting: bool,
+    /// `decided`, after "Edit and allow": the digest of the arguments the
+    /// card showed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown_arguments_digest: Option<String>,
 }
 
 impl Default for Stored {
@@ -218,6 +227,7 @@ impl Default for Stored {
             filter: None,
             export: None,
             waiting: false,
+            shown_arguments_digest: None,
         }
     }
 }
@@ -253,6 +263,7 @@ impl Entry<'_> {
             destinations: self.evidence.destinations.clone(),
             flagged: !self.evidence.flows.is_empty(),
             flows: self.evidence.flows.clone(),
+            shown_arguments_digest: self.evidence.shown_arguments_digest.clone(),
             ..Stored::default()
         }
     }
@@ -270,6 +281,7 @@ impl Stored {
             filter: self.filter,
             export: self.export,
             waiting: self.waiting,
+            shown_arguments_digest: self.shown_arguments_digest,
             seq: self.seq,
             hash,
             at: self.at,

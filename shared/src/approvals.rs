@@ -23,6 +23,13 @@ pub struct DecideRequest {
     /// [`MAX_DECLINE_REASON_CHARS`] characters (a 422 beyond).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// On an approve, "Edit and allow": the arguments to run instead of
+    /// the shown ones (a JSON object). The server checks them against
+    /// the tool's reviewed input schema (422 otherwise) and signs them
+    /// anew; `grant` must then be `once` (or absent). The model is told
+    /// the call ran with the user's edits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_arguments: Option<serde_json::Value>,
 }
 
 /// The longest decline reason the server takes, in characters.
@@ -34,6 +41,10 @@ pub const MAX_DECLINE_REASON_CHARS: usize = 1000;
 pub struct DecideResponse {
     /// `approved` or `denied`.
     pub status: PendingCallStatus,
+    /// With `edited_arguments`: the digest of the edited arguments, which
+    /// are what runs. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_digest: Option<String>,
 }
 
 /// One live pending call (`GET /api/mcp-pending-calls`): the same evidence
@@ -253,6 +264,11 @@ pub struct ActivityEntry {
     /// (`GET /api/admin/pending-calls`), not the log. Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub waiting: bool,
+    /// `decided`: the user edited the arguments before allowing the call
+    /// ("Edit and allow"); `arguments_digest` is then the edited ones'
+    /// and this the digest of those the card showed. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown_arguments_digest: Option<String>,
 }
 
 /// What `GET /api/activity`, its export and the administrators' view

@@ -112,10 +112,17 @@ pub enum ChatEvent {
         /// Its description as reviewed (plain text; long ones cut).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tool_description: Option<String>,
+        /// Its input schema as reviewed (JSON Schema), for "Edit and
+        /// allow": the server checks an edit against it. Absent when it
+        /// has none or it is too large to send.
+        // Boxed, so the other events stay small.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_input_schema: Option<Box<serde_json::Value>>,
         /// Its risk as the reviewed annotations declare it. Absent from an
         /// older server: the card treats the call as risky.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        risk: Option<ToolRisk>,
+        // Boxed, like the schema above: the other events stay small.
+        risk: Option<Box<ToolRisk>>,
         /// Where each argument came from, and the flows that make the
         /// card warn (issue 16). Absent from an older server.
         // Boxed, so the other events stay small.
@@ -159,6 +166,11 @@ pub enum ChatEvent {
         /// it waited, which denies it. Absent (false) otherwise.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         stopped: bool,
+        /// For `approved` after "Edit and allow": the arguments the user
+        /// edited, which are what runs (the card shows them instead of
+        /// the proposed ones). Absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        edited_arguments: Option<serde_json::Value>,
     },
     /// A running MCP call's server asks the user for input (DESIGN §6a):
     /// the question as stored.
@@ -342,6 +354,7 @@ struct Wire {
     offered_grants: Option<Vec<GrantKind>>,
     tool_title: Option<String>,
     tool_description: Option<String>,
+    tool_input_schema: Option<serde_json::Value>,
     risk: Option<ToolRisk>,
     provenance: Option<Box<Provenance>>,
     decision: Option<Resolution>,
@@ -359,6 +372,7 @@ struct Wire {
     decided_at: Option<String>,
     decline_reason: Option<String>,
     stopped: Option<bool>,
+    edited_arguments: Option<serde_json::Value>,
     answers: Option<serde_json::Value>,
     answered_at: Option<String>,
     origin: Option<CallOrigin>,
@@ -430,7 +444,8 @@ impl Wire {
                     .unwrap_or_else(crate::approvals::every_grant),
                 tool_title: self.tool_title,
                 tool_description: self.tool_description,
-                risk: self.risk,
+                tool_input_schema: self.tool_input_schema.map(Box::new),
+                risk: self.risk.map(Box::new),
                 provenance: self.provenance,
                 character_warnings: self.character_warnings.unwrap_or_default(),
                 destinations: self.destinations.unwrap_or_default(),
@@ -443,6 +458,7 @@ impl Wire {
                 decided_at: self.decided_at,
                 decline_reason: self.decline_reason,
                 stopped: self.stopped.unwrap_or_default(),
+                edited_arguments: self.edited_arguments,
             },
             "mcp_input_required" => ChatEvent::McpInputRequired {
                 turn_id: turn_id?,
@@ -530,9 +546,14 @@ mod tests {
             offered_grants: vec![GrantKind::Once],
             tool_title: full.then(|| "Search".into()),
             tool_description: full.then(|| "Finds.".into()),
-            risk: full.then(|| ToolRisk {
-                risky: true,
-                flags: vec![RiskFlag::DeclaresNothing],
+            tool_input_schema: full.then(|| {
+                Box::new(json!({"type": "object", "properties": {"q": {"type": "array"}}}))
+            }),
+            risk: full.then(|| {
+                Box::new(ToolRisk {
+                    risky: true,
+                    flags: vec![RiskFlag::DeclaresNothing],
+                })
             }),
             provenance: full.then(|| {
                 Box::new(
@@ -641,6 +662,17 @@ mod tests {
                 decided_at: Some("2026-12-06T10:00:00Z".into()),
                 decline_reason: None,
                 stopped: false,
+                edited_arguments: None,
+            },
+            ChatEvent::McpConfirmationResolved {
+                turn_id: "t".into(),
+                id: "p".into(),
+                decision: Resolution::Approved,
+                grant: Some(GrantKind::Once),
+                decided_at: Some("2026-12-06T10:00:00Z".into()),
+                decline_reason: None,
+                stopped: false,
+                edited_arguments: Some(json!({"to": "partner@firm.example"})),
             },
             ChatEvent::McpConfirmationResolved {
                 turn_id: "t".into(),
@@ -650,6 +682,7 @@ mod tests {
                 decided_at: None,
                 decline_reason: Some("Archive it instead.".into()),
                 stopped: false,
+                edited_arguments: None,
             },
             ChatEvent::McpConfirmationResolved {
                 turn_id: "t".into(),
@@ -659,6 +692,7 @@ mod tests {
                 decided_at: Some("2026-12-06T10:00:00Z".into()),
                 decline_reason: None,
                 stopped: true,
+                edited_arguments: None,
             },
             input(true),
             input(false),

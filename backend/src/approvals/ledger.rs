@@ -546,6 +546,9 @@ pub struct HowDecided {
     pub decided_at: Option<time::OffsetDateTime>,
     /// A deny's reason, in the user's words.
     pub decline_reason: Option<String>,
+    /// "Edit and allow": the arguments the user edited (what runs) and
+    /// the digest of those the card showed.
+    pub edited: Option<(Value, String)>,
 }
 
 /// How `id` was decided (`None` if it is gone).
@@ -555,7 +558,9 @@ pub async fn decided_of(
 ) -> Result<Option<HowDecided>, sqlx::Error> {
     let mut tx = db::service_tx(&state.db).await?;
     let row = sqlx::query!(
-        "select grant_kind, decided_at, decline_reason from mcp_pending_calls where id = $1",
+        "select grant_kind, decided_at, decline_reason, shown_arguments_digest,
+                case when edited_by is not null then arguments end as edited
+           from mcp_pending_calls where id = $1",
         id as PendingCallId,
     )
     .fetch_optional(&mut *tx)
@@ -565,6 +570,7 @@ pub async fn decided_of(
         grant: r.grant_kind.as_deref().map(GrantKind::from_wire),
         decided_at: r.decided_at,
         decline_reason: r.decline_reason,
+        edited: r.edited.zip(r.shown_arguments_digest),
     }))
 }
 
@@ -723,6 +729,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     decided_at: None,
                     decline_reason: None,
                     stopped: false,
+                    edited_arguments: None,
                 }
             }
             _ => {

@@ -156,7 +156,8 @@ impl Row {
             offered_grants: self.offered_grants(),
             tool_title: about.title.clone(),
             tool_description: about.description.clone(),
-            risk: Some(about.risk.clone()),
+            tool_input_schema: about.input_schema.clone().map(Box::new),
+            risk: Some(Box::new(about.risk.clone())),
             provenance: self.provenance.as_ref().map(|p| Box::new(p.0.clone())),
             character_warnings: crate::characters::warnings(&self.arguments),
             destinations: crate::destinations::destinations(&self.arguments),
@@ -204,7 +205,14 @@ pub struct AboutTool {
     pub description: Option<String>,
     /// What its annotations declare.
     pub risk: ToolRisk,
+    /// Its input schema, for "Edit and allow" (none past
+    /// [`INPUT_SCHEMA_MAX_BYTES`]).
+    pub input_schema: Option<Value>,
 }
+
+/// Input schemas larger than this (as JSON) are not sent with the card;
+/// the server still checks an edit against the stored one.
+pub const INPUT_SCHEMA_MAX_BYTES: usize = 64 * 1024;
 
 /// A row as `propose` would store it for `tool_name` with `arguments`,
 /// signed with `keys` (tests here and in the lifecycle's).

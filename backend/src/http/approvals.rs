@@ -18,7 +18,9 @@ use crate::{
 };
 use axum::{extract::State, http::StatusCode};
 use countersign_api::approvals::MAX_DECLINE_REASON_CHARS;
-use countersign_api::{DecideRequest, DecideResponse, Decision, Grant, GrantKind, PendingCall};
+use countersign_api::{
+    DecideRequest, DecideResponse, Decision, Grant, GrantKind, PendingCall, PendingCallStatus,
+};
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
@@ -68,12 +70,12 @@ pub async fn list_pending(
     ),
     request_body = countersign_api::DecideRequest,
     responses(
-        (status = 200, description = "Decided (one conditional update: exactly one decision wins)", body = countersign_api::DecideResponse),
+        (status = 200, description = "Decided (one conditional update: exactly one decision wins); with `edited_arguments`, approved once with those arguments, signed anew, and their digest answered", body = countersign_api::DecideResponse),
         (status = 403, description = "`grant_not_offered`: the card does not offer this grant; `forbidden_by_policy`: the admin policy forbids it (\"Always allow\"); `mfa_required`: this session needs a recent two-factor step-up (`POST /api/auth/mfa/step-up`), then the same request again; `mfa_enrolment_required`: the deployment or the admin policy requires two-factor sign-in and the account has none (\"Always allow\" needs a step-up)", body = countersign_api::ErrorBody),
         (status = 404, description = "Not the caller's, unknown, or already decided", body = countersign_api::ErrorBody),
         (status = 409, description = "The arguments digest is not the one shown; nothing was decided", body = countersign_api::ErrorBody),
         (status = 410, description = "Expired: nobody decided in time", body = countersign_api::ErrorBody),
-        (status = 422, description = "A malformed decision, grant or digest", body = countersign_api::ErrorBody),
+        (status = 422, description = "A malformed decision, grant or digest; a `reason` with an approve; `edited_arguments` with a deny or a grant other than `once`, not a JSON object, not valid against the tool's reviewed input schema (the first failure named), or holding a number that cannot be carried exactly — nothing was decided", body = countersign_api::ErrorBody),
     ),
 )]
 pub async fn decide(
@@ -129,17 +131,45 @@ pub async fn decide(
             )));
         }
     }
+    let digest = digest.to_ascii_lowercase();
+    // "Edit and allow": the user's own arguments, once.
+    if let Some(edited) = &req.edited_arguments {
+        if verdict != Verdict::Approve {
+            return Err(ApiError::Unprocessable(
+                "edited_arguments go with an approve.".into(),
+            ));
+        }
+        if grant != GrantKind::Once {
+            return Err(ApiError::Unprocessable(
+                "An edited call is allowed once: grant must be \"once\".".into(),
+            ));
+        }
+        let edited =
+            approvals::approve_edited(&state, user.user_id.into(), id.into(), &digest, edited)
+                .await
+                .map_err(|err| match err {
+                    approvals::EditError::Decide(err) => ApiError::from(err),
+                    approvals::EditError::Invalid(why) => ApiError::Unprocessable(why),
+                })?;
+        return Ok(axum::Json(DecideResponse {
+            status: PendingCallStatus::Approved,
+            arguments_digest: Some(edited.arguments_digest),
+        }));
+    }
     let status = approvals::decide(
         &state,
         user.user_id.into(),
         id.into(),
         verdict,
         grant,
-        &digest.to_ascii_lowercase(),
+        &digest,
         reason,
     )
     .await?;
-    Ok(axum::Json(DecideResponse { status }))
+    Ok(axum::Json(DecideResponse {
+        status,
+        arguments_digest: None,
+    }))
 }
 
 /// `GET /api/grants`: the caller's always-allow rules, each marked

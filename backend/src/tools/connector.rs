@@ -142,6 +142,13 @@ impl Kept {
                 .or_else(|| text(annotations.and_then(|a| a.get("title")))),
             description: text(reviewed.get("description")),
             risk: countersign_api::risk::assess(annotations),
+            input_schema: reviewed
+                .get("inputSchema")
+                .filter(|schema| {
+                    serde_json::to_vec(schema)
+                        .is_ok_and(|bytes| bytes.len() <= approvals::INPUT_SCHEMA_MAX_BYTES)
+                })
+                .cloned(),
         }
     }
 
@@ -590,6 +597,16 @@ struct Approved {
     cancel: watch::Receiver<bool>,
     /// The time its server's questions waited for the user.
     waited: Arc<AtomicU64>,
+    /// "Edit and allow": what the log adds about the edit.
+    edit: Option<EditFacts>,
+}
+
+/// What the activity log's `decided` entry adds for an edited call: the
+/// digest of the arguments the card showed, and the flows the edited
+/// values were traced to (beside the proposal's).
+struct EditFacts {
+    shown_digest: String,
+    flows: Vec<String>,
 }
 
 impl approvals::Execution for Approved {
@@ -626,7 +643,17 @@ impl approvals::Execution for Approved {
 
     async fn admit(&self, row: &approvals::Row, fresh: Self::Fresh) -> Result<(), String> {
         still_as_approved(&self.card, row, fresh)?;
-        Activity::approved(self.ctx.user_id, row)
+        let mut activity = Activity::approved(self.ctx.user_id, row);
+        if let Some(edit) = &self.edit {
+            let evidence = &mut activity.evidence;
+            evidence.shown_arguments_digest = Some(edit.shown_digest.clone());
+            for flow in &edit.flows {
+                if !evidence.flows.contains(flow) {
+                    evidence.flows.push(flow.clone());
+                }
+            }
+        }
+        activity
             .decided(
                 &self.state,
                 ActivityDecision::Approved,
@@ -1121,6 +1148,7 @@ async fn ask_and_wait(
         grant,
         decided_at,
         decline_reason,
+        edited,
     } = if decision == Resolution::Expired {
         approvals::HowDecided::default()
     } else {
@@ -1131,6 +1159,33 @@ async fn ask_and_wait(
             .unwrap_or_default()
     };
     let grant = grant.filter(|_| decision == Resolution::Approved);
+    let edited = edited.filter(|_| decision == Resolution::Approved);
+    // "Edit and allow": the edited values are traced too, and what they
+    // flag joins the log's entry (an edit never unflags: the row keeps the
+    // proposal's provenance). The reviewed descriptor was dropped before
+    // the wait, so the tool counts as open-world here: more flags, never
+    // fewer.
+    let edit = match &edited {
+        None => None,
+        Some((arguments, shown_digest)) => {
+            let traced = Box::pin(async {
+                let seen = seen_in_chat(run).await?;
+                Ok::<_, sqlx::Error>(provenance::trace(
+                    arguments,
+                    &seen,
+                    &tool.target(),
+                    &state.config.provenance(),
+                    run.seen.instructions_in(),
+                ))
+            })
+            .await?;
+            Some(EditFacts {
+                shown_digest: shown_digest.clone(),
+                flows: traced.flows.into_iter().map(|flow| flow.text).collect(),
+            })
+        }
+    };
+    let edited_arguments = edited.map(|(arguments, _)| arguments);
     let decline_reason = decline_reason.filter(|_| matches!(waited, Waited::Denied));
     if decision != Resolution::Approved {
         // Nothing runs either way; the log is best effort here.
@@ -1145,6 +1200,7 @@ async fn ask_and_wait(
     });
     let announced_reason = decline_reason.clone();
     let stopped = matches!(waited, Waited::Cancelled);
+    let announced_edit = edited_arguments.clone();
     let announce = |decision| async move {
         if let Some(hook) = &state.approval_hooks.before_resolved {
             hook(id.into()).await;
@@ -1158,6 +1214,7 @@ async fn ask_and_wait(
                 decided_at,
                 decline_reason: announced_reason,
                 stopped,
+                edited_arguments: announced_edit,
             })
             .await;
     };
@@ -1186,6 +1243,7 @@ async fn ask_and_wait(
                     announced,
                     cancel: run.cancel.clone(),
                     waited: asked.clone(),
+                    edit,
                 },
             );
             Box::pin(announce(decision)).await;
@@ -1198,7 +1256,7 @@ async fn ask_and_wait(
                 kind: Some(CallOrigin::Approved),
                 approved_at,
             };
-            Box::pin(report(
+            let mut reported = Box::pin(report(
                 run,
                 tool,
                 &id.to_string(),
@@ -1207,7 +1265,16 @@ async fn ask_and_wait(
                 (started, asked.load(Ordering::Relaxed)),
                 origin,
             ))
-            .await
+            .await;
+            // The model learns the call ran with the user's edits.
+            if let Some(arguments) = &edited_arguments {
+                reported.content = format!(
+                    "{}\n\n{}",
+                    approvals::ran_with_edits(arguments),
+                    reported.content
+                );
+            }
+            reported
         }
         Waited::Denied | Waited::Cancelled => {
             Box::pin(announce(decision)).await;

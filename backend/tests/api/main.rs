@@ -13,6 +13,7 @@ mod auth;
 mod chats;
 mod connectors;
 mod delivery;
+mod edit_and_allow;
 mod faults;
 #[path = "../support/faults.rs"]
 mod faults_report;

@@ -189,12 +189,14 @@ pub fn ApprovalCard(
                     grant: Some(grant.wire()),
                     arguments_digest: card.arguments_digest.clone(),
                     reason: None,
+                    edited_arguments: None,
                 },
                 Decision::Deny => DecideRequest {
                     decision: api_vocab::Decision::Deny,
                     grant: None,
                     arguments_digest: card.arguments_digest.clone(),
                     reason,
+                    edited_arguments: None,
                 },
             };
             // "Always allow" may need a two-factor step-up first: the dialog

@@ -281,6 +281,7 @@ pub(crate) mod tests {
             filter: None,
             export: None,
             waiting: false,
+            shown_arguments_digest: None,
         }
     }
 

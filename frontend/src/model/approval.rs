@@ -254,6 +254,9 @@ pub fn decided_story(
                 None => "Approved",
             };
             let mut story = format!("{how} by you{at}.");
+            if approval.edited {
+                story.push_str(" You edited the arguments first: shown here is what ran.");
+            }
             if *tool != ToolState::Running
                 && let Some(ms) = duration_ms
             {
@@ -1600,6 +1603,18 @@ mod story_tests {
             decided_story(&card, &ToolState::Ok, None, None, at).as_deref(),
             Some("Declined by you; nothing ran.")
         );
+        // Edited, then allowed: the story says the arguments are the edit.
+        card.state = ApprovalState::Approved;
+        card.grant = Some(Grant::Once);
+        card.decided_at = None;
+        card.edited = true;
+        assert_eq!(
+            decided_story(&card, &ToolState::Running, None, None, at).as_deref(),
+            Some("Allowed once by you. You edited the arguments first: shown here is what ran.")
+        );
+        card.edited = false;
+        card.state = ApprovalState::Denied;
+        card.grant = None;
         // A Stop while it waited denies it, but nobody declined it.
         card.stopped = true;
         card.decided_at = Some("T2".into());

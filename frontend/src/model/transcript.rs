@@ -303,6 +303,8 @@ pub struct Approval {
     /// Denied because the reply was stopped while it waited: nobody
     /// declined it.
     pub stopped: bool,
+    /// Allowed with the user's edits: `arguments` are the edited ones.
+    pub edited: bool,
 }
 
 impl Approval {
@@ -334,6 +336,7 @@ impl Approval {
             decided_at: None,
             decline_reason: None,
             stopped: false,
+            edited: false,
         }
     }
 
@@ -980,7 +983,7 @@ impl Transcript {
                     offered_grants,
                     tool_title,
                     tool_description,
-                    risk,
+                    risk: risk.map(|r| *r),
                     provenance,
                     character_warnings,
                     id: id.clone(),
@@ -999,6 +1002,7 @@ impl Transcript {
                     decided_at: None,
                     decline_reason: None,
                     stopped: false,
+                    edited: false,
                 };
                 if turn.call_mut(&call_id, &id).is_none() {
                     turn.segments.push(Segment::Tool(ToolCall {
@@ -1050,6 +1054,7 @@ impl Transcript {
                 decided_at,
                 decline_reason,
                 stopped,
+                edited_arguments,
                 ..
             } => {
                 if let Some(state) = ApprovalState::from_decision(decision)
@@ -1069,6 +1074,11 @@ impl Transcript {
                     approval.decided_at = decided_at;
                     approval.decline_reason = decline_reason;
                     approval.stopped = stopped;
+                    // "Edit and allow": the card shows what ran.
+                    if let Some(edited) = edited_arguments {
+                        approval.arguments = edited;
+                        approval.edited = true;
+                    }
                 }
             }
             ChatEvent::McpToolCall {
@@ -1873,6 +1883,7 @@ mod tests {
             offered_grants: countersign_api::approvals::every_grant(),
             tool_title: Some("Search notes".into()),
             tool_description: Some("Searches the notes.".into()),
+            tool_input_schema: None,
             risk: None,
             provenance: None,
             character_warnings: Vec::new(),
@@ -1889,6 +1900,7 @@ mod tests {
             decided_at: None,
             decline_reason: None,
             stopped: false,
+            edited_arguments: None,
         }
     }
 
@@ -1940,6 +1952,29 @@ mod tests {
             .collect();
         assert_eq!(calls.len(), 1, "exactly one tool block: {calls:?}");
         calls[0]
+    }
+
+    #[test]
+    fn an_edited_approval_shows_the_arguments_that_ran() {
+        let mut transcript = waiting();
+        let edited = serde_json::json!({"query": "lease 2026"});
+        transcript.apply(
+            Some(5),
+            ChatEvent::McpConfirmationResolved {
+                turn_id: "t1".into(),
+                id: "p1".into(),
+                decision: Resolution::Approved,
+                grant: Some(GrantKind::Once),
+                decided_at: None,
+                decline_reason: None,
+                stopped: false,
+                edited_arguments: Some(edited.clone()),
+            },
+        );
+        let approval = only_call(&transcript).approval.clone().expect("the card");
+        assert_eq!(approval.state, ApprovalState::Approved);
+        assert!(approval.edited);
+        assert_eq!(approval.arguments, edited);
     }
 
     fn approval_state(transcript: &Transcript) -> ApprovalState {
@@ -2478,6 +2513,7 @@ mod tests {
                 decided_at: None,
                 decline_reason: None,
                 stopped: false,
+                edited_arguments: None,
             },
         );
         assert_eq!(approval_state(&elsewhere), ApprovalState::Approved);
