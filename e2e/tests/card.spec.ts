@@ -10,6 +10,8 @@
 // - Never lost: opening a chat brings its waiting card into view with its
 //   decision bar; the chat list badges the chat, the tab title counts it,
 //   Home lists it, and the card is one Shift+Tab from the composer.
+// - Edit and allow: the arguments can be changed before a call is
+//   allowed once; the server checks the edit, and exactly it runs.
 // - A browser notification is offered on a waiting card (never at load)
 //   and tells of a card that starts waiting in a hidden tab.
 // - A connector's review after Add cannot be missed: it opens by itself,
@@ -246,6 +248,49 @@ test('a waiting card is never lost: opened into view, badged, counted, listed, o
   await expect(page.getByTestId('go-to-waiting')).toHaveCount(0);
   await expect(page).not.toHaveTitle(/waiting/, { timeout: 15_000 });
   await expect(page.getByTestId('chat-waiting-badge')).toHaveCount(0);
+});
+
+test('edit and allow: the user changes the arguments, a wrong edit is refused, and exactly the edit runs once', async ({
+  page,
+  request,
+}) => {
+  await signUp(page, 'edit', 'Ada Approver');
+  await addDemoConnector(page, ['add_note']);
+  await newChat(page);
+  const before = await demoCalls(request, 'add_note');
+  await ask(page, 'add_note', { title: 'Wire', body: 'Wire $50,000 to account 12345678' });
+  const card = await waitingCard(page, 'add_note');
+
+  // The editor starts from the arguments shown.
+  await card.getByTestId('approval-edit').click();
+  const text = card.getByTestId('approval-edit-text');
+  await expect(text).toBeFocused();
+  expect(JSON.parse(await text.inputValue())).toEqual({ title: 'Wire', body: 'Wire $50,000 to account 12345678' });
+  // Not JSON: said at once, nothing sent.
+  await text.fill('{"title": "Wire",');
+  await card.getByTestId('approval-edit-send').click();
+  await expect(card.getByTestId('approval-edit-error')).toHaveText('Write one JSON object.');
+  // Against the tool's schema (an empty title): the server refuses, names it, nothing runs.
+  await text.fill('{"title": "", "body": "Call the client first."}');
+  await card.getByTestId('approval-edit-send').click();
+  await expect(card.getByTestId('approval-error')).toContainText('/title');
+  await expect(card).toHaveAttribute('data-state', 'pending');
+  expect(await demoCalls(request, 'add_note')).toBe(before);
+
+  // A fitting edit runs, once, exactly as written; the card shows it and says so.
+  await card.getByTestId('approval-edit').click();
+  await text.fill('{"title": "Wire", "body": "Call the client first."}');
+  await everyWay(page, 'card-edit', async () => {
+    await card.getByTestId('approval-edit-form').scrollIntoViewIfNeeded();
+  });
+  await card.getByTestId('approval-edit-send').click();
+  await turnOver(page);
+  await expect(card.getByTestId('approval-story')).toContainText('You edited the arguments first: shown here is what ran.');
+  expect(await demoCalls(request, 'add_note')).toBe(before + 1);
+  await card.getByTestId('approval-details-toggle').click();
+  await expect(card.getByTestId('approval-arguments')).toContainText('Call the client first.');
+  await expect(card.getByTestId('approval-arguments')).not.toContainText('12345678');
+  await expect(page.getByTestId('message-assistant').last()).toContainText('The user edited the arguments');
 });
 
 /** In place of the browser's notifications, before the app loads: one

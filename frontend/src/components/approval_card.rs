@@ -58,8 +58,9 @@ struct Card {
     /// The pieces that must be shown in full before *Allow* and have not
     /// been yet (indices into `pieces`).
     unread: RwSignal<BTreeSet<usize>>,
-    /// Sends a decision (with a decline's reason).
-    decide: Callback<(Decision, Option<String>)>,
+    /// Sends a decision (with a decline's reason, or an approval's
+    /// edited arguments).
+    decide: Callback<(Decision, Option<String>, Option<serde_json::Value>)>,
     /// Destructive or flagged: *Decline* is the primary button.
     leans_safe: Memo<bool>,
 }
@@ -155,62 +156,66 @@ pub fn ApprovalCard(
 
     // ---- Deciding.
     let status_line = NodeRef::<P>::new();
-    let decide = Callback::new(move |(decision, reason): (Decision, Option<String>)| {
-        let Some(card) = approval.get_untracked() else {
-            return;
-        };
-        if !status.with_untracked(|s| s.as_ref().is_some_and(|s| s.buttons_enabled)) {
-            return;
-        }
-        // The same hold the buttons show: nothing is allowed unread.
-        if matches!(decision, Decision::Approve(_)) && !unread.with_untracked(BTreeSet::is_empty) {
-            return;
-        }
-        let mut send = false;
-        transcript.update(|t| send = t.decision_sent(&card.id, decision));
-        if !send {
-            return;
-        }
-        // The pressed button is disabled now: keep the keyboard user's place
-        // on the line that says what happens.
-        request_animation_frame(move || {
-            if let Some(line) = status_line.try_get_untracked().flatten() {
-                let _ = line.focus();
+    let decide = Callback::new(
+        move |(decision, reason, edited): (Decision, Option<String>, Option<serde_json::Value>)| {
+            let Some(card) = approval.get_untracked() else {
+                return;
+            };
+            if !status.with_untracked(|s| s.as_ref().is_some_and(|s| s.buttons_enabled)) {
+                return;
             }
-        });
-        let token = session.csrf_token().unwrap_or_default();
-        // Not an `Action`: the decision's progress lives in the transcript
-        // ("Approving…", then the answer), where the stream also moves it
-        // and where it outlives this card.
-        spawn_local(async move {
-            let body = match decision {
-                Decision::Approve(grant) => DecideRequest {
-                    decision: api_vocab::Decision::Approve,
-                    grant: Some(grant.wire()),
-                    arguments_digest: card.arguments_digest.clone(),
-                    reason: None,
-                    edited_arguments: None,
-                },
-                Decision::Deny => DecideRequest {
-                    decision: api_vocab::Decision::Deny,
-                    grant: None,
-                    arguments_digest: card.arguments_digest.clone(),
-                    reason,
-                    edited_arguments: None,
-                },
-            };
-            // "Always allow" may need a two-factor step-up first: the dialog
-            // asks for a code and the same decision is sent again.
-            let decided = step_up
-                .run(|| api::decide_pending_call(&token, &card.id, &body))
-                .await;
-            let answer = match decided {
-                Ok(_) => DecisionAnswer::Recorded,
-                Err(error) => DecisionAnswer::from_error(error.status, error.detail),
-            };
-            transcript.try_update(|t| t.decision_answered(&card.id, answer));
-        });
-    });
+            // The same hold the buttons show: nothing is allowed unread.
+            if matches!(decision, Decision::Approve(_))
+                && !unread.with_untracked(BTreeSet::is_empty)
+            {
+                return;
+            }
+            let mut send = false;
+            transcript.update(|t| send = t.decision_sent(&card.id, decision));
+            if !send {
+                return;
+            }
+            // The pressed button is disabled now: keep the keyboard user's place
+            // on the line that says what happens.
+            request_animation_frame(move || {
+                if let Some(line) = status_line.try_get_untracked().flatten() {
+                    let _ = line.focus();
+                }
+            });
+            let token = session.csrf_token().unwrap_or_default();
+            // Not an `Action`: the decision's progress lives in the transcript
+            // ("Approving…", then the answer), where the stream also moves it
+            // and where it outlives this card.
+            spawn_local(async move {
+                let body = match decision {
+                    Decision::Approve(grant) => DecideRequest {
+                        decision: api_vocab::Decision::Approve,
+                        grant: Some(grant.wire()),
+                        arguments_digest: card.arguments_digest.clone(),
+                        reason: None,
+                        edited_arguments: edited,
+                    },
+                    Decision::Deny => DecideRequest {
+                        decision: api_vocab::Decision::Deny,
+                        grant: None,
+                        arguments_digest: card.arguments_digest.clone(),
+                        reason,
+                        edited_arguments: None,
+                    },
+                };
+                // "Always allow" may need a two-factor step-up first: the dialog
+                // asks for a code and the same decision is sent again.
+                let decided = step_up
+                    .run(|| api::decide_pending_call(&token, &card.id, &body))
+                    .await;
+                let answer = match decided {
+                    Ok(_) => DecisionAnswer::Recorded,
+                    Err(error) => DecisionAnswer::from_error(error.status, error.detail),
+                };
+                transcript.try_update(|t| t.decision_answered(&card.id, answer));
+            });
+        },
+    );
 
     let risk =
         Memo::new(move |_| approval.with(|a| risk_view(a.as_ref().and_then(|a| a.risk.as_ref()))));

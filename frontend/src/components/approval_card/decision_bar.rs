@@ -66,6 +66,8 @@ struct Ids {
     reason: String,
     reason_text: String,
     confirm: String,
+    edit: String,
+    edit_text: String,
 }
 
 impl Ids {
@@ -81,6 +83,8 @@ impl Ids {
             reason: id("reason"),
             reason_text: id("reason-text"),
             confirm: id("always-confirm"),
+            edit: id("edit"),
+            edit_text: id("edit-text"),
         }
     }
 }
@@ -114,6 +118,11 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
     let telling = RwSignal::new(false);
     let reason = RwSignal::new(String::new());
     let reason_box = NodeRef::<Textarea>::new();
+    // "Edit and allow once": the arguments as JSON, the user's to change.
+    let editing = RwSignal::new(false);
+    let edited = RwSignal::new(String::new());
+    let edit_problem = RwSignal::new(None::<&'static str>);
+    let edit_box = NodeRef::<Textarea>::new();
     let focus_after_render = |node: NodeRef<Button>| {
         request_animation_frame(move || {
             if let Some(el) = node.try_get_untracked().flatten() {
@@ -162,7 +171,7 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                 data-testid="approval-decline"
                 aria-describedby=id(|ids| &ids.decline)
                 disabled=move || !buttons_enabled()
-                on:click=move |_| decide.run((Decision::Deny, None))
+                on:click=move |_| decide.run((Decision::Deny, None, None))
             >
                 "Decline"
             </button>
@@ -217,7 +226,7 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                         node_ref=first_allow
                         aria-describedby=described(|ids| &ids.allow)
                         disabled=move || !allow_enabled()
-                        on:click=move |_| decide.run((Decision::Approve(Grant::Once), None))
+                        on:click=move |_| decide.run((Decision::Approve(Grant::Once), None, None))
                     >
                         "Allow once"
                     </button>
@@ -230,7 +239,7 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                             data-testid="approval-allow-turn"
                             aria-describedby=described(|ids| &ids.turn)
                             disabled=move || !allow_enabled()
-                            on:click=move |_| decide.run((Decision::Approve(Grant::Turn), None))
+                            on:click=move |_| decide.run((Decision::Approve(Grant::Turn), None, None))
                         >
                             "Allow for this turn"
                         </button>
@@ -247,7 +256,7 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                                 if risky() {
                                     confirming_always.set(true);
                                 } else {
-                                    decide.run((Decision::Approve(Grant::Always), None));
+                                    decide.run((Decision::Approve(Grant::Always), None, None));
                                 }
                             }
                         >
@@ -297,7 +306,7 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                             node_ref=confirm_yes
                             on:click=move |_| {
                                 confirming_always.set(false);
-                                decide.run((Decision::Approve(Grant::Always), None));
+                                decide.run((Decision::Approve(Grant::Always), None, None));
                             }
                         >
                             "Yes, always allow"
@@ -326,6 +335,73 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
         >
             "Decline and tell the assistant why"
         </button>
+        <button
+            type="button"
+            class="approval-why"
+            data-testid="approval-edit"
+            aria-expanded=move || editing.get().to_string()
+            aria-controls=id(|ids| &ids.edit)
+            disabled=move || !allow_enabled()
+            on:click=move |_| {
+                if !editing.get_untracked() {
+                    edited.set(card.approval.with_untracked(|a| {
+                        a.as_ref()
+                            .and_then(|a| serde_json::to_string_pretty(&a.arguments).ok())
+                            .unwrap_or_default()
+                    }));
+                }
+                editing.update(|e| *e = !*e);
+                request_animation_frame(move || {
+                    if let Some(text) = edit_box.try_get_untracked().flatten() {
+                        let _ = text.focus();
+                    }
+                });
+            }
+        >
+            "Edit and allow once"
+        </button>
+        <Show when=move || editing.get() && allow_enabled()>
+            <form
+                class="approval-reason"
+                id=id(|ids| &ids.edit)
+                data-testid="approval-edit-form"
+                on:submit=move |ev| {
+                    ev.prevent_default();
+                    match serde_json::from_str::<serde_json::Value>(&edited.get_untracked()) {
+                        Ok(value) if value.is_object() => {
+                            edit_problem.set(None);
+                            editing.set(false);
+                            decide.run((Decision::Approve(Grant::Once), None, Some(value)));
+                        }
+                        _ => edit_problem.set(Some("Write one JSON object.")),
+                    }
+                }
+            >
+                <label for=id(|ids| &ids.edit_text)>
+                    "The arguments to run (JSON), checked against the tool's schema"
+                </label>
+                <textarea
+                    id=id(|ids| &ids.edit_text)
+                    rows="6"
+                    spellcheck="false"
+                    data-testid="approval-edit-text"
+                    node_ref=edit_box
+                    prop:value=move || edited.get()
+                    on:input=move |ev| edited.set(event_target_value(&ev))
+                ></textarea>
+                {move || edit_problem.get().map(|text| view! {
+                    <p class="form-error" role="alert" data-testid="approval-edit-error">{text}</p>
+                })}
+                <div class="approval-actions">
+                    <button type="submit" class="button" data-testid="approval-edit-send">
+                        "Allow once as edited"
+                    </button>
+                    <button type="button" class="button secondary" on:click=move |_| editing.set(false)>
+                        "Cancel"
+                    </button>
+                </div>
+            </form>
+        </Show>
         <Show when=move || telling.get() && buttons_enabled()>
             <form
                 class="approval-reason"
@@ -336,7 +412,7 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                     let text = reason.get_untracked().trim().to_owned();
                     if !text.is_empty() {
                         telling.set(false);
-                        decide.run((Decision::Deny, Some(text)));
+                        decide.run((Decision::Deny, Some(text), None));
                     }
                 }
             >
