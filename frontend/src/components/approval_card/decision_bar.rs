@@ -358,7 +358,7 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                 });
             }
         >
-            "Edit and allow once"
+            "Edit before allowing"
         </button>
         <Show when=move || editing.get() && allow_enabled()>
             <form
@@ -394,7 +394,7 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                 })}
                 <div class="approval-actions">
                     <button type="submit" class="button" data-testid="approval-edit-send">
-                        "Allow once as edited"
+                        "Allow as edited (once)"
                     </button>
                     <button type="button" class="button secondary" on:click=move |_| editing.set(false)>
                         "Cancel"
