@@ -95,11 +95,14 @@ pub struct Entry<'a> {
 pub struct Evidence {
     /// As the card's "Sends to" listed them.
     pub destinations: Vec<Destination>,
-    /// The texts of the flows provenance flagged (none: not flagged).
+    /// Why provenance flagged the call, in words (none: not flagged):
+    /// each flow, then the results of its turn that gave instructions.
     pub flows: Vec<String>,
     /// "Edit and allow": the digest of the arguments the card showed
     /// (the entry's `arguments_digest` is the edited ones').
     pub shown_arguments_digest: Option<String>,
+    /// The rule that allowed or refused the call, when one did.
+    pub rule: Option<countersign_api::RuleRef>,
 }
 
 impl Evidence {
@@ -109,10 +112,9 @@ impl Evidence {
     pub fn of(destinations: Vec<Destination>, provenance: Option<&Provenance>) -> Self {
         Self {
             destinations,
-            flows: provenance
-                .map(|p| p.flows.iter().map(|flow| flow.text.clone()).collect())
-                .unwrap_or_default(),
+            flows: provenance.map(flagged_because).unwrap_or_default(),
             shown_arguments_digest: None,
+            rule: None,
         }
     }
 
@@ -121,7 +123,34 @@ impl Evidence {
         destinations: Vec::new(),
         flows: Vec::new(),
         shown_arguments_digest: None,
+        rule: None,
     };
+}
+
+/// Why a call's provenance flagged it, in words: each flow as the card
+/// said it, then the results of the turn that gave the assistant
+/// instructions (the call may be following them).
+fn flagged_because(provenance: &Provenance) -> Vec<String> {
+    let mut why: Vec<String> = provenance
+        .flows
+        .iter()
+        .map(|flow| flow.text.clone())
+        .collect();
+    let mut read: Vec<String> = Vec::new();
+    for source in &provenance.instructions_in {
+        let name = format!("{}: {}", source.connector_name, source.tool_name);
+        if !read.contains(&name) {
+            read.push(name);
+        }
+    }
+    if !read.is_empty() {
+        why.push(format!(
+            "This reply read text that gives the assistant instructions ({}); this call may be \
+             following them",
+            read.join(", ")
+        ));
+    }
+    why
 }
 
 /// One entry exactly as the chain stores it (`activity.entry`, the JSON
@@ -196,6 +225,9 @@ pub struct Stored {
     /// card showed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shown_arguments_digest: Option<String>,
+    /// `decided`: the rule that allowed or refused the call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<countersign_api::RuleRef>,
 }
 
 impl Default for Stored {
@@ -228,6 +260,7 @@ impl Default for Stored {
             export: None,
             waiting: false,
             shown_arguments_digest: None,
+            rule: None,
         }
     }
 }
@@ -264,6 +297,7 @@ impl Entry<'_> {
             flagged: !self.evidence.flows.is_empty(),
             flows: self.evidence.flows.clone(),
             shown_arguments_digest: self.evidence.shown_arguments_digest.clone(),
+            rule: self.evidence.rule.clone(),
             ..Stored::default()
         }
     }
@@ -282,6 +316,7 @@ impl Stored {
             export: self.export,
             waiting: self.waiting,
             shown_arguments_digest: self.shown_arguments_digest,
+            rule: self.rule,
             seq: self.seq,
             hash,
             at: self.at,

@@ -24,6 +24,23 @@
 //! or trusted annotation lets it run unseen, and its card offers only
 //! "Allow once".
 //!
+//! So does a call made after this turn read a result that gives the
+//! assistant instructions (the instruction detector marked it,
+//! `provenance::contains_instructions`), whatever its arguments: the model
+//! may be following them, with ids or words that carry nothing traceable
+//! (delete a file, change a password, on the very connector the text came
+//! from). Only a call the user's trust lets run as read-only and
+//! closed-world (rule 3) still runs: it can neither change nor send
+//! anything.
+//!
+//! A rule (`crate::rules`, DESIGN §5 "Rules") is one more stored fact:
+//! the one that decides the call, if any. *Deny* refuses the call before
+//! anything else is looked at: nobody is asked and nothing runs. *Ask*
+//! asks whatever grant or trust exists. *Allow* lets the call run unseen
+//! — but never a call of a changed tool, one the policy says always asks,
+//! a flagged one, or one after instructions in a result of the turn:
+//! those ask whatever rule exists.
+//!
 //! Admin policy (DESIGN §5) is stricter than any of these and wins over
 //! every grant: a tool its `always_ask_tools` names asks whatever grant or
 //! trust exists; `forbid_always_allow` makes always-rules stop applying
@@ -70,8 +87,22 @@ pub struct Facts<'a> {
     /// What the instance's policy says about this call.
     pub policy: PolicyFacts,
     /// The arguments carry text from a tool result elsewhere
-    /// (`Provenance::flagged`).
+    /// (`Provenance::carries_results`).
     pub carries_results: bool,
+    /// This turn read a result that gives the assistant instructions
+    /// (`Provenance::follows_instructions`).
+    pub follows_instructions: bool,
+    /// What the rule that decides this call says, if one applies
+    /// (`crate::rules::deciding`).
+    pub rule: Option<RuleSays>,
+}
+
+/// What the deciding rule says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleSays {
+    Allow,
+    Ask,
+    Deny,
 }
 
 /// The admin policy as it bears on one call (`crate::policy::Policy`, read
@@ -95,6 +126,8 @@ pub enum RunBecause {
     AlwaysGrant,
     /// Trusted annotations declare it read-only and closed-world.
     TrustedAnnotations,
+    /// A rule allows it.
+    Rule,
 }
 
 impl RunBecause {
@@ -104,6 +137,7 @@ impl RunBecause {
             Self::TurnGrant => CallOrigin::TurnGrant,
             Self::AlwaysGrant => CallOrigin::AlwaysGrant,
             Self::TrustedAnnotations => CallOrigin::TrustedAnnotations,
+            Self::Rule => CallOrigin::Rule,
         }
     }
 }
@@ -130,6 +164,11 @@ pub enum AskBecause {
     /// The arguments carry text from a tool result to another connector
     /// or to a tool that may reach outside.
     CarriesToolResults,
+    /// This turn read a result that gives the assistant instructions, and
+    /// the call is not a trusted read-only, closed-world one.
+    FollowsInstructions,
+    /// A rule says to ask (the card names it).
+    RuleAsks,
 }
 
 impl AskBecause {
@@ -154,6 +193,11 @@ impl AskBecause {
             Self::CarriesToolResults => {
                 "this call sends text from a tool's result elsewhere, so it always asks"
             }
+            Self::RuleAsks => "a rule asks for this call",
+            Self::FollowsInstructions => {
+                "this reply read text that gives the assistant instructions, so this call may \
+                 be following them and always asks"
+            }
         }
     }
 }
@@ -165,6 +209,8 @@ pub enum Decision {
     Run(RunBecause),
     /// Ask the user.
     Ask(AskBecause),
+    /// A rule denies it: refused without asking anyone.
+    Refuse,
 }
 
 /// Whether the annotations positively declare the tool safe (rule 3's
@@ -175,6 +221,9 @@ pub use countersign_api::risk::declared_safe;
 
 /// The gate.
 pub fn decide(facts: &Facts<'_>) -> Decision {
+    if facts.rule == Some(RuleSays::Deny) {
+        return Decision::Refuse;
+    }
     if facts.changed_since_review {
         return Decision::Ask(AskBecause::ChangedSinceReviewed);
     }
@@ -183,6 +232,19 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
     }
     if facts.carries_results {
         return Decision::Ask(AskBecause::CarriesToolResults);
+    }
+    if facts.rule == Some(RuleSays::Ask) {
+        return Decision::Ask(AskBecause::RuleAsks);
+    }
+    if facts.follows_instructions {
+        return if trusted_safe(facts) {
+            Decision::Run(RunBecause::TrustedAnnotations)
+        } else {
+            Decision::Ask(AskBecause::FollowsInstructions)
+        };
+    }
+    if facts.rule == Some(RuleSays::Allow) {
+        return Decision::Run(RunBecause::Rule);
     }
     if facts.turn_grant {
         return Decision::Run(RunBecause::TurnGrant);
@@ -220,13 +282,29 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
     }
 }
 
+/// Rule 3 on its own: the user trusts the annotations, the policy allows
+/// it, nothing stored asks for a confirmation, and the reviewed
+/// annotations declare the tool read-only and closed-world.
+fn trusted_safe(facts: &Facts<'_>) -> bool {
+    facts.trust_annotations
+        && !facts.policy.forbid_trust_annotations
+        && facts.requires_confirmation != Some(true)
+        && declared_safe(facts.annotations)
+}
+
 /// The grants a card for this call may offer: only those the gate would
 /// honour on the next call. A tool that changed since review, one the
-/// policy says always asks, or a call that carries a tool's result
-/// elsewhere gets "Allow once" only; under
+/// policy says always asks, a call that carries a tool's result
+/// elsewhere, one after instructions in a result of this turn, or one a
+/// rule says to ask for gets "Allow once" only; under
 /// `forbid_always_allow`, no "Always allow".
 pub fn offered_grants(facts: &Facts<'_>) -> &'static [GrantKind] {
-    if facts.changed_since_review || facts.policy.always_ask || facts.carries_results {
+    if facts.changed_since_review
+        || facts.policy.always_ask
+        || facts.carries_results
+        || facts.follows_instructions
+        || matches!(facts.rule, Some(RuleSays::Ask | RuleSays::Deny))
+    {
         &[GrantKind::Once]
     } else if facts.policy.forbid_always_allow {
         &[GrantKind::Once, GrantKind::Turn]
@@ -264,7 +342,81 @@ mod tests {
             always_grant: AlwaysGrant::None,
             policy: PolicyFacts::default(),
             carries_results: false,
+            follows_instructions: false,
+            rule: None,
         }
+    }
+
+    /// After instructions in a result of this turn (issue 46, item 5),
+    /// every grant and rule stops counting: the call asks, offering only
+    /// "Allow once", unless trusted annotations let it run as read-only
+    /// and closed-world — every combination of hints, trust, the stored
+    /// flag, the trust policy and the grants.
+    #[test]
+    fn after_instructions_only_a_trusted_read_only_closed_world_call_runs() {
+        let bools = [false, true];
+        let mut runs = 0;
+        let mut cases = 0;
+        for ro in values() {
+            for ow in values() {
+                for de in values() {
+                    let mut hints = Map::new();
+                    for (key, value) in [
+                        ("readOnlyHint", &ro),
+                        ("openWorldHint", &ow),
+                        ("destructiveHint", &de),
+                    ] {
+                        if let Some(v) = value {
+                            hints.insert(key.to_owned(), v.clone());
+                        }
+                    }
+                    let annotations = Value::Object(hints);
+                    for trust in bools {
+                        for forbid_trust in bools {
+                            for cached in [None, Some(false), Some(true)] {
+                                for turn_grant in bools {
+                                    for always_grant in [
+                                        AlwaysGrant::None,
+                                        AlwaysGrant::Current,
+                                        AlwaysGrant::Stale,
+                                    ] {
+                                        cases += 1;
+                                        let f = Facts {
+                                            follows_instructions: true,
+                                            turn_grant,
+                                            always_grant,
+                                            policy: PolicyFacts {
+                                                forbid_trust_annotations: forbid_trust,
+                                                ..PolicyFacts::default()
+                                            },
+                                            ..facts(Some(&annotations), trust, cached)
+                                        };
+                                        let safe = trust
+                                            && !forbid_trust
+                                            && cached != Some(true)
+                                            && ro == Some(json!(true))
+                                            && ow == Some(json!(false))
+                                            && (de.is_none() || de == Some(json!(false)));
+                                        let expected = if safe {
+                                            Decision::Run(RunBecause::TrustedAnnotations)
+                                        } else {
+                                            Decision::Ask(AskBecause::FollowsInstructions)
+                                        };
+                                        assert_eq!(decide(&f), expected, "{f:?}");
+                                        assert_eq!(offered_grants(&f), &[GrantKind::Once]);
+                                        runs += usize::from(safe);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 8 * 8 * 8 * 2 * 2 * 3 * 2 * 3);
+        // ro=true, ow=false, de absent|false; trust on, not forbidden, the
+        // stored flag not true (2 values); any grant (2 × 3).
+        assert_eq!(runs, 2 * 2 * 6);
     }
 
     /// A flow (text from a tool result going elsewhere) asks whatever
@@ -476,12 +628,24 @@ mod tests {
                             for always_grant in always {
                                 for trust in bools {
                                     for cached in [None, Some(false), Some(true)] {
-                                        for (annotations, carries) in [
-                                            (&safe, false),
-                                            (&risky, false),
-                                            (&safe, true),
-                                            (&risky, true),
-                                        ] {
+                                        for ((annotations, carries, follows), rule) in [
+                                            (&safe, false, false),
+                                            (&risky, false, false),
+                                            (&safe, true, false),
+                                            (&risky, true, false),
+                                            (&safe, false, true),
+                                            (&risky, false, true),
+                                        ]
+                                        .into_iter()
+                                        .flat_map(|facts| {
+                                            [
+                                                None,
+                                                Some(RuleSays::Allow),
+                                                Some(RuleSays::Ask),
+                                                Some(RuleSays::Deny),
+                                            ]
+                                            .map(|rule| (facts, rule))
+                                        }) {
                                             cases += 1;
                                             let policy = PolicyFacts {
                                                 always_ask,
@@ -497,6 +661,8 @@ mod tests {
                                                 always_grant,
                                                 policy,
                                                 carries_results: carries,
+                                                follows_instructions: follows,
+                                                rule,
                                             };
                                             let verdict = decide(&f);
                                             let rule_applies = !forbid_always
@@ -506,12 +672,26 @@ mod tests {
                                                 && !forbid_trust
                                                 && cached != Some(true)
                                                 && annotations == &safe;
-                                            let runs = !changed
+                                            let runs = rule != Some(RuleSays::Deny)
+                                                && !changed
                                                 && !always_ask
                                                 && !carries
-                                                && (turn_grant
-                                                    || rule_applies
-                                                    || (!stale_blocks && trusted));
+                                                && rule != Some(RuleSays::Ask)
+                                                && if follows {
+                                                    trusted
+                                                } else {
+                                                    rule == Some(RuleSays::Allow)
+                                                        || turn_grant
+                                                        || rule_applies
+                                                        || (!stale_blocks && trusted)
+                                                };
+                                            // A deny rule refuses, whatever
+                                            // else holds; nothing else does.
+                                            assert_eq!(
+                                                verdict == Decision::Refuse,
+                                                rule == Some(RuleSays::Deny),
+                                                "{f:?} → {verdict:?}"
+                                            );
                                             assert_eq!(
                                                 matches!(verdict, Decision::Run(_)),
                                                 runs,
@@ -530,7 +710,10 @@ mod tests {
                                                     "{f:?}"
                                                 );
                                             }
-                                            if always_ask && !changed {
+                                            if always_ask
+                                                && !changed
+                                                && rule != Some(RuleSays::Deny)
+                                            {
                                                 assert_eq!(
                                                     verdict,
                                                     Decision::Ask(AskBecause::PolicyAlwaysAsks)
@@ -545,7 +728,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 2 * 2 * 2 * 2 * 2 * 3 * 2 * 3 * 4);
+        assert_eq!(cases, 2 * 2 * 2 * 2 * 2 * 3 * 2 * 3 * 6 * 4);
     }
 
     #[test]
@@ -575,13 +758,25 @@ mod tests {
     fn a_card_offers_only_grants_the_gate_honours() {
         let risky = json!({"destructiveHint": true});
         let bools = [false, true];
-        for (changed, carries_results) in [(false, false), (true, false), (false, true)] {
+        for (changed, carries_results, follows_instructions, rule) in [
+            (false, false, false, None),
+            (true, false, false, None),
+            (false, true, false, None),
+            (false, false, true, None),
+            (false, false, false, Some(RuleSays::Ask)),
+            // An allow rule shows a card only when something else asks.
+            (true, false, false, Some(RuleSays::Allow)),
+            (false, true, false, Some(RuleSays::Allow)),
+            (false, false, true, Some(RuleSays::Allow)),
+        ] {
             for always_ask in bools {
                 for forbid_always in bools {
                     for forbid_trust in bools {
                         let f = Facts {
                             changed_since_review: changed,
                             carries_results,
+                            follows_instructions,
+                            rule,
                             policy: PolicyFacts {
                                 always_ask,
                                 forbid_always_allow: forbid_always,

@@ -21,6 +21,7 @@ pub mod models;
 pub mod oauth;
 pub mod openapi;
 pub mod request_id;
+pub mod rules;
 pub mod security;
 pub mod session;
 pub mod stream;
@@ -98,6 +99,10 @@ fn answer_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(inputs::answer))
         .routes(routes!(approvals::list_grants))
         .routes(routes!(approvals::delete_grant))
+        .routes(routes!(rules::list_rules, rules::create_rule))
+        .routes(routes!(rules::delete_rule))
+        .routes(routes!(rules::admin_list_rules, rules::admin_create_rule))
+        .routes(routes!(rules::admin_delete_rule))
         .routes(routes!(activity::list_activity))
         .routes(routes!(activity::export_activity))
         .routes(routes!(activity::admin_list_activity))

@@ -17,6 +17,8 @@
 //! - [`tools`]: the `ToolBox` the tool loop calls; `tools::connector` is
 //!   the real one: users' kept MCP tools behind the gate.
 //! - [`gate`]: the pure decision whether a call may run without asking.
+//! - [`rules`]: users' and administrators' allow / ask / deny rules with
+//!   conditions on argument values, and which one decides a call.
 //! - [`approvals`]: the approval ledger's state machine, its HMAC, the
 //!   instance's watcher of decisions, the sweep and start-up recovery.
 //! - [`audit`]: the activity log, an append-only hash chain of every
@@ -57,6 +59,7 @@ pub mod models;
 pub mod policy;
 pub mod probe;
 pub mod provenance;
+pub mod rules;
 pub mod secrets;
 pub mod ssrf;
 pub mod telemetry;

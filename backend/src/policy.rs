@@ -55,6 +55,9 @@ pub struct Policy {
     pub always_ask_tools: Vec<String>,
     pub connector_hosts: Vec<String>,
     pub require_mfa: bool,
+    /// Domains, hosts and e-mail addresses inside the firm
+    /// (`rules::parse_destination`, each covering its subdomains).
+    pub internal_destinations: Vec<String>,
     pub updated_at: Option<OffsetDateTime>,
     pub updated_by: Option<Uuid>,
 }
@@ -235,6 +238,7 @@ impl Policy {
             always_ask_tools: self.always_ask_tools.clone(),
             connector_hosts: self.connector_hosts.clone(),
             require_mfa: self.require_mfa,
+            internal_destinations: self.internal_destinations.clone(),
             updated_at: self
                 .updated_at
                 .and_then(|t| t.format(&Rfc3339).ok())
@@ -277,6 +281,11 @@ impl Policy {
                 "connector_hosts",
                 &before.connector_hosts,
                 &self.connector_hosts,
+            ),
+            (
+                "internal_destinations",
+                &before.internal_destinations,
+                &self.internal_destinations,
             ),
         ] {
             if was != now {
@@ -405,6 +414,58 @@ pub fn parse_hosts(list: &[String]) -> Result<Vec<String>, PolicyError> {
     Ok(out)
 }
 
+/// `internal_destinations` as typed → as stored
+/// (`rules::parse_destination`): domains and hosts normalised, e-mail
+/// addresses with their domain normalised, duplicates and blanks dropped.
+pub fn parse_internal(list: &[String]) -> Result<Vec<String>, PolicyError> {
+    bounded(list, "Destinations inside the firm")?;
+    let mut out: Vec<String> = Vec::new();
+    for raw in list {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let Some(entry) = crate::rules::parse_destination(raw) else {
+            return Err(PolicyError::Invalid(format!(
+                "Destinations inside the firm: \"{}\" is not a domain, host or e-mail address \
+                 (write firm.example, 10.0.0.7 or partner@firm.example).",
+                raw.trim()
+            )));
+        };
+        if !out.contains(&entry) {
+            out.push(entry);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a flow to the connector at `url` sending to `destinations`
+/// stays inside the firm: the connector's host and every destination are
+/// in `internal_destinations`, and the flow names a destination or goes
+/// to a closed-world tool (an open-world tool with no destination in its
+/// arguments may send anywhere).
+pub fn stays_inside(
+    policy: &Policy,
+    url: &str,
+    destinations: &[countersign_api::Destination],
+    closed_world: bool,
+) -> bool {
+    if policy.internal_destinations.is_empty() {
+        return false;
+    }
+    let inside = |d: &countersign_api::Destination| {
+        crate::rules::destination_in(d, &policy.internal_destinations)
+    };
+    let connector = host_of(url).is_some_and(|host| {
+        inside(&countersign_api::Destination {
+            kind: countersign_api::DestinationKind::Host,
+            ascii: host,
+            unicode: None,
+            path: String::new(),
+        })
+    });
+    connector && (closed_world || !destinations.is_empty()) && destinations.iter().all(inside)
+}
+
 /// The policy now, in one round trip ([`db::trip`]).
 pub async fn current(pool: &PgPool) -> Result<Policy, sqlx::Error> {
     policy_in(&db::trip::run(pool, now()).await?)
@@ -415,7 +476,7 @@ static NOW: Statement = Statement {
     name: "cs_policy_now",
     params: "",
     sql: "select forbid_always_allow, forbid_trust_annotations, always_ask_tools, \
-                 connector_hosts, require_mfa, updated_at, updated_by \
+                 connector_hosts, require_mfa, internal_destinations, updated_at, updated_by \
             from admin_policy where id",
 };
 
@@ -447,7 +508,7 @@ async fn read_for_update(tx: &mut db::Tx) -> Result<Policy, sqlx::Error> {
     let row = sqlx::query_as!(
         Policy,
         "select forbid_always_allow, forbid_trust_annotations, always_ask_tools,
-                    connector_hosts, require_mfa, updated_at, updated_by
+                    connector_hosts, require_mfa, internal_destinations, updated_at, updated_by
                from admin_policy where id for update"
     )
     .fetch_optional(&mut **tx)
@@ -472,6 +533,11 @@ pub async fn update(
         .as_deref()
         .map(parse_hosts)
         .transpose()?;
+    let internal = update
+        .internal_destinations
+        .as_deref()
+        .map(parse_internal)
+        .transpose()?;
     let mut tx = db::service_tx(pool).await?;
     let before = read_for_update(&mut tx).await?;
     let after = Policy {
@@ -484,6 +550,7 @@ pub async fn update(
         always_ask_tools: always_ask.unwrap_or_else(|| before.always_ask_tools.clone()),
         connector_hosts: hosts.unwrap_or_else(|| before.connector_hosts.clone()),
         require_mfa: update.require_mfa.unwrap_or(before.require_mfa),
+        internal_destinations: internal.unwrap_or_else(|| before.internal_destinations.clone()),
         ..before.clone()
     };
     let changes = after.changes_from(&before);
@@ -496,16 +563,18 @@ pub async fn update(
         "update admin_policy
             set forbid_always_allow = $1, forbid_trust_annotations = $2,
                 always_ask_tools = $3, connector_hosts = $4, require_mfa = $5,
-                updated_at = now(), updated_by = $6
+                internal_destinations = $7, updated_at = now(), updated_by = $6
           where id
          returning forbid_always_allow, forbid_trust_annotations, always_ask_tools,
-                   connector_hosts, require_mfa, updated_at, updated_by",
+                   connector_hosts, require_mfa, internal_destinations, updated_at,
+                   updated_by",
         after.forbid_always_allow,
         after.forbid_trust_annotations,
         &after.always_ask_tools,
         &after.connector_hosts,
         after.require_mfa,
         admin as UserId,
+        &after.internal_destinations,
     )
     .fetch_one(&mut *tx)
     .await?;

@@ -23,6 +23,12 @@ pub struct Policy {
     pub connector_hosts: Vec<String>,
     /// Two-factor sign-in must be set up before any trust-widening action.
     pub require_mfa: bool,
+    /// Domains, hosts and e-mail addresses inside the firm (each domain
+    /// covering its subdomains): a flow whose connector and every
+    /// destination are among them is shown with its provenance but not
+    /// flagged as leaving.
+    #[serde(default)]
+    pub internal_destinations: Vec<String>,
     /// RFC 3339: when it last changed.
     #[serde(default)]
     pub updated_at: String,
@@ -46,6 +52,8 @@ pub struct PolicyUpdate {
     pub connector_hosts: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub require_mfa: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub internal_destinations: Option<Vec<String>>,
 }
 
 /// One account as `GET /api/admin/users` lists it.

@@ -125,7 +125,8 @@ pub struct AdminWaitingCall {
     /// Where the call sends data (as on `mcp_confirmation_required`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub destinations: Vec<crate::Destination>,
-    /// Its provenance flagged a flow. Absent when false.
+    /// Its provenance flagged it (a flow, or instructions read earlier
+    /// in its turn). Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flagged: bool,
 }
@@ -245,13 +246,18 @@ pub struct ActivityEntry {
     /// entries written before issue 45 and on calls that name none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub destinations: Vec<crate::Destination>,
-    /// The call's provenance flagged a flow: text from a tool result
-    /// would leave for a destination outside its source (DESIGN §5). On
-    /// `decided` entries; such a call always asked. Absent when false.
+    /// The call's provenance flagged it: text from a tool result would
+    /// leave for a destination outside its source (DESIGN §5), or the
+    /// call came after a result of its turn that gives the assistant
+    /// instructions. On `decided` entries; such a call always asked.
+    /// Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flagged: bool,
-    /// The flagged flows in words, as the card said them ("This sends
-    /// text from Matter notes: read_matter to Mail: send …").
+    /// Why it was flagged, in words: the flows as the card said them
+    /// ("This sends text from Matter notes: read_matter to Mail: send
+    /// …"), then the results that gave instructions ("This reply read
+    /// text that gives the assistant instructions (…); this call may be
+    /// following them").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<String>,
     /// `activity_read`: what the administrator asked for.
@@ -269,6 +275,10 @@ pub struct ActivityEntry {
     /// and this the digest of those the card showed. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shown_arguments_digest: Option<String>,
+    /// `decided`: the rule that allowed (`decision: "rule"`) or refused
+    /// (`"denied_by_rule"`) the call. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<crate::RuleRef>,
 }
 
 /// What `GET /api/activity`, its export and the administrators' view

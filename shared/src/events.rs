@@ -250,7 +250,7 @@ pub enum ChatEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         waited_ms: Option<u64>,
         /// What let it run: `approved` (a card), `turn_grant`,
-        /// `always_grant` or `trusted_annotations`.
+        /// `always_grant`, `trusted_annotations` or `rule`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         origin: Option<CallOrigin>,
         /// With `approved`: when the user approved it (RFC 3339).
@@ -277,6 +277,10 @@ pub enum ChatEvent {
         /// call's provenance tells results of this connector from others'.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         connector_id: Option<String>,
+        /// With `origin: "rule"`: the rule that allowed it; on a call a
+        /// deny rule refused (`status: "error"`, no origin): that rule.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<Box<crate::RuleRef>>,
     },
     /// Something went wrong, in words a user can act on.
     Error {
@@ -381,6 +385,7 @@ struct Wire {
     result: Option<String>,
     result_chars: Option<u64>,
     contains_instructions: Option<bool>,
+    rule: Option<crate::RuleRef>,
     no_prose_reason: Option<NoProseReason>,
     message_id: Option<String>,
 }
@@ -498,6 +503,7 @@ impl Wire {
                 result_chars: self.result_chars,
                 contains_instructions: self.contains_instructions.unwrap_or(false),
                 connector_id: self.connector_id,
+                rule: self.rule.map(Box::new),
             },
             "error" => ChatEvent::Error {
                 turn_id: turn_id?,
@@ -628,6 +634,7 @@ mod tests {
             result_chars: full.then_some(1),
             contains_instructions: full,
             connector_id: full.then(|| "k".into()),
+            rule: None,
         };
         vec![
             ChatEvent::TurnStarted {

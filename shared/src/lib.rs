@@ -19,6 +19,7 @@ pub mod events;
 pub mod inputs;
 pub mod provenance;
 pub mod risk;
+pub mod rules;
 pub mod vocab;
 
 pub use admin::{AdminOverview, AdminUser, AdminUserUpdate, Policy, PolicyUpdate, SettingChange};
@@ -38,11 +39,13 @@ pub use events::{ChatEvent, ChatEventMessage};
 pub use inputs::{InputAnswer, InputAnswered, InputRequest};
 pub use provenance::Provenance;
 pub use risk::ToolRisk;
+pub use rules::{Rule, RuleCondition, RuleRef, RuleRequest};
 pub use vocab::{
     ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, CharacterKind,
-    ConnectorStatus, Decision, DestinationKind, GrantKind, InputAction, InputMode,
+    ConditionOp, ConnectorStatus, Decision, DestinationKind, GrantKind, InputAction, InputMode,
     InputRequestStatus, MessageStatus, NoProseReason, OAuthStatus, PendingCallStatus, Resolution,
-    ReviewState, RiskFlag, SpanEncoding, ToolCallStatus, TurnEnding, UnknownWord, ValueOrigin,
+    ReviewState, RiskFlag, RuleEffect, RuleScope, SpanEncoding, ToolCallStatus, TurnEnding,
+    UnknownWord, ValueOrigin,
 };
 
 /// The header every non-GET `/api` request carries, equal to the session's

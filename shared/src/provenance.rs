@@ -7,7 +7,9 @@
 //! percent-encoded text). A value's spans say which part came from where;
 //! a flow says that text from one tool's result would leave for another
 //! tool (a different connector, or one not declared closed-world). A call
-//! with a flow always asks. Nothing here carries the matched text itself:
+//! with a flow always asks, and so does a call that could change or send
+//! anything after a result of the same turn that gives the assistant
+//! instructions. Nothing here carries the matched text itself:
 //! only where it lies in the argument, and its digest.
 
 use crate::vocab::{SpanEncoding, ValueOrigin};
@@ -26,15 +28,30 @@ pub struct Provenance {
     #[serde(default)]
     pub flows: Vec<Flow>,
     /// Earlier results of this turn that contain text aimed at the
-    /// assistant (instructions); Countersign treated them as data.
+    /// assistant (instructions); Countersign treated them as data, and a
+    /// later call of the turn that could change or send anything asks.
     #[serde(default)]
     pub instructions_in: Vec<Source>,
 }
 
 impl Provenance {
-    /// Whether the card must warn (and the call must ask).
+    /// Whether the card must warn: a flow, or instructions read earlier in
+    /// this turn (the call may be following them).
     pub fn flagged(&self) -> bool {
+        self.carries_results() || self.follows_instructions()
+    }
+
+    /// Text from a tool result would leave for another tool: the call
+    /// asks whatever grant, rule or trust exists.
+    pub fn carries_results(&self) -> bool {
         !self.flows.is_empty()
+    }
+
+    /// This turn read a result that gives the assistant instructions: a
+    /// later call that could change or send anything asks, whatever its
+    /// arguments.
+    pub fn follows_instructions(&self) -> bool {
+        !self.instructions_in.is_empty()
     }
 }
 

@@ -249,6 +249,8 @@ vocabulary! {
         AlwaysGrant = "always_grant",
         /// Trusted annotations declare it read-only and closed-world.
         TrustedAnnotations = "trusted_annotations",
+        /// A rule with the effect "allow" covers it (`rule` names which).
+        Rule = "rule",
     }
 }
 
@@ -344,6 +346,55 @@ vocabulary! {
         AlwaysGrant = "always_grant",
         /// Trusted annotations.
         TrustedAnnotations = "trusted_annotations",
+        /// A rule allowed it (the entry's `rule` names which).
+        Rule = "rule",
+        /// A rule with the effect "deny" refused it: nobody was asked and
+        /// nothing ran.
+        DeniedByRule = "denied_by_rule",
+    }
+}
+
+vocabulary! {
+    /// What a rule does to a call it matches (DESIGN §5 "Rules").
+    pub enum RuleEffect {
+        /// The call runs without a card (never a flagged or changed one).
+        Allow = "allow",
+        /// The call always asks, whatever grant or trust exists.
+        Ask = "ask",
+        /// The call is refused: nobody is asked and nothing runs.
+        Deny = "deny",
+    }
+}
+
+vocabulary! {
+    /// Whose a rule is.
+    pub enum RuleScope {
+        /// The user's own, for their calls only.
+        User = "user",
+        /// An administrator's, for everyone's calls; decides before any
+        /// user's rule.
+        Admin = "admin",
+    }
+}
+
+vocabulary! {
+    /// How a rule's condition tests an argument.
+    pub enum ConditionOp {
+        /// The value is exactly this JSON value.
+        Equals = "equals",
+        /// The value is exactly one of these JSON values.
+        OneOf = "one_of",
+        /// The text matches this glob (`*`, `?`, `[…]`), ignoring case.
+        Glob = "glob",
+        /// The text ends with this, ignoring case.
+        EndsWith = "ends_with",
+        /// The number is at most this.
+        AtMost = "at_most",
+        /// The number is at least this.
+        AtLeast = "at_least",
+        /// The call's destinations (as the card's "Sends to" lists them)
+        /// are in this list of domains, hosts and addresses.
+        DestinationIn = "destination_in",
     }
 }
 
@@ -365,6 +416,7 @@ impl From<CallOrigin> for ActivityDecision {
             CallOrigin::TurnGrant => Self::TurnGrant,
             CallOrigin::AlwaysGrant => Self::AlwaysGrant,
             CallOrigin::TrustedAnnotations => Self::TrustedAnnotations,
+            CallOrigin::Rule => Self::Rule,
             CallOrigin::Unknown => Self::Unknown,
         }
     }
@@ -732,6 +784,36 @@ mod tests {
                 (TurnGrant, "turn_grant"),
                 (AlwaysGrant, "always_grant"),
                 (TrustedAnnotations, "trusted_annotations"),
+                (Rule, "rule"),
+            ],
+        );
+    }
+
+    #[test]
+    fn rule_words_are_their_wire_words() {
+        check(
+            RuleEffect::ALL,
+            &[
+                (RuleEffect::Allow, "allow"),
+                (RuleEffect::Ask, "ask"),
+                (RuleEffect::Deny, "deny"),
+            ],
+        );
+        check(
+            RuleScope::ALL,
+            &[(RuleScope::User, "user"), (RuleScope::Admin, "admin")],
+        );
+        use ConditionOp::*;
+        check(
+            ConditionOp::ALL,
+            &[
+                (Equals, "equals"),
+                (OneOf, "one_of"),
+                (Glob, "glob"),
+                (EndsWith, "ends_with"),
+                (AtMost, "at_most"),
+                (AtLeast, "at_least"),
+                (DestinationIn, "destination_in"),
             ],
         );
     }
@@ -806,6 +888,8 @@ mod tests {
                 (TurnGrant, "turn_grant"),
                 (AlwaysGrant, "always_grant"),
                 (TrustedAnnotations, "trusted_annotations"),
+                (Rule, "rule"),
+                (DeniedByRule, "denied_by_rule"),
             ],
         );
         check(

@@ -760,6 +760,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     result_chars: None,
                     contains_instructions: false,
                     connector_id: None,
+                    rule: None,
                 }
             }
         };

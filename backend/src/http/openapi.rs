@@ -51,6 +51,7 @@ const CSRF: &str = "csrf";
         (name = "activity", description = "The activity log as an audit trail: filters and CSV/JSON export"),
         (name = "models", description = "Models and provider keys"),
         (name = "admin", description = "The instance's policy and accounts (administrators only)"),
+        (name = "rules", description = "The caller's own allow / ask / deny rules with conditions"),
         (name = "health", description = "Probes"),
         (name = "meta", description = "This document"),
     ),

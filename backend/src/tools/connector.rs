@@ -34,11 +34,12 @@ use crate::{
     mcp::Elicitation,
     policy::{self, Policy},
     provenance::{self, Seen, SeenBy},
+    rules,
     tools::ToolContext,
 };
 use countersign_api::{
     ActivityDecision, ActivityKind, ActivityOutcome, CallOrigin, ChatEvent, GrantKind, Provenance,
-    Resolution, ToolCallStatus, provenance::Source,
+    Resolution, RuleEffect, RuleRef, RuleScope, ToolCallStatus, provenance::Source,
 };
 use serde_json::{Map, Value, json};
 use sqlx::{FromRow as _, Row as _};
@@ -93,7 +94,8 @@ impl Kept {
         (policy, addresses): (&Policy, &[std::net::IpAddr]),
         turn_grant: bool,
         always_grant: AlwaysGrant,
-        carries_results: bool,
+        provenance: Option<&Provenance>,
+        rule: Option<RuleEffect>,
     ) -> Facts<'_> {
         Facts {
             changed_since_review: self.changed_since_review(),
@@ -103,13 +105,21 @@ impl Kept {
             turn_grant,
             always_grant,
             policy: policy.facts(&self.url, addresses, &self.tool_name),
-            carries_results,
+            carries_results: provenance.is_some_and(Provenance::carries_results),
+            follows_instructions: provenance.is_some_and(Provenance::follows_instructions),
+            rule: rule.map(|effect| match effect {
+                RuleEffect::Allow => gate::RuleSays::Allow,
+                RuleEffect::Ask => gate::RuleSays::Ask,
+                // Deny, and a word this build does not know: refused.
+                _ => gate::RuleSays::Deny,
+            }),
         }
     }
 
-    /// The gate's verdict for a call that carries no tool result elsewhere.
+    /// The gate's verdict for a call that carries no tool result elsewhere
+    /// and follows no instructions.
     fn decision(&self, policy: &Policy, turn_grant: bool, always_grant: AlwaysGrant) -> Decision {
-        gate::decide(&self.facts((policy, &[]), turn_grant, always_grant, false))
+        gate::decide(&self.facts((policy, &[]), turn_grant, always_grant, None, None))
     }
 
     /// Where a call of this tool goes, for its provenance: the reviewed
@@ -842,6 +852,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         let origin = Origin {
             kind: None,
             approved_at: None,
+            rule: None,
         };
         return Ok(Box::pin(report(
             run,
@@ -854,8 +865,9 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         ))
         .await);
     }
-    // The facts, read now: grants from the ledger and the user's rules.
-    let (turn_grant, always, policy) = Box::pin(async {
+    // The facts, read now: grants from the ledger, the user's always
+    // rules, the policy, and the rules with conditions.
+    let (turn_grant, always, policy, stored_rules) = Box::pin(async {
         let turn_grant = approvals::turn_grant(
             state,
             run.ctx,
@@ -866,11 +878,13 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         .await?;
         let always = always_grant(state, user_id, &tool).await?;
         let policy = policy::current(&state.db).await?;
-        Ok::<_, sqlx::Error>((turn_grant, always, policy))
+        let rules = rules::for_user(&state.db, user_id).await?;
+        Ok::<_, sqlx::Error>((turn_grant, always, policy, rules))
     })
     .await?;
-    // A pattern naming an address covers every name of it.
-    let addresses = if policy.always_ask_tools.is_empty() {
+    // A pattern naming an address covers every name of it (and a rule
+    // that narrows: `rules`).
+    let addresses = if policy.always_ask_tools.is_empty() && stored_rules.is_empty() {
         Vec::new()
     } else {
         Box::pin(addresses_of(state, &tool.url)).await
@@ -889,33 +903,113 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
         ))
     })
     .await?;
+    // A flow whose connector and every destination are inside the firm
+    // (admin policy `internal_destinations`) is shown, not flagged.
+    let destinations = crate::destinations::destinations(&call.arguments);
+    let mut provenance = provenance;
+    provenance.flows.retain(|flow| {
+        !policy::stays_inside(&policy, &tool.url, &destinations, !flow.reaches_outside)
+    });
+    let host = policy::host_of(&tool.url);
+    let address_hosts: Vec<String> = addresses
+        .iter()
+        .map(|ip| policy::address_text(*ip))
+        .collect();
+    let rule = rules::deciding(
+        &stored_rules,
+        &rules::Call {
+            host: host.as_deref(),
+            addresses: &address_hosts,
+            tool: &tool.tool_name,
+            arguments: &call.arguments,
+            destinations: &destinations,
+        },
+        policy.forbid_always_allow,
+    )
+    .map(rules::reference);
+    drop(stored_rules);
     let facts = tool.facts(
         (&policy, &addresses),
         turn_grant,
         always,
-        provenance.flagged(),
+        Some(&provenance),
+        rule.as_ref().map(|r| r.effect),
     );
     match gate::decide(&facts) {
         Decision::Run(because) => {
-            Ok(Box::pin(run_unasked(run, call, &tool, arguments, because)).await)
+            Ok(Box::pin(run_unasked(run, call, &tool, arguments, because, rule)).await)
         }
+        Decision::Refuse => Ok(Box::pin(refuse(run, call, &tool, rule)).await),
         Decision::Ask(because) => {
             let offered = gate::offered_grants(&facts);
             let about = tool.about();
             // Past the card nothing reads the reviewed descriptor.
             tool.reviewed_descriptor = None;
-            ask_and_wait(
-                run,
-                call,
-                &tool,
-                about,
-                because.text(),
-                offered,
-                &provenance,
-            )
-            .await
+            let reason = match (&rule, because) {
+                (Some(rule), gate::AskBecause::RuleAsks) => format!(
+                    "{} asks for this call: \u{201c}{}\u{201d}",
+                    rule_owner(rule),
+                    rule.description
+                ),
+                _ => because.text().to_owned(),
+            };
+            ask_and_wait(run, call, &tool, about, &reason, offered, &provenance).await
         }
     }
+}
+
+/// "Your rule" or "Your organisation's rule".
+fn rule_owner(rule: &RuleRef) -> &'static str {
+    if rule.scope == RuleScope::Admin {
+        "Your organisation's rule"
+    } else {
+        "Your rule"
+    }
+}
+
+/// A call a deny rule refuses: logged as decided (best effort: nothing
+/// runs either way), reported to the chat and to the model as not run.
+async fn refuse(
+    run: &ToolRun<'_>,
+    call: &ToolCall,
+    tool: &Kept,
+    rule: Option<RuleRef>,
+) -> ToolOutcome {
+    let words = rule.as_ref().map_or_else(String::new, |r| {
+        format!(
+            " ({}: \u{201c}{}\u{201d})",
+            rule_owner(r).to_lowercase(),
+            r.description
+        )
+    });
+    let why = format!("A rule refuses this call{words}; nobody was asked and nothing ran.");
+    let mut activity = activity(run, call, tool, call.id.clone(), None);
+    activity.evidence.rule = rule.clone();
+    let _ = activity
+        .decided(
+            run.state,
+            ActivityDecision::DeniedByRule,
+            None,
+            ActivityOutcome::NotRun,
+        )
+        .await;
+    let origin = Origin {
+        kind: None,
+        approved_at: None,
+        rule,
+    };
+    let mut outcome = report(
+        run,
+        tool,
+        &call.id,
+        &call.id,
+        Err(why),
+        (Instant::now(), 0),
+        origin,
+    )
+    .await;
+    outcome.not_run = Some(NotRun::Declined);
+    outcome
 }
 
 /// The addresses the host of `url` resolves to, through the resolver the
@@ -1051,11 +1145,15 @@ async fn run_unasked(
     tool: &Kept,
     arguments: &Map<String, Value>,
     because: gate::RunBecause,
+    rule: Option<RuleRef>,
 ) -> ToolOutcome {
     let state = run.state;
     tracing::info!(?because, tool = %tool.model_name, "tool call runs without a card");
-    // Never flagged: a flagged call always asks.
-    let activity = activity(run, call, tool, call.id.clone(), None);
+    // Never flagged: a flagged call always asks. The rule is named only
+    // when it is what let the call run.
+    let rule = rule.filter(|_| because == gate::RunBecause::Rule);
+    let mut activity = activity(run, call, tool, call.id.clone(), None);
+    activity.evidence.rule = rule.clone();
     let started = Instant::now();
     let waited = Arc::new(AtomicU64::new(0));
     let outcome = match activity
@@ -1078,6 +1176,7 @@ async fn run_unasked(
     let origin = Origin {
         kind: Some(because.origin()),
         approved_at: None,
+        rule,
     };
     let waited = waited.load(Ordering::Relaxed);
     report(
@@ -1255,6 +1354,7 @@ async fn ask_and_wait(
             let origin = Origin {
                 kind: Some(CallOrigin::Approved),
                 approved_at,
+                rule: None,
             };
             let mut reported = Box::pin(report(
                 run,
@@ -1294,6 +1394,8 @@ async fn ask_and_wait(
 struct Origin {
     kind: Option<CallOrigin>,
     approved_at: Option<String>,
+    /// The rule that allowed or refused it.
+    rule: Option<RuleRef>,
 }
 
 /// Emits `mcp_tool_call` and turns the outcome into the model's result.
@@ -1361,6 +1463,7 @@ async fn report(
             waited_ms: (waited_ms > 0).then_some(waited_ms),
             origin: origin.kind,
             approved_at: origin.approved_at,
+            rule: origin.rule.map(Box::new),
             sign_in_connector_id: sign_in.then(|| tool.connector_id.to_string()),
             result,
             result_chars,

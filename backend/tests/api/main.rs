@@ -34,6 +34,7 @@ mod provenance_corpus;
 mod py_oauth;
 mod rls;
 mod rotation;
+mod rules;
 mod server_bounds;
 mod stamps;
 #[path = "../support/db.rs"]

@@ -158,6 +158,8 @@ fn PolicyForm(
             always_ask_tools: Some(list_from_text(&always_ask.get_untracked())),
             connector_hosts: Some(list_from_text(&hosts.get_untracked())),
             require_mfa: Some(require_mfa.get_untracked()),
+            // Not on this form yet: a field left out keeps its value.
+            internal_destinations: None,
         })
     });
     let last_change = move || {

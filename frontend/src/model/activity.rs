@@ -123,6 +123,8 @@ pub fn decision_text(decision: Option<ActivityDecision>, grant: Option<GrantKind
         (Some(D::TurnGrant), _) => "Rule: allowed for the turn".into(),
         (Some(D::AlwaysGrant), _) => "Rule: your always-allow".into(),
         (Some(D::TrustedAnnotations), _) => "Rule: trusted annotations".into(),
+        (Some(D::Rule), _) => "Rule: allowed by a rule".into(),
+        (Some(D::DeniedByRule), _) => "Rule: refused by a rule".into(),
         (Some(other @ D::Unknown), _) => other.to_string(),
         (None, _) => "Not recorded".into(),
     }
@@ -282,6 +284,7 @@ pub(crate) mod tests {
             export: None,
             waiting: false,
             shown_arguments_digest: None,
+            rule: None,
         }
     }
 

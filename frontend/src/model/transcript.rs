@@ -181,7 +181,9 @@ impl Origin {
             CallOrigin::TurnGrant => Some(Self::TurnGrant),
             CallOrigin::AlwaysGrant => Some(Self::AlwaysGrant),
             CallOrigin::TrustedAnnotations => Some(Self::TrustedAnnotations),
-            CallOrigin::Unknown => None,
+            // A rule's run is named by its event's `rule`, which this
+            // build does not draw yet: no chip rather than a wrong one.
+            CallOrigin::Rule | CallOrigin::Unknown => None,
         }
     }
 
@@ -1926,6 +1928,7 @@ mod tests {
             result_chars: None,
             contains_instructions: false,
             connector_id: None,
+            rule: None,
         }
     }
 
@@ -2366,6 +2369,7 @@ mod tests {
                 result_chars: None,
                 contains_instructions: false,
                 connector_id: None,
+                rule: None,
             },
         );
         let call = only_call(&transcript);
@@ -2412,6 +2416,7 @@ mod tests {
             result_chars: None,
             contains_instructions: false,
             connector_id: None,
+            rule: None,
         }
     }
 
@@ -2634,6 +2639,7 @@ mod tests {
                 result_chars: None,
                 contains_instructions: false,
                 connector_id: None,
+                rule: None,
             },
             tool_call("t1", "c2"),
             ran_under("t1", "c2", Some(CallOrigin::TurnGrant)),

@@ -95,12 +95,17 @@ impl Outcome {
         self.card.is_some()
     }
 
-    /// The card warned of a flow (`provenance.flows` not empty).
+    /// The card warned: of a flow (`provenance.flows`), or of
+    /// instructions in a result read earlier in the turn
+    /// (`provenance.instructions_in`), which the call may be following.
     pub fn flagged(&self) -> bool {
-        self.card
-            .as_ref()
-            .and_then(|c| c["provenance"]["flows"].as_array())
-            .is_some_and(|f| !f.is_empty())
+        let listed = |key: &str| {
+            self.card
+                .as_ref()
+                .and_then(|c| c["provenance"][key].as_array())
+                .is_some_and(|f| !f.is_empty())
+        };
+        listed("flows") || listed("instructions_in")
     }
 
     pub fn flows(&self) -> Vec<String> {
