@@ -357,7 +357,8 @@ CREATE TABLE public.admin_policy (
     require_mfa boolean DEFAULT false NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_by uuid,
-    CONSTRAINT admin_policy_bounds CHECK (((cardinality(always_ask_tools) <= 200) AND (cardinality(connector_hosts) <= 200))),
+    internal_destinations text[] DEFAULT '{}'::text[] NOT NULL,
+    CONSTRAINT admin_policy_bounds CHECK (((cardinality(always_ask_tools) <= 200) AND (cardinality(connector_hosts) <= 200) AND (cardinality(internal_destinations) <= 200))),
     CONSTRAINT admin_policy_one_row CHECK (id)
 );
 
@@ -837,6 +838,28 @@ ALTER TABLE ONLY public.tool_grants FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.tool_grants OWNER TO countersign_owner;
 
 --
+-- Name: tool_rules; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.tool_rules (
+    id uuid NOT NULL,
+    user_id uuid,
+    created_by uuid,
+    connector_host text NOT NULL,
+    tool_pattern text NOT NULL,
+    conditions jsonb DEFAULT '[]'::jsonb NOT NULL,
+    effect text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tool_rules_bounds CHECK ((((char_length(connector_host) >= 1) AND (char_length(connector_host) <= 300)) AND ((char_length(tool_pattern) >= 1) AND (char_length(tool_pattern) <= 300)) AND (jsonb_typeof(conditions) = 'array'::text) AND (jsonb_array_length(conditions) <= 20) AND (octet_length((conditions)::text) <= 65536))),
+    CONSTRAINT tool_rules_effect CHECK ((effect = ANY (ARRAY['allow'::text, 'ask'::text, 'deny'::text])))
+);
+
+ALTER TABLE ONLY public.tool_rules FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.tool_rules OWNER TO countersign_owner;
+
+--
 -- Name: turns; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -1059,6 +1082,14 @@ ALTER TABLE ONLY public.tool_grants
 
 
 --
+-- Name: tool_rules tool_rules_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.tool_rules
+    ADD CONSTRAINT tool_rules_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: turns turns_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -1268,6 +1299,20 @@ CREATE UNIQUE INDEX tool_grants_connector_tool_key ON public.tool_grants USING b
 --
 
 CREATE INDEX tool_grants_user_idx ON public.tool_grants USING btree (user_id);
+
+
+--
+-- Name: tool_rules_admin_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX tool_rules_admin_idx ON public.tool_rules USING btree (created_at) WHERE (user_id IS NULL);
+
+
+--
+-- Name: tool_rules_user_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX tool_rules_user_idx ON public.tool_rules USING btree (user_id, created_at);
 
 
 --
@@ -1565,6 +1610,22 @@ ALTER TABLE ONLY public.tool_grants
 
 ALTER TABLE ONLY public.tool_grants
     ADD CONSTRAINT tool_grants_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: tool_rules tool_rules_created_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.tool_rules
+    ADD CONSTRAINT tool_rules_created_by_fkey FOREIGN KEY (created_by) REFERENCES public.users(id) ON DELETE SET NULL;
+
+
+--
+-- Name: tool_rules tool_rules_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.tool_rules
+    ADD CONSTRAINT tool_rules_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -1944,6 +2005,26 @@ CREATE POLICY tool_grants_service ON public.tool_grants TO service_role USING (t
 
 
 --
+-- Name: tool_rules; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.tool_rules ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: tool_rules tool_rules_owner; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY tool_rules_owner ON public.tool_rules TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (created_by = ( SELECT auth.uid() AS uid))));
+
+
+--
+-- Name: tool_rules tool_rules_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY tool_rules_service ON public.tool_rules TO service_role USING (true) WITH CHECK (true);
+
+
+--
 -- Name: turns; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
 --
 
@@ -2217,6 +2298,14 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.tool_grants TO service_role;
 
 
 --
+-- Name: TABLE tool_rules; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE ON TABLE public.tool_rules TO authenticated;
+GRANT SELECT,INSERT,DELETE ON TABLE public.tool_rules TO service_role;
+
+
+--
 -- Name: TABLE turns; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -2329,6 +2418,10 @@ REVOKE ALL ON TABLE signup_attempts FROM authenticated;
 REVOKE ALL ON TABLE tool_grants FROM anon;
 -- authenticated may: SELECT, DELETE
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- tool_rules: row level security enabled and forced
+REVOKE ALL ON TABLE tool_rules FROM anon;
+-- authenticated may: SELECT, INSERT, DELETE
+-- service_role may: SELECT, INSERT, DELETE
 -- turns: row level security enabled and forced
 REVOKE ALL ON TABLE turns FROM anon;
 -- authenticated may: SELECT, INSERT, UPDATE, DELETE
