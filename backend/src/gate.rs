@@ -332,6 +332,21 @@ mod tests {
         ]
     }
 
+    /// Annotations with each hint as given, or absent (`None`).
+    fn hints(ro: &Option<Value>, ow: &Option<Value>, de: &Option<Value>) -> Value {
+        let mut hints = Map::new();
+        for (key, value) in [
+            ("readOnlyHint", ro),
+            ("openWorldHint", ow),
+            ("destructiveHint", de),
+        ] {
+            if let Some(v) = value {
+                hints.insert(key.to_owned(), v.clone());
+            }
+        }
+        Value::Object(hints)
+    }
+
     fn facts(annotations: Option<&Value>, trust: bool, cached: Option<bool>) -> Facts<'_> {
         Facts {
             changed_since_review: false,
@@ -360,17 +375,7 @@ mod tests {
         for ro in values() {
             for ow in values() {
                 for de in values() {
-                    let mut hints = Map::new();
-                    for (key, value) in [
-                        ("readOnlyHint", &ro),
-                        ("openWorldHint", &ow),
-                        ("destructiveHint", &de),
-                    ] {
-                        if let Some(v) = value {
-                            hints.insert(key.to_owned(), v.clone());
-                        }
-                    }
-                    let annotations = Value::Object(hints);
+                    let annotations = hints(&ro, &ow, &de);
                     for trust in bools {
                         for forbid_trust in bools {
                             for cached in [None, Some(false), Some(true)] {
@@ -457,17 +462,7 @@ mod tests {
         for ro in values() {
             for ow in values() {
                 for de in values() {
-                    let mut hints = Map::new();
-                    for (key, value) in [
-                        ("readOnlyHint", &ro),
-                        ("openWorldHint", &ow),
-                        ("destructiveHint", &de),
-                    ] {
-                        if let Some(v) = value {
-                            hints.insert(key.to_owned(), v.clone());
-                        }
-                    }
-                    let annotations = Value::Object(hints);
+                    let annotations = hints(&ro, &ow, &de);
                     for trust in [false, true] {
                         for cached in [None, Some(false), Some(true)] {
                             cases += 1;

@@ -463,6 +463,15 @@ fn host_matches(pattern: &str, call: &Call<'_>, with_addresses: bool) -> bool {
     false
 }
 
+/// Whether any of `rules` could match a connector by the addresses its
+/// name resolves to (a narrowing rule naming a host), so that they are
+/// worth resolving for a call.
+pub fn match_addresses(rules: &[Rule]) -> bool {
+    rules
+        .iter()
+        .any(|r| r.effect != RuleEffect::Allow && r.connector_host != "*")
+}
+
 /// Whether `rule` applies to `call`.
 pub fn applies(rule: &Rule, call: &Call<'_>) -> bool {
     let mode = if rule.effect == RuleEffect::Allow {
@@ -609,8 +618,17 @@ struct Row {
 }
 
 impl Row {
-    fn rule(&self) -> Rule {
-        Rule {
+    /// The rule as the gate reads it. Conditions were checked on the way
+    /// in; should a row's no longer read, an allow is left out (it must
+    /// not widen) and a narrowing rule applies to every call of its tool.
+    fn rule(&self) -> Option<Rule> {
+        let effect = self.effect.parse().unwrap_or(RuleEffect::Deny);
+        let conditions = match serde_json::from_value(self.conditions.clone()) {
+            Ok(conditions) => conditions,
+            Err(_) if effect == RuleEffect::Allow => return None,
+            Err(_) => Vec::new(),
+        };
+        Some(Rule {
             id: self.id,
             scope: if self.user_id.is_some() {
                 RuleScope::User
@@ -619,27 +637,22 @@ impl Row {
             },
             connector_host: self.connector_host.clone(),
             tool: self.tool_pattern.clone(),
-            // Checked on the way in; a row that no longer reads has no
-            // conditions left to narrow an allow, so it cannot widen:
-            // `applies` then needs the host and tool only, which an
-            // allow would match anyway. Such a row is dropped instead.
-            conditions: serde_json::from_value(self.conditions.clone()).unwrap_or_default(),
-            effect: self.effect.parse().unwrap_or(RuleEffect::Deny),
-        }
+            conditions,
+            effect,
+        })
     }
 
-    fn readable(&self) -> bool {
-        serde_json::from_value::<Vec<RuleCondition>>(self.conditions.clone()).is_ok()
-    }
-
-    fn to_api(&self, suspended_by_policy: bool) -> countersign_api::Rule {
-        let rule = self.rule();
-        countersign_api::Rule {
+    fn to_api(&self, suspended_by_policy: bool) -> Option<countersign_api::Rule> {
+        let rule = self.rule()?;
+        Some(countersign_api::Rule {
             id: self.id.to_string(),
             scope: rule.scope,
             connector_host: rule.connector_host.clone(),
             tool: rule.tool.clone(),
             description: describe(&rule),
+            suspended_by_policy: suspended_by_policy
+                && rule.scope == RuleScope::User
+                && rule.effect == RuleEffect::Allow,
             conditions: rule.conditions,
             effect: rule.effect,
             created_at: self
@@ -647,25 +660,15 @@ impl Row {
                 .format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default(),
             created_by: self.created_by_email.clone(),
-            suspended_by_policy: suspended_by_policy
-                && rule.scope == RuleScope::User
-                && rule.effect == RuleEffect::Allow,
-        }
+        })
     }
 }
 
-/// The rules that bear on `user_id`'s calls, read now: their own (as
-/// them) and the administrators'. A row whose conditions no longer read
-/// is kept out when it would allow, and read without conditions (so
-/// applying more widely) when it narrows.
+/// The rules that bear on `user_id`'s calls, read now: the
+/// administrators' and their own (as them), at once.
 pub async fn for_user(pool: &sqlx::PgPool, user_id: UserId) -> Result<Vec<Rule>, sqlx::Error> {
-    let mut rows = admin_rows(pool).await?;
-    rows.extend(user_rows(pool, user_id).await?);
-    Ok(rows
-        .iter()
-        .filter(|r| r.readable() || r.effect != "allow")
-        .map(Row::rule)
-        .collect())
+    let (admin, own) = tokio::try_join!(admin_rows(pool), user_rows(pool, user_id))?;
+    Ok(admin.iter().chain(&own).filter_map(Row::rule).collect())
 }
 
 async fn user_rows(pool: &sqlx::PgPool, user_id: UserId) -> Result<Vec<Row>, sqlx::Error> {
@@ -708,7 +711,7 @@ pub async fn list_own(
     Ok(user_rows(pool, user_id)
         .await?
         .iter()
-        .map(|r| r.to_api(forbid_always_allow))
+        .filter_map(|r| r.to_api(forbid_always_allow))
         .collect())
 }
 
@@ -717,7 +720,7 @@ pub async fn list_admin(pool: &sqlx::PgPool) -> Result<Vec<countersign_api::Rule
     Ok(admin_rows(pool)
         .await?
         .iter()
-        .map(|r| r.to_api(false))
+        .filter_map(|r| r.to_api(false))
         .collect())
 }
 
@@ -756,7 +759,9 @@ pub async fn create_own(
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(row.to_api(false))
+    Ok(row
+        .to_api(false)
+        .expect("conditions `parse` just wrote read back"))
 }
 
 /// Removes one of the user's own rules (as them).
@@ -809,7 +814,9 @@ pub async fn create_admin(
     )
     .fetch_one(&mut *tx)
     .await?;
-    let rule = row.to_api(false);
+    let rule = row
+        .to_api(false)
+        .expect("conditions `parse` just wrote read back");
     record(&mut tx, admin, "", &rule.description).await?;
     tx.commit().await?;
     Ok(rule)
@@ -828,7 +835,11 @@ pub async fn delete_admin(pool: &sqlx::PgPool, admin: UserId, id: Uuid) -> Resul
     .fetch_optional(&mut *tx)
     .await?
     .ok_or(RuleError::NotFound)?;
-    record(&mut tx, admin, &describe(&row.rule()), "").await?;
+    let words = row.rule().map_or_else(
+        || format!("{}: {}", row.connector_host, row.tool_pattern),
+        |rule| describe(&rule),
+    );
+    record(&mut tx, admin, &words, "").await?;
     tx.commit().await?;
     Ok(())
 }

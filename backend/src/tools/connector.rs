@@ -884,7 +884,8 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     .await?;
     // A pattern naming an address covers every name of it (and a rule
     // that narrows: `rules`).
-    let addresses = if policy.always_ask_tools.is_empty() && stored_rules.is_empty() {
+    let addresses = if policy.always_ask_tools.is_empty() && !rules::match_addresses(&stored_rules)
+    {
         Vec::new()
     } else {
         Box::pin(addresses_of(state, &tool.url)).await
