@@ -36,7 +36,7 @@ use crate::{
     gate::PolicyFacts,
     ids::UserId,
 };
-use countersign_api::{ActivityKind, PolicyUpdate, SettingChange};
+use countersign_api::{ActivityKind, Destination, DestinationKind, PolicyUpdate, SettingChange};
 use glob::{MatchOptions, Pattern};
 use sqlx::{FromRow as _, PgPool, postgres::PgRow};
 use time::{OffsetDateTime, format_description::well_known::Rfc3339};
@@ -56,7 +56,7 @@ pub struct Policy {
     pub connector_hosts: Vec<String>,
     pub require_mfa: bool,
     /// Domains, hosts and e-mail addresses inside the firm
-    /// (`rules::parse_destination`, each covering its subdomains).
+    /// ([`parse_destination`], each covering its subdomains).
     pub internal_destinations: Vec<String>,
     pub updated_at: Option<OffsetDateTime>,
     pub updated_by: Option<Uuid>,
@@ -414,8 +414,66 @@ pub fn parse_hosts(list: &[String]) -> Result<Vec<String>, PolicyError> {
     Ok(out)
 }
 
+/// A destination-list entry as stored: a domain or host (normalised; it
+/// covers its subdomains), or an e-mail address (its domain normalised).
+/// `None` when it is none of these.
+pub fn parse_destination(raw: &str) -> Option<String> {
+    let raw = raw.trim();
+    if raw.is_empty() || raw.chars().count() > MAX_ENTRY_CHARS || raw.chars().any(char::is_control)
+    {
+        return None;
+    }
+    if let Some((local, domain)) = raw.rsplit_once('@') {
+        if local.is_empty() || local.contains(char::is_whitespace) {
+            return None;
+        }
+        return Some(format!("{}@{}", local.to_lowercase(), normal_host(domain)?));
+    }
+    let host = raw.strip_prefix("*.").unwrap_or(raw);
+    if host.contains(['*', '/', '?']) {
+        return None;
+    }
+    normal_host(host)
+}
+
+/// Whether destination `d` is covered by `entries` (as
+/// [`parse_destination`] stores them): an address by an equal address or
+/// by its domain or a parent domain, a host by itself or a parent domain,
+/// a named destination (`#general`) by an equal entry.
+pub fn destination_in(d: &Destination, entries: &[String]) -> bool {
+    let covers = |domain: &str, entry: &str| {
+        domain == entry
+            || domain
+                .strip_suffix(entry)
+                .is_some_and(|sub| sub.ends_with('.'))
+    };
+    match d.kind {
+        DestinationKind::Email => {
+            let address = d.ascii.to_lowercase();
+            let Some((_, domain)) = address.rsplit_once('@') else {
+                return false;
+            };
+            entries.iter().any(|e| {
+                if e.contains('@') {
+                    *e == address
+                } else {
+                    covers(domain, e)
+                }
+            })
+        }
+        DestinationKind::Host => {
+            let host = d.ascii.to_lowercase();
+            entries.iter().any(|e| !e.contains('@') && covers(&host, e))
+        }
+        DestinationKind::Named | DestinationKind::Unknown => {
+            let name = d.ascii.trim().to_lowercase();
+            entries.contains(&name)
+        }
+    }
+}
+
 /// `internal_destinations` as typed → as stored
-/// (`rules::parse_destination`): domains and hosts normalised, e-mail
+/// ([`parse_destination`]): domains and hosts normalised, e-mail
 /// addresses with their domain normalised, duplicates and blanks dropped.
 pub fn parse_internal(list: &[String]) -> Result<Vec<String>, PolicyError> {
     bounded(list, "Destinations inside the firm")?;
@@ -424,7 +482,7 @@ pub fn parse_internal(list: &[String]) -> Result<Vec<String>, PolicyError> {
         if raw.trim().is_empty() {
             continue;
         }
-        let Some(entry) = crate::rules::parse_destination(raw) else {
+        let Some(entry) = parse_destination(raw) else {
             return Err(PolicyError::Invalid(format!(
                 "Destinations inside the firm: \"{}\" is not a domain, host or e-mail address \
                  (write firm.example, 10.0.0.7 or partner@firm.example).",
@@ -446,18 +504,16 @@ pub fn parse_internal(list: &[String]) -> Result<Vec<String>, PolicyError> {
 pub fn stays_inside(
     policy: &Policy,
     url: &str,
-    destinations: &[countersign_api::Destination],
+    destinations: &[Destination],
     closed_world: bool,
 ) -> bool {
     if policy.internal_destinations.is_empty() {
         return false;
     }
-    let inside = |d: &countersign_api::Destination| {
-        crate::rules::destination_in(d, &policy.internal_destinations)
-    };
+    let inside = |d: &Destination| destination_in(d, &policy.internal_destinations);
     let connector = host_of(url).is_some_and(|host| {
-        inside(&countersign_api::Destination {
-            kind: countersign_api::DestinationKind::Host,
+        inside(&Destination {
+            kind: DestinationKind::Host,
             ascii: host,
             unicode: None,
             path: String::new(),

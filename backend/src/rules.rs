@@ -31,11 +31,10 @@
 use crate::{
     audit, db,
     ids::UserId,
-    policy::{fold_tool, normal_host},
+    policy::{destination_in, fold_tool, normal_host, parse_destination},
 };
 use countersign_api::{
-    ConditionOp, Destination, DestinationKind, RuleCondition, RuleEffect, RuleRef, RuleRequest,
-    RuleScope,
+    ConditionOp, Destination, RuleCondition, RuleEffect, RuleRef, RuleRequest, RuleScope,
     characters::{is_bidi_control, is_invisible},
 };
 use glob::{MatchOptions, Pattern};
@@ -256,63 +255,6 @@ fn bounded_value(value: &Value) -> Result<(), Invalid> {
         )));
     }
     Ok(())
-}
-
-/// A destination-list entry as stored: a domain or host (normalised; it
-/// covers its subdomains), or an e-mail address (its domain normalised).
-/// `None` when it is none of these.
-pub fn parse_destination(raw: &str) -> Option<String> {
-    let raw = raw.trim();
-    if raw.is_empty() || raw.chars().count() > MAX_CHARS || raw.chars().any(char::is_control) {
-        return None;
-    }
-    if let Some((local, domain)) = raw.rsplit_once('@') {
-        if local.is_empty() || local.contains(char::is_whitespace) {
-            return None;
-        }
-        return Some(format!("{}@{}", local.to_lowercase(), normal_host(domain)?));
-    }
-    let host = raw.strip_prefix("*.").unwrap_or(raw);
-    if host.contains(['*', '/', '?']) {
-        return None;
-    }
-    normal_host(host)
-}
-
-/// Whether destination `d` is covered by `entries` (as
-/// [`parse_destination`] stores them): an address by an equal address or
-/// by its domain or a parent domain, a host by itself or a parent domain,
-/// a named destination (`#general`) by an equal entry.
-pub fn destination_in(d: &Destination, entries: &[String]) -> bool {
-    let covers = |domain: &str, entry: &str| {
-        domain == entry
-            || domain
-                .strip_suffix(entry)
-                .is_some_and(|sub| sub.ends_with('.'))
-    };
-    match d.kind {
-        DestinationKind::Email => {
-            let address = d.ascii.to_lowercase();
-            let Some((_, domain)) = address.rsplit_once('@') else {
-                return false;
-            };
-            entries.iter().any(|e| {
-                if e.contains('@') {
-                    *e == address
-                } else {
-                    covers(domain, e)
-                }
-            })
-        }
-        DestinationKind::Host => {
-            let host = d.ascii.to_lowercase();
-            entries.iter().any(|e| !e.contains('@') && covers(&host, e))
-        }
-        DestinationKind::Named | DestinationKind::Unknown => {
-            let name = d.ascii.trim().to_lowercase();
-            entries.contains(&name)
-        }
-    }
 }
 
 /// How a condition's values combine: every one must pass (allow rules)
