@@ -385,11 +385,8 @@ struct Wire {
     result: Option<String>,
     result_chars: Option<u64>,
     contains_instructions: Option<bool>,
-    // The web app draws no rule on a call yet and reads none: its decoder
-    // stays out of the chat page's first load (`e2e/tests/delivery.spec.ts`
-    // holds it to a budget). The server and other clients read it.
-    #[cfg_attr(target_arch = "wasm32", serde(skip_deserializing))]
-    rule: Option<crate::RuleRef>,
+    // Read as a JSON value (see [`rule_ref`]).
+    rule: Option<serde_json::Value>,
     no_prose_reason: Option<NoProseReason>,
     message_id: Option<String>,
 }
@@ -404,6 +401,26 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
 /// A required field's value, or its name.
 fn required<T>(value: Option<T>, name: &'static str) -> Result<T, &'static str> {
     value.ok_or(name)
+}
+
+/// A call's `rule`, taken from the JSON value the decoder reads anyway: a
+/// derived decoder for [`crate::RuleRef`] would add 1.2 KB (brotli) to the
+/// web app's first load, past its budget (`e2e/tests/delivery.spec.ts`).
+/// As the derive would, a field missing is an error (named `rule`).
+fn rule_ref(value: serde_json::Value) -> Result<crate::RuleRef, &'static str> {
+    let text = |name: &str| {
+        value
+            .get(name)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .ok_or("rule")
+    };
+    Ok(crate::RuleRef {
+        id: text("id")?,
+        scope: crate::RuleScope::from_wire(&text("scope")?),
+        effect: crate::RuleEffect::from_wire(&text("effect")?),
+        description: text("description")?,
+    })
 }
 
 impl Wire {
@@ -507,7 +524,7 @@ impl Wire {
                 result_chars: self.result_chars,
                 contains_instructions: self.contains_instructions.unwrap_or(false),
                 connector_id: self.connector_id,
-                rule: self.rule.map(Box::new),
+                rule: self.rule.map(rule_ref).transpose()?.map(Box::new),
             },
             "error" => ChatEvent::Error {
                 turn_id: turn_id?,
@@ -638,7 +655,14 @@ mod tests {
             result_chars: full.then_some(1),
             contains_instructions: full,
             connector_id: full.then(|| "k".into()),
-            rule: None,
+            rule: full.then(|| {
+                Box::new(crate::RuleRef {
+                    id: "r".into(),
+                    scope: crate::RuleScope::Admin,
+                    effect: crate::RuleEffect::Allow,
+                    description: "Allow every read".into(),
+                })
+            }),
         };
         vec![
             ChatEvent::TurnStarted {
@@ -781,6 +805,30 @@ mod tests {
         assert!(
             serde_json::from_str::<ChatEvent>(r#"{"type":"text_delta","turn_id":"t","text":5}"#)
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn a_calls_rule_missing_a_field_is_an_error_and_a_null_rule_is_none() {
+        let call = |rule: &str| {
+            serde_json::from_str::<ChatEvent>(&format!(
+                r#"{{"type":"mcp_tool_call","turn_id":"t","id":"p","connector_name":"N","tool_name":"s","status":"ok","duration_ms":1,"rule":{rule}}}"#
+            ))
+        };
+        assert!(call(r#"{"id":"r","scope":"user","effect":"allow"}"#).is_err());
+        assert!(matches!(
+            call("null").expect("reads"),
+            ChatEvent::McpToolCall { rule: None, .. }
+        ));
+        let Ok(ChatEvent::McpToolCall {
+            rule: Some(rule), ..
+        }) = call(r#"{"id":"r","scope":"user","effect":"ask","description":"d","more":1}"#)
+        else {
+            panic!("no rule read");
+        };
+        assert_eq!(
+            (rule.scope, rule.effect, rule.description.as_str()),
+            (crate::RuleScope::User, crate::RuleEffect::Ask, "d")
         );
     }
 

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use countersign_api::{
     ActivityDecision, ActivityEntry, ActivityFilter, ActivityOutcome, Destination, GrantKind,
+    RuleRef, RuleScope,
 };
 
 /// One proposed call: its log entries folded together.
@@ -32,6 +33,8 @@ pub struct CallRow {
     pub decision: Option<ActivityDecision>,
     /// With `approved`: `once`, `turn` or `always`.
     pub grant: Option<GrantKind>,
+    /// With `rule` and `denied_by_rule`: the rule that decided.
+    pub rule: Option<RuleRef>,
     /// How it ended, by its latest entry: `running`, `not_run`, `ok`,
     /// `error`.
     pub outcome: ActivityOutcome,
@@ -77,6 +80,7 @@ pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
                     arguments_digest: entry.arguments_digest.clone(),
                     decision: None,
                     grant: None,
+                    rule: None,
                     outcome: entry.outcome,
                     error: entry.error.clone(),
                     duration_ms: entry.duration_ms,
@@ -95,6 +99,7 @@ pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
         if row.decision.is_none() && entry.decision.is_some() {
             row.decision = entry.decision;
             row.grant = entry.grant;
+            row.rule.clone_from(&entry.rule);
         }
         // What the call sends where is on its `decided` entry.
         if row.destinations.is_empty() {
@@ -109,10 +114,31 @@ pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
     rows
 }
 
-/// What decided a call, in words. A word this build does not know (a
-/// newer server) is shown as the log's `unknown`, never dropped.
-pub fn decision_text(decision: Option<ActivityDecision>, grant: Option<GrantKind>) -> String {
+/// What decided a call, in words, naming the rule that did. A word this
+/// build does not know (a newer server) is shown as the log's `unknown`,
+/// never dropped.
+pub fn decision_text(
+    decision: Option<ActivityDecision>,
+    grant: Option<GrantKind>,
+    rule: Option<&RuleRef>,
+) -> String {
     use ActivityDecision as D;
+    if let (Some(D::Rule | D::DeniedByRule), Some(rule)) = (decision, rule) {
+        let whose = if rule.scope == RuleScope::Admin {
+            "your organisation's"
+        } else {
+            "your"
+        };
+        let what = if decision == Some(D::Rule) {
+            "Allowed"
+        } else {
+            "Refused"
+        };
+        return format!(
+            "{what} by {whose} rule \u{201c}{}\u{201d}",
+            rule.description
+        );
+    }
     match (decision, grant) {
         (Some(D::Approved), Some(GrantKind::Once)) => "You allowed it once".into(),
         (Some(D::Approved), Some(GrantKind::Turn)) => "You allowed it for the turn".into(),
@@ -482,11 +508,38 @@ pub(crate) mod tests {
         ];
         for (decision, grant, want) in cases {
             assert_eq!(
-                decision_text(decision, grant),
+                decision_text(decision, grant, None),
                 want,
                 "{decision:?} {grant:?}"
             );
         }
+        let rule = |scope| RuleRef {
+            id: "r1".into(),
+            scope,
+            effect: countersign_api::RuleEffect::Allow,
+            description: "Allow Demo: search_notes".into(),
+        };
+        assert_eq!(
+            decision_text(
+                Some(ActivityDecision::Rule),
+                None,
+                Some(&rule(RuleScope::User))
+            ),
+            "Allowed by your rule \u{201c}Allow Demo: search_notes\u{201d}"
+        );
+        assert_eq!(
+            decision_text(
+                Some(ActivityDecision::DeniedByRule),
+                None,
+                Some(&rule(RuleScope::Admin))
+            ),
+            "Refused by your organisation's rule \u{201c}Allow Demo: search_notes\u{201d}"
+        );
+        assert_eq!(
+            decision_text(Some(ActivityDecision::Rule), None, None),
+            "Rule: allowed by a rule",
+            "an older entry without its rule"
+        );
         let outcomes = [
             (ActivityOutcome::Ok, "OK"),
             (ActivityOutcome::Error, "Error"),
@@ -511,7 +564,10 @@ pub(crate) mod tests {
         .expect("an entry with words this build does not know still reads");
         let rows = group_calls(&[entry]);
         assert_eq!(rows[0].decision, Some(ActivityDecision::Unknown));
-        assert_eq!(decision_text(rows[0].decision, rows[0].grant), "unknown");
+        assert_eq!(
+            decision_text(rows[0].decision, rows[0].grant, None),
+            "unknown"
+        );
         assert_eq!(outcome_text(rows[0].outcome), "unknown");
     }
 

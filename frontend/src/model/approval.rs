@@ -372,6 +372,17 @@ pub fn origin_text(origin: &Origin, minutes_east_at: impl Fn(f64) -> i64) -> Str
         Origin::TrustedAnnotations => {
             "Ran without asking: you trust this server's annotations".into()
         }
+        Origin::Rule {
+            description,
+            organisation,
+        } => format!(
+            "Ran under {} rule \u{201c}{description}\u{201d}",
+            if *organisation {
+                "your organisation's"
+            } else {
+                "your"
+            }
+        ),
     }
 }
 
@@ -1017,6 +1028,20 @@ mod tests {
         let cases = [
             (Origin::AlwaysGrant, "Ran under your always-allow rule"),
             (Origin::TurnGrant, "Allowed for this turn"),
+            (
+                Origin::Rule {
+                    description: "Allow Demo: search_notes".into(),
+                    organisation: false,
+                },
+                "Ran under your rule \u{201c}Allow Demo: search_notes\u{201d}",
+            ),
+            (
+                Origin::Rule {
+                    description: "Allow every read".into(),
+                    organisation: true,
+                },
+                "Ran under your organisation's rule \u{201c}Allow every read\u{201d}",
+            ),
             (
                 Origin::TrustedAnnotations,
                 "Ran without asking: you trust this server's annotations",

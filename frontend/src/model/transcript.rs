@@ -33,7 +33,8 @@
 
 use countersign_api::{
     CallOrigin, ChatDetail, ChatEvent, GrantKind, InputAction, InputMode, InputRequestStatus,
-    MessageStatus, Provenance, Resolution, ToolCallStatus, ToolRisk, TurnEnding,
+    MessageStatus, Provenance, Resolution, RuleRef, RuleScope, ToolCallStatus, ToolRisk,
+    TurnEnding,
 };
 
 /// The chat's turns, oldest first, and how far the stream has been applied.
@@ -170,20 +171,34 @@ pub enum Origin {
     /// The user trusts the server's annotations, and they declare the tool
     /// read-only and closed-world.
     TrustedAnnotations,
+    /// An allow rule with conditions (DESIGN §5 "Rules").
+    Rule {
+        /// The rule in words, as the server wrote it.
+        description: String,
+        /// An administrator's rule for everyone, not the user's own.
+        organisation: bool,
+    },
 }
 
 impl Origin {
     /// The origin an event names; `None` for none or a word this build does
     /// not know (a newer server): no chip rather than a wrong one.
-    pub fn from_event(origin: Option<CallOrigin>, approved_at: Option<String>) -> Option<Self> {
+    /// A rule's run names its rule (`rule`); without one there is no chip.
+    pub fn from_event(
+        origin: Option<CallOrigin>,
+        approved_at: Option<String>,
+        rule: Option<Box<RuleRef>>,
+    ) -> Option<Self> {
         match origin? {
             CallOrigin::Approved => Some(Self::Approved { approved_at }),
             CallOrigin::TurnGrant => Some(Self::TurnGrant),
             CallOrigin::AlwaysGrant => Some(Self::AlwaysGrant),
             CallOrigin::TrustedAnnotations => Some(Self::TrustedAnnotations),
-            // A rule's run is named by its event's `rule`, which this
-            // build does not draw yet: no chip rather than a wrong one.
-            CallOrigin::Rule | CallOrigin::Unknown => None,
+            CallOrigin::Rule => rule.map(|rule| Self::Rule {
+                organisation: rule.scope == RuleScope::Admin,
+                description: rule.description,
+            }),
+            CallOrigin::Unknown => None,
         }
     }
 
@@ -194,6 +209,7 @@ impl Origin {
             Self::TurnGrant => CallOrigin::TurnGrant,
             Self::AlwaysGrant => CallOrigin::AlwaysGrant,
             Self::TrustedAnnotations => CallOrigin::TrustedAnnotations,
+            Self::Rule { .. } => CallOrigin::Rule,
         }
     }
 
@@ -1098,6 +1114,7 @@ impl Transcript {
                 result,
                 result_chars,
                 contains_instructions,
+                rule,
                 ..
             } => {
                 let result = result.map(|text| {
@@ -1112,7 +1129,7 @@ impl Transcript {
                 } else {
                     ToolState::Error(error)
                 };
-                let origin = Origin::from_event(origin, approved_at);
+                let origin = Origin::from_event(origin, approved_at, rule);
                 let label = Some(format!("{connector_name}: {tool_name}").into_boxed_str());
                 let sign_in = sign_in_connector_id.map(|connector_id| {
                     Box::new(SignInAgain {
@@ -2612,6 +2629,46 @@ mod tests {
                     "{why}: the key is the wire word"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_call_a_rule_let_run_names_the_rule_and_one_without_its_rule_has_no_chip() {
+        let rule = |scope| {
+            Box::new(RuleRef {
+                id: "r1".into(),
+                scope,
+                effect: countersign_api::RuleEffect::Allow,
+                description: "Allow Demo: send_email when to ends with @firm.example".into(),
+            })
+        };
+        for (given, expected) in [
+            (
+                Some(rule(RuleScope::User)),
+                Some(Origin::Rule {
+                    description: "Allow Demo: send_email when to ends with @firm.example".into(),
+                    organisation: false,
+                }),
+            ),
+            (
+                Some(rule(RuleScope::Admin)),
+                Some(Origin::Rule {
+                    description: "Allow Demo: send_email when to ends with @firm.example".into(),
+                    organisation: true,
+                }),
+            ),
+            (None, None),
+        ] {
+            let mut transcript = Transcript::default();
+            transcript.apply(Some(1), started("t1", "x"));
+            transcript.apply(Some(2), tool_call("t1", "c1"));
+            let mut ran = ran_under("t1", "c1", Some(CallOrigin::Rule));
+            if let ChatEvent::McpToolCall { rule, .. } = &mut ran {
+                *rule = given;
+            }
+            transcript.apply(Some(3), ran);
+            assert_eq!(origin_of(&transcript, "c1"), expected);
+            assert_eq!(only_call(&transcript).approval, None, "no card");
         }
     }
 

@@ -445,7 +445,7 @@ fn WaitingAcross(call: AdminWaitingCall) -> impl IntoView {
 #[component]
 fn ActivityRow(row: CallRow, with_account: bool) -> impl IntoView {
     let when = full_time_text(&row.at, minutes_east_at);
-    let decision = decision_text(row.decision, row.grant);
+    let decision = decision_text(row.decision, row.grant, row.rule.as_ref());
     let outcome = outcome_text(row.outcome);
     let duration = row.duration_ms.map(duration_text);
     let digest = short_digest(&row.arguments_digest);
