@@ -172,6 +172,49 @@ test('an admin forbids "Always allow": the user\'s card no longer offers it, the
   await expect(page.getByTestId('signin-submit')).toBeVisible();
 });
 
+test('an admin writes a rule for everyone and the firm\'s internal destinations, lists them and takes them back', async ({
+  browser,
+}, testInfo) => {
+  const admin = await adminBrowser(browser, testInfo);
+  const page = admin.page;
+  try {
+    await openAdmin(page);
+    await page.getByTestId('policy-internal').fill('firm.example\ndocs.firm.example');
+    await page.getByTestId('policy-save').click();
+    await expect(page.getByTestId('policy-notice')).toHaveText("Saved. It applies from everyone's next tool call.");
+    await page.reload();
+    await expect(page.getByTestId('policy-internal')).toHaveValue('firm.example\ndocs.firm.example');
+
+    const rules = page.getByTestId('rules-admin');
+    const form = rules.getByTestId('rule-add-admin');
+    await form.getByTestId('rule-add-host').fill('*');
+    await form.getByTestId('rule-add-tool').fill('wipe_*');
+    await form.getByTestId('rule-add-effect').selectOption('deny');
+    await form.getByTestId('rule-add-save').click();
+    const row = rules.getByTestId('rule-list-row');
+    await expect(row).toHaveCount(1);
+    await expect(row.locator('.rule-what')).toHaveText('Deny any connector: wipe_*');
+    await expect(row).toContainText(`by ${ADMIN_EMAIL}`);
+    await rules.scrollIntoViewIfNeeded();
+    await everyWay(page, 'settings-admin-rules', async () => {
+      await rules.scrollIntoViewIfNeeded();
+    });
+    await row.getByTestId('rule-list-delete').click();
+    await expect(rules.getByTestId('rule-list-empty')).toBeVisible();
+    await navTo(page, 'nav-activity');
+    await expect(page.getByTestId('activity-admin-change').first()).toContainText(
+      'Rules for everyone: Deny any connector: wipe_* \u2192 (none)',
+    );
+  } finally {
+    // The policy is the instance's: put it back for the specs after this.
+    await openAdmin(page);
+    await page.getByTestId('policy-internal').fill('');
+    await page.getByTestId('policy-save').click();
+    await expect(page.getByTestId('policy-notice')).toBeVisible();
+    await admin.context.close();
+  }
+});
+
 test("an admin's Activity shows whose calls wait, never their arguments, and the read is in the admin's log", async ({
   page,
   browser,

@@ -18,8 +18,9 @@ use countersign_api::{
     CreateConnectorRequest, DecideRequest, DecideResponse, ErrorBody, Grant, InputAnswer,
     InputAnswered, InputRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed,
     MfaEnrolRequest, MfaEnrolment, ModelsResponse, OAuthStart, PendingCall, Policy, PolicyUpdate,
-    ProviderKeyStatus, ReviewToolsRequest, SendMessageRequest, SessionInfo, SessionResponse,
-    SetProviderKeyRequest, SignupRequest, TurnAccepted, UpdateChatRequest, UpdateConnectorRequest,
+    ProviderKeyStatus, ReviewToolsRequest, Rule, RuleRequest, SendMessageRequest, SessionInfo,
+    SessionResponse, SetProviderKeyRequest, SignupRequest, TurnAccepted, UpdateChatRequest,
+    UpdateConnectorRequest,
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::Deserialize;
@@ -537,6 +538,38 @@ pub async fn grants() -> Result<Vec<Grant>, ApiError> {
 pub async fn revoke_grant(csrf_token: &str, grant_id: &str) -> Result<(), ApiError> {
     let url = format!("/api/grants/{}", segment(grant_id));
     fetch_empty(with_csrf(Request::delete(&url), csrf_token).build()).await
+}
+
+/// `GET /api/rules` (`admin: false`) or `GET /api/admin/rules`: the
+/// caller's own rules, or the administrators' rules for everyone.
+pub async fn rules(admin: bool) -> Result<Vec<Rule>, ApiError> {
+    fetch_json(Request::get(rules_path(admin)).build()).await
+}
+
+/// `POST /api/rules` or `POST /api/admin/rules` (201). 422 says which part
+/// is wrong; 403 `mfa_required` asks for a step-up first (an allow rule,
+/// every admin rule); 403 `forbidden_by_policy` refuses an allow rule the
+/// admin policy forbids.
+pub async fn create_rule(
+    csrf_token: &str,
+    admin: bool,
+    body: &RuleRequest,
+) -> Result<Rule, ApiError> {
+    fetch_json(with_csrf(Request::post(rules_path(admin)), csrf_token).json(body)).await
+}
+
+/// `DELETE /api/rules/{id}` or `DELETE /api/admin/rules/{id}` (204).
+pub async fn delete_rule(csrf_token: &str, admin: bool, rule_id: &str) -> Result<(), ApiError> {
+    let url = format!("{}/{}", rules_path(admin), segment(rule_id));
+    fetch_empty(with_csrf(Request::delete(&url), csrf_token).build()).await
+}
+
+fn rules_path(admin: bool) -> &'static str {
+    if admin {
+        "/api/admin/rules"
+    } else {
+        "/api/rules"
+    }
 }
 
 /// `GET /api/admin/policy` (administrators only).

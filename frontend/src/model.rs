@@ -23,6 +23,7 @@ pub mod input_request;
 pub mod markdown;
 pub mod oauth;
 pub mod return_to;
+pub mod rule_draft;
 pub mod security;
 pub mod step_up;
 pub mod tool_review;

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 
 use crate::api;
 use crate::clock::minutes_east_at;
-use crate::components::{FormError, StepUp, last_error, submit_handler};
+use crate::components::{FormError, RuleList, StepUp, last_error, submit_handler};
 use crate::model::admin::{count_text, list_from_text, text_from_list};
 use crate::model::when::date_time_text;
 use crate::session::SessionState;
@@ -49,6 +49,7 @@ pub fn AdminSection() -> impl IntoView {
                     Some(Ok(current)) => view! { <PolicyForm current=current on_saved=move || overview.refetch() /> }.into_any(),
                 }}
             </section>
+            <RuleList admin=true />
             <section class="panel" aria-labelledby="admin-users-heading" data-testid="admin-users">
                 <h2 id="admin-users-heading">"Accounts"</h2>
                 {move || match users.get() {
@@ -128,6 +129,7 @@ fn PolicyForm(
     let require_mfa = RwSignal::new(current.require_mfa);
     let always_ask = RwSignal::new(text_from_list(&current.always_ask_tools));
     let hosts = RwSignal::new(text_from_list(&current.connector_hosts));
+    let internal = RwSignal::new(text_from_list(&current.internal_destinations));
     let saved_by = RwSignal::new((current.updated_at.clone(), current.updated_by.clone()));
     let notice = RwSignal::new(None::<&'static str>);
 
@@ -142,6 +144,7 @@ fn PolicyForm(
             // What the server kept: trimmed, lower-cased, without duplicates.
             always_ask.set(text_from_list(&stored.always_ask_tools));
             hosts.set(text_from_list(&stored.connector_hosts));
+            internal.set(text_from_list(&stored.internal_destinations));
             saved_by.set((stored.updated_at.clone(), stored.updated_by.clone()));
             notice.set(Some("Saved. It applies from everyone's next tool call."));
             on_saved();
@@ -158,8 +161,7 @@ fn PolicyForm(
             always_ask_tools: Some(list_from_text(&always_ask.get_untracked())),
             connector_hosts: Some(list_from_text(&hosts.get_untracked())),
             require_mfa: Some(require_mfa.get_untracked()),
-            // Not on this form yet: a field left out keeps its value.
-            internal_destinations: None,
+            internal_destinations: Some(list_from_text(&internal.get_untracked())),
         })
     });
     let last_change = move || {
@@ -184,6 +186,8 @@ fn PolicyForm(
                 hint="One pattern per line, connector-host/tool: mail.example.com/send_* or */delete_*. Matching calls ask every time, whatever anyone allowed, and their cards offer only \u{201c}Allow once\u{201d}." />
             <ListField id="policy-hosts" label="Allowed connector hosts" text=hosts
                 hint="One host per line: mcp.example.com, or *.example.com for its subdomains. Empty: any host. When set, connectors elsewhere can no longer be added or connect." />
+            <ListField id="policy-internal" label="Inside the firm" text=internal
+                hint="One domain, host or e-mail address per line: firm.example, docs.firm.example. Text from a tool's result going only to these is still shown on the card, but not flagged as leaving the firm." />
             <FormError message=error testid="policy-error" />
             <button type="submit" class="button primary" data-testid="policy-save" disabled=move || pending.get()>
                 {move || if pending.get() { "Saving…" } else { "Save policy" }}

@@ -21,6 +21,7 @@ mod decision_bar;
 mod evidence;
 mod long_value;
 mod notify;
+mod rule_maker;
 
 use std::collections::BTreeSet;
 

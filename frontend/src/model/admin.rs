@@ -33,6 +33,8 @@ pub fn setting_name(setting: &str) -> &str {
         "always_ask_tools" => "Tools that always ask",
         "connector_hosts" => "Allowed connector hosts",
         "require_mfa" => "Require two-factor sign-in",
+        "internal_destinations" => "Inside the firm",
+        "rules" => "Rules for everyone",
         "disabled" => "Disabled",
         "is_admin" => "Administrator",
         "password" => "Password",
@@ -57,6 +59,7 @@ pub fn change_text(change: &SettingChange) -> String {
         && !change.after.is_empty()
         && change.setting != "always_ask_tools"
         && change.setting != "connector_hosts"
+        && change.setting != "internal_destinations"
     {
         // A password reset or an account created: only the after says it.
         return format!("{}: {}", setting_name(&change.setting), change.after);
@@ -190,6 +193,18 @@ mod tests {
         assert_eq!(
             change_text(&change("connector_hosts", "", "a.test, b.test")),
             "Allowed connector hosts: (none) \u{2192} a.test, b.test"
+        );
+        assert_eq!(
+            change_text(&change("internal_destinations", "", "firm.example")),
+            "Inside the firm: (none) \u{2192} firm.example"
+        );
+        assert_eq!(
+            change_text(&change("rules", "", "Deny any connector: wipe_*")),
+            "Rules for everyone: Deny any connector: wipe_*"
+        );
+        assert_eq!(
+            change_text(&change("rules", "Deny any connector: wipe_*", "")),
+            "Rules for everyone: Deny any connector: wipe_* \u{2192} (none)"
         );
         assert_eq!(
             change_text(&change("password", "", "reset (one-time)")),

@@ -22,7 +22,9 @@ use countersign_api::Grant;
 
 use crate::api;
 use crate::clock::minutes_east_at;
-use crate::components::{AdminSection, ConnectorsSection, FormError, last_error, set_page_title};
+use crate::components::{
+    AdminSection, ConnectorsSection, FormError, RuleList, last_error, set_page_title,
+};
 use crate::model::oauth::SignInReturn;
 use crate::model::when::date_time_text;
 use crate::session::SessionState;
@@ -266,5 +268,6 @@ pub fn StandingRules() -> impl IntoView {
                 .into_any(),
             }}
         </section>
+        <RuleList admin=false />
     }
 }

@@ -13,6 +13,7 @@ use leptos::html::{Button, Textarea};
 use leptos::prelude::*;
 
 use super::Card;
+use super::rule_maker::RuleMaker;
 use crate::model::approval::always_question;
 use crate::model::transcript::{Decision, Grant};
 
@@ -447,6 +448,7 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
                 </div>
             </form>
         </Show>
+        <RuleMaker card=card approval_id=approval_id.clone() />
         </div>
     }
 }
