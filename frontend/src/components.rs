@@ -32,6 +32,7 @@ pub use composer::Composer;
 pub use connectors::ConnectorsSection;
 pub use form_error::{FormError, last_error, last_notice, submit_handler};
 pub use input_card::InputCard;
+pub(crate) use input_card::{FieldView, browser_pattern_check};
 pub use markdown::Markdown;
 pub use model_picker::ModelPicker;
 pub use new_chat_button::NewChatButton;

@@ -18,6 +18,7 @@
 
 mod countdown;
 mod decision_bar;
+mod edit_form;
 mod evidence;
 mod long_value;
 mod notify;

@@ -376,7 +376,7 @@ fn focus_id(prefix: &str, index: usize) -> String {
 /// One field: its label (marked when required), help, input, hints and
 /// problem, tied together for assistive technology.
 #[component]
-fn FieldView(
+pub(crate) fn FieldView(
     field: Field,
     index: usize,
     prefix: String,
@@ -868,7 +868,7 @@ fn Buttons(
 /// browser's own `RegExp`. `None` (the server checks) for a pattern that
 /// does not compile or is not safe to run here
 /// ([`pattern_is_checkable`]).
-fn browser_pattern_check(pattern: &str, value: &str) -> Option<bool> {
+pub(crate) fn browser_pattern_check(pattern: &str, value: &str) -> Option<bool> {
     if !pattern_is_checkable(pattern) {
         return None;
     }

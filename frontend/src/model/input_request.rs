@@ -272,6 +272,32 @@ impl Form {
             .collect()
     }
 
+    /// The answers that stand for `values` (a call's arguments, for "Edit
+    /// before allowing"), when the form says exactly them: every argument
+    /// is a field, and the content the answers make is `values` again
+    /// (no value changed, dropped or retyped on the way). `None`: the
+    /// form cannot show them as they are, and the card offers the JSON.
+    pub fn answers_for(
+        &self,
+        values: &Value,
+        minutes_east_at: &dyn Fn(f64) -> i64,
+    ) -> Option<Vec<Answer>> {
+        let given = values.as_object()?;
+        if given
+            .keys()
+            .any(|name| !self.fields.iter().any(|field| &field.name == name))
+        {
+            return None;
+        }
+        let answers: Vec<Answer> = self
+            .fields
+            .iter()
+            .map(|field| field.answer_for(given.get(&field.name), minutes_east_at))
+            .collect();
+        let content = self.content(&answers, &|_, _| None, minutes_east_at).ok()?;
+        (&content == given).then_some(answers)
+    }
+
     /// The `content` of an "accept": each answer checked and given its JSON
     /// type (numbers as numbers, booleans, arrays of strings), empty
     /// optional fields left out. On problems, every field's, in order.
@@ -469,7 +495,13 @@ impl Field {
     }
 
     fn initial(&self, minutes_east_at: &dyn Fn(f64) -> i64) -> Answer {
-        let Some(default) = &self.default else {
+        self.answer_for(self.default.as_ref(), minutes_east_at)
+    }
+
+    /// The answer that stands for `value` (a default, or a call's
+    /// argument); empty when there is none or it does not fit the field.
+    fn answer_for(&self, value: Option<&Value>, minutes_east_at: &dyn Fn(f64) -> i64) -> Answer {
+        let Some(default) = value else {
             return self.empty();
         };
         match (&self.kind, default) {
@@ -1135,6 +1167,61 @@ mod tests {
     fn one_field(property: Value) -> Field {
         let mut form = parse(json!({"type": "object", "properties": {"f": property}}));
         form.fields.remove(0)
+    }
+
+    #[test]
+    fn a_calls_arguments_fill_the_form_only_when_it_says_them_exactly() {
+        let form = parse(json!({
+            "type": "object",
+            "properties": {
+                "title": {"type": "string", "minLength": 1},
+                "body": {"type": "string"},
+                "copies": {"type": "integer"},
+                "urgent": {"type": "boolean"},
+                "tags": {"type": "array", "items": {"enum": ["lease", "nda"]}}
+            },
+            "required": ["title"]
+        }));
+        let arguments = json!({"title": "Lease", "copies": 2, "urgent": true, "tags": ["nda"]});
+        let answers = form
+            .answers_for(&arguments, UTC)
+            .expect("the form says them");
+        let content = form.content(&answers, ANY_PATTERN, UTC).expect("valid");
+        assert_eq!(
+            Value::Object(content),
+            arguments,
+            "unchanged, they come back the same"
+        );
+        // Edited in the form, the content is the edited arguments.
+        let mut edited = answers.clone();
+        let title = form
+            .fields
+            .iter()
+            .position(|f| f.name == "title")
+            .expect("a field");
+        edited[title] = Answer::Text("Lease (signed)".into());
+        assert_eq!(
+            form.content(&edited, ANY_PATTERN, UTC).expect("valid")["title"],
+            json!("Lease (signed)")
+        );
+        for (why, arguments) in [
+            (
+                "an argument the schema does not name",
+                json!({"title": "x", "extra": 1}),
+            ),
+            (
+                "an empty optional text, which the form would drop",
+                json!({"title": "x", "body": ""}),
+            ),
+            ("a number where a text goes", json!({"title": 5})),
+            (
+                "a value outside the choices",
+                json!({"title": "x", "tags": ["other"]}),
+            ),
+            ("not an object", json!(["x"])),
+        ] {
+            assert_eq!(form.answers_for(&arguments, UTC), None, "{why}");
+        }
     }
 
     #[test]

@@ -295,6 +295,9 @@ pub struct Approval {
     pub tool_title: Option<String>,
     /// Its description as reviewed.
     pub tool_description: Option<String>,
+    /// Its input schema as reviewed: "Edit before allowing" draws a form
+    /// from it when the form says the arguments exactly.
+    pub tool_input_schema: Option<Box<serde_json::Value>>,
     /// Its risk as its reviewed annotations declare it (`None` from an
     /// older server: shown as risky).
     pub risk: Option<ToolRisk>,
@@ -344,6 +347,7 @@ impl Approval {
             offered_grants: vec![GrantKind::Once, GrantKind::Turn, GrantKind::Always],
             tool_title: None,
             tool_description: None,
+            tool_input_schema: None,
             risk: None,
             provenance: None,
             character_warnings: Vec::new(),
@@ -990,6 +994,7 @@ impl Transcript {
                 offered_grants,
                 tool_title,
                 tool_description,
+                tool_input_schema,
                 risk,
                 provenance,
                 character_warnings,
@@ -1001,6 +1006,7 @@ impl Transcript {
                     offered_grants,
                     tool_title,
                     tool_description,
+                    tool_input_schema,
                     risk: risk.map(|r| *r),
                     provenance,
                     character_warnings,

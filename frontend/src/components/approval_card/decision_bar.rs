@@ -13,6 +13,7 @@ use leptos::html::{Button, Textarea};
 use leptos::prelude::*;
 
 use super::Card;
+use super::edit_form::EditForm;
 use super::rule_maker::RuleMaker;
 use crate::model::approval::always_question;
 use crate::model::transcript::{Decision, Grant};
@@ -119,11 +120,8 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
     let telling = RwSignal::new(false);
     let reason = RwSignal::new(String::new());
     let reason_box = NodeRef::<Textarea>::new();
-    // "Edit and allow once": the arguments as JSON, the user's to change.
+    // "Edit before allowing": the arguments, the user's to change.
     let editing = RwSignal::new(false);
-    let edited = RwSignal::new(String::new());
-    let edit_problem = RwSignal::new(None::<&'static str>);
-    let edit_box = NodeRef::<Textarea>::new();
     let focus_after_render = |node: NodeRef<Button>| {
         request_animation_frame(move || {
             if let Some(el) = node.try_get_untracked().flatten() {
@@ -343,65 +341,12 @@ pub(super) fn DecisionBar(card: Card, approval_id: String) -> impl IntoView {
             aria-expanded=move || editing.get().to_string()
             aria-controls=id(|ids| &ids.edit)
             disabled=move || !allow_enabled()
-            on:click=move |_| {
-                if !editing.get_untracked() {
-                    edited.set(card.approval.with_untracked(|a| {
-                        a.as_ref()
-                            .and_then(|a| serde_json::to_string_pretty(&a.arguments).ok())
-                            .unwrap_or_default()
-                    }));
-                }
-                editing.update(|e| *e = !*e);
-                request_animation_frame(move || {
-                    if let Some(text) = edit_box.try_get_untracked().flatten() {
-                        let _ = text.focus();
-                    }
-                });
-            }
+            on:click=move |_| editing.update(|e| *e = !*e)
         >
             "Edit before allowing"
         </button>
         <Show when=move || editing.get() && allow_enabled()>
-            <form
-                class="approval-reason"
-                id=id(|ids| &ids.edit)
-                data-testid="approval-edit-form"
-                on:submit=move |ev| {
-                    ev.prevent_default();
-                    match serde_json::from_str::<serde_json::Value>(&edited.get_untracked()) {
-                        Ok(value) if value.is_object() => {
-                            edit_problem.set(None);
-                            editing.set(false);
-                            decide.run((Decision::Approve(Grant::Once), None, Some(value)));
-                        }
-                        _ => edit_problem.set(Some("Write one JSON object.")),
-                    }
-                }
-            >
-                <label for=id(|ids| &ids.edit_text)>
-                    "The arguments to run (JSON), checked against the tool's schema"
-                </label>
-                <textarea
-                    id=id(|ids| &ids.edit_text)
-                    rows="6"
-                    spellcheck="false"
-                    data-testid="approval-edit-text"
-                    node_ref=edit_box
-                    prop:value=move || edited.get()
-                    on:input=move |ev| edited.set(event_target_value(&ev))
-                ></textarea>
-                {move || edit_problem.get().map(|text| view! {
-                    <p class="form-error" role="alert" data-testid="approval-edit-error">{text}</p>
-                })}
-                <div class="approval-actions">
-                    <button type="submit" class="button" data-testid="approval-edit-send">
-                        "Allow as edited (once)"
-                    </button>
-                    <button type="button" class="button secondary" on:click=move |_| editing.set(false)>
-                        "Cancel"
-                    </button>
-                </div>
-            </form>
+            <EditForm card=card id=id(|ids| &ids.edit)() text_id=id(|ids| &ids.edit_text)() editing=editing />
         </Show>
         <Show when=move || telling.get() && buttons_enabled()>
             <form
