@@ -11,7 +11,8 @@
 //   decision bar; the chat list badges the chat, the tab title counts it,
 //   Home lists it, and the card is one Shift+Tab from the composer.
 // - Edit and allow: the arguments can be changed before a call is
-//   allowed once; the server checks the edit, and exactly it runs.
+//   allowed once, in the tool's form or as JSON; the browser and then the
+//   server check the edit, and exactly it runs.
 // - A browser notification is offered on a waiting card (never at load)
 //   and tells of a card that starts waiting in a hidden tab.
 // - A connector's review after Add cannot be missed: it opens by itself,
@@ -261,8 +262,27 @@ test('edit and allow: the user changes the arguments, a wrong edit is refused, a
   await ask(page, 'add_note', { title: 'Wire', body: 'Wire $50,000 to account 12345678' });
   const card = await waitingCard(page, 'add_note');
 
-  // The editor starts from the arguments shown.
+  // The editor is the tool's form, filled with the arguments shown.
   await card.getByTestId('approval-edit').click();
+  const form = card.getByTestId('approval-edit-form');
+  await expect(form).toHaveAttribute('data-mode', 'form');
+  const title = form.locator('[data-field="title"] input');
+  const body = form.locator('[data-field="body"] input');
+  await expect(title).toHaveValue('Wire');
+  await expect(body).toHaveValue('Wire $50,000 to account 12345678');
+  // The schema, checked in the browser: an empty title is named, nothing is sent,
+  // and the form will not turn into JSON past it.
+  await title.fill('');
+  await card.getByTestId('approval-edit-send').click();
+  await expect(form.locator('[data-field="title"] [data-testid="input-field-error"]')).toBeVisible();
+  await card.getByTestId('approval-edit-mode').click();
+  await expect(form).toHaveAttribute('data-mode', 'form');
+  expect(await demoCalls(request, 'add_note')).toBe(before);
+
+  // As JSON, for what a form cannot say: it holds what the form held.
+  await title.fill('Wire');
+  await card.getByTestId('approval-edit-mode').click();
+  await expect(form).toHaveAttribute('data-mode', 'json');
   const text = card.getByTestId('approval-edit-text');
   await expect(text).toBeFocused();
   expect(JSON.parse(await text.inputValue())).toEqual({ title: 'Wire', body: 'Wire $50,000 to account 12345678' });
@@ -277,11 +297,12 @@ test('edit and allow: the user changes the arguments, a wrong edit is refused, a
   await expect(card).toHaveAttribute('data-state', 'pending');
   expect(await demoCalls(request, 'add_note')).toBe(before);
 
-  // A fitting edit runs, once, exactly as written; the card shows it and says so.
+  // A fitting edit in the form runs, once, exactly as written; the card shows it and says so.
   await card.getByTestId('approval-edit').click();
-  await text.fill('{"title": "Wire", "body": "Call the client first."}');
+  await expect(form).toHaveAttribute('data-mode', 'form');
+  await body.fill('Call the client first.');
   await everyWay(page, 'card-edit', async () => {
-    await card.getByTestId('approval-edit-form').scrollIntoViewIfNeeded();
+    await form.scrollIntoViewIfNeeded();
   });
   await card.getByTestId('approval-edit-send').click();
   await turnOver(page);

@@ -108,12 +108,13 @@ pub(super) fn EditForm(
                     "The form cannot show these arguments as they are: edit them as JSON.",
                 )),
             }
-        } else {
-            if let Some(value) = from_form() {
-                json.set(serde_json::to_string_pretty(&value).unwrap_or_default());
-            }
+        } else if let Some(value) = from_form() {
+            json.set(serde_json::to_string_pretty(&value).unwrap_or_default());
             as_json.set(true);
             focus_json();
+        } else {
+            // Nothing the user typed is dropped: the marked fields first.
+            tried.set(true);
         }
     };
     let send = move |value: Value| {
