@@ -358,7 +358,8 @@ CREATE TABLE public.admin_policy (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_by uuid,
     internal_destinations text[] DEFAULT '{}'::text[] NOT NULL,
-    CONSTRAINT admin_policy_bounds CHECK (((cardinality(always_ask_tools) <= 200) AND (cardinality(connector_hosts) <= 200) AND (cardinality(internal_destinations) <= 200))),
+    review_results_tools text[] DEFAULT '{}'::text[] NOT NULL,
+    CONSTRAINT admin_policy_bounds CHECK (((cardinality(always_ask_tools) <= 200) AND (cardinality(connector_hosts) <= 200) AND (cardinality(internal_destinations) <= 200) AND (cardinality(review_results_tools) <= 200))),
     CONSTRAINT admin_policy_one_row CHECK (id)
 );
 
@@ -504,6 +505,7 @@ CREATE TABLE public.connectors (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     dropped_tools jsonb DEFAULT '[]'::jsonb NOT NULL,
+    review_results boolean DEFAULT false NOT NULL,
     CONSTRAINT connectors_auth_type CHECK ((auth_type = ANY (ARRAY['none'::text, 'bearer'::text, 'headers'::text, 'oauth'::text]))),
     CONSTRAINT connectors_dropped_tools_shape CHECK (((jsonb_typeof(dropped_tools) = 'array'::text) AND (jsonb_array_length(dropped_tools) <= 500))),
     CONSTRAINT connectors_header_count CHECK ((cardinality(header_names) <= 20)),
@@ -634,6 +636,39 @@ ALTER TABLE ONLY public.mcp_pending_calls FORCE ROW LEVEL SECURITY;
 
 
 ALTER TABLE public.mcp_pending_calls OWNER TO countersign_owner;
+
+--
+-- Name: mcp_result_reviews; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.mcp_result_reviews (
+    id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    chat_id uuid NOT NULL,
+    turn_id uuid NOT NULL,
+    call_id text NOT NULL,
+    connector_id uuid NOT NULL,
+    connector_name text NOT NULL,
+    tool_name text NOT NULL,
+    reason text NOT NULL,
+    result text,
+    is_error boolean NOT NULL,
+    result_chars bigint NOT NULL,
+    status text DEFAULT 'waiting'::text NOT NULL,
+    redactions jsonb,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    decided_at timestamp with time zone,
+    CONSTRAINT mcp_result_reviews_expiry CHECK ((expires_at > created_at)),
+    CONSTRAINT mcp_result_reviews_reason CHECK ((reason = ANY (ARRAY['instructions'::text, 'connector'::text, 'policy'::text]))),
+    CONSTRAINT mcp_result_reviews_status CHECK ((status = ANY (ARRAY['waiting'::text, 'passed'::text, 'redacted'::text, 'withheld'::text, 'expired'::text]))),
+    CONSTRAINT mcp_result_reviews_text CHECK (((status = 'waiting'::text) = (result IS NOT NULL)))
+);
+
+ALTER TABLE ONLY public.mcp_result_reviews FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.mcp_result_reviews OWNER TO countersign_owner;
 
 --
 -- Name: messages; Type: TABLE; Schema: public; Owner: countersign_owner
@@ -1002,6 +1037,14 @@ ALTER TABLE ONLY public.mcp_pending_calls
 
 
 --
+-- Name: mcp_result_reviews mcp_result_reviews_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_result_reviews
+    ADD CONSTRAINT mcp_result_reviews_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: messages messages_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -1243,6 +1286,27 @@ CREATE INDEX mcp_pending_calls_turn_idx ON public.mcp_pending_calls USING btree 
 --
 
 CREATE INDEX mcp_pending_calls_user_live_idx ON public.mcp_pending_calls USING btree (user_id) WHERE (status = 'pending'::text);
+
+
+--
+-- Name: mcp_result_reviews_created_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_result_reviews_created_idx ON public.mcp_result_reviews USING btree (created_at);
+
+
+--
+-- Name: mcp_result_reviews_turn_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_result_reviews_turn_idx ON public.mcp_result_reviews USING btree (turn_id);
+
+
+--
+-- Name: mcp_result_reviews_user_live_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_result_reviews_user_live_idx ON public.mcp_result_reviews USING btree (user_id) WHERE (status = 'waiting'::text);
 
 
 --
@@ -1506,6 +1570,30 @@ ALTER TABLE ONLY public.mcp_pending_calls
 
 ALTER TABLE ONLY public.mcp_pending_calls
     ADD CONSTRAINT mcp_pending_calls_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mcp_result_reviews mcp_result_reviews_chat_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_result_reviews
+    ADD CONSTRAINT mcp_result_reviews_chat_id_fkey FOREIGN KEY (chat_id) REFERENCES public.chats(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mcp_result_reviews mcp_result_reviews_turn_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_result_reviews
+    ADD CONSTRAINT mcp_result_reviews_turn_id_fkey FOREIGN KEY (turn_id) REFERENCES public.turns(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mcp_result_reviews mcp_result_reviews_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_result_reviews
+    ADD CONSTRAINT mcp_result_reviews_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -1833,6 +1921,19 @@ ALTER TABLE public.mcp_pending_calls ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY mcp_pending_calls_service ON public.mcp_pending_calls TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: mcp_result_reviews; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.mcp_result_reviews ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: mcp_result_reviews mcp_result_reviews_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY mcp_result_reviews_service ON public.mcp_result_reviews TO service_role USING (true) WITH CHECK (true);
 
 
 --
@@ -2224,6 +2325,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.mcp_pending_calls TO service_r
 
 
 --
+-- Name: TABLE mcp_result_reviews; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.mcp_result_reviews TO service_role;
+
+
+--
 -- Name: TABLE messages; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -2377,6 +2485,10 @@ REVOKE ALL ON TABLE mcp_input_requests FROM authenticated;
 -- mcp_pending_calls: row level security enabled and forced
 REVOKE ALL ON TABLE mcp_pending_calls FROM anon;
 REVOKE ALL ON TABLE mcp_pending_calls FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- mcp_result_reviews: row level security enabled and forced
+REVOKE ALL ON TABLE mcp_result_reviews FROM anon;
+REVOKE ALL ON TABLE mcp_result_reviews FROM authenticated;
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- messages: row level security enabled and forced
 REVOKE ALL ON TABLE messages FROM anon;

@@ -87,6 +87,19 @@ pub async fn notify_answered(tx: &mut crate::db::Tx, id: Uuid) -> Result<(), sql
     Ok(())
 }
 
+/// Tells every instance, when `tx` commits, that result review `id` was
+/// decided: the waits of `crate::results` wake and re-read their rows.
+pub async fn notify_reviewed(tx: &mut crate::db::Tx, id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "select pg_notify($1, $2)",
+        APPROVALS_CHANNEL,
+        format!("review {id}"),
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 /// A committed event's place in its chat's log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Appended {

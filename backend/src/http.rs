@@ -21,6 +21,7 @@ pub mod models;
 pub mod oauth;
 pub mod openapi;
 pub mod request_id;
+pub mod results;
 pub mod rules;
 pub mod security;
 pub mod session;
@@ -97,6 +98,8 @@ fn answer_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(approvals::decide))
         .routes(routes!(inputs::list))
         .routes(routes!(inputs::answer))
+        .routes(routes!(results::list))
+        .routes(routes!(results::show, results::decide))
         .routes(routes!(approvals::list_grants))
         .routes(routes!(approvals::delete_grant))
         .routes(routes!(rules::list_rules, rules::create_rule))
@@ -230,6 +233,9 @@ async fn recovery(state: AppState) {
         }
         if let Err(err) = crate::inputs::recover(&state, stale_secs).await {
             tracing::warn!(error = %err, "input request recovery failed");
+        }
+        if let Err(err) = crate::results::recover(&state, stale_secs).await {
+            tracing::warn!(error = %err, "result review recovery failed");
         }
         if let Err(err) = crate::turns::reap_all_stale(&state).await {
             tracing::warn!(error = %err, "turn recovery failed");

@@ -560,8 +560,9 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<u64, sqlx::Err
     Ok(closed.len() as u64)
 }
 
-/// Appends `event` to the chat (best effort, logged).
-async fn emit(
+/// Appends `event` to the chat (best effort, logged); also the result
+/// review's (`crate::results`), whose cards live in the same chats.
+pub(crate) async fn emit(
     state: &AppState,
     user_id: UserId,
     chat_id: ChatId,
@@ -575,7 +576,7 @@ async fn emit(
     }
     .await;
     if let Err(err) = result {
-        tracing::error!(error = %err, turn.id = %turn_id, "cannot write an input request event");
+        tracing::error!(error = %err, turn.id = %turn_id, "cannot write a card's event");
     }
 }
 

@@ -59,6 +59,7 @@ pub mod models;
 pub mod policy;
 pub mod probe;
 pub mod provenance;
+pub mod results;
 pub mod rules;
 pub mod secrets;
 pub mod ssrf;

@@ -58,6 +58,9 @@ pub struct Policy {
     /// Domains, hosts and e-mail addresses inside the firm
     /// ([`parse_destination`], each covering its subdomains).
     pub internal_destinations: Vec<String>,
+    /// Patterns as `always_ask_tools`: these tools' results wait for the
+    /// user's review before the model reads them (docs/design.md §6.5a).
+    pub review_results_tools: Vec<String>,
     pub updated_at: Option<OffsetDateTime>,
     pub updated_by: Option<Uuid>,
 }
@@ -196,6 +199,21 @@ impl Policy {
             .any(|pattern| pattern_matches(pattern, &hosts, &tool))
     }
 
+    /// Whether results of `tool` of the connector at `url` (whose name
+    /// resolved to `addresses`) wait for review, by the same matching as
+    /// [`Self::always_asks`].
+    pub fn reviews_results(&self, url: &str, addresses: &[std::net::IpAddr], tool: &str) -> bool {
+        let mut hosts: Vec<String> = host_of(url).into_iter().collect();
+        hosts.extend(addresses.iter().map(|ip| address_text(*ip)));
+        if hosts.is_empty() {
+            hosts.push(String::new());
+        }
+        let tool = fold_tool(tool);
+        self.review_results_tools
+            .iter()
+            .any(|pattern| pattern_matches(pattern, &hosts, &tool))
+    }
+
     /// Whether connectors may point at `url`'s host: always when the list
     /// is empty. By the host's name (normalised) only, never by what it
     /// resolves to: an allowed name or address is a trust decision another
@@ -239,6 +257,7 @@ impl Policy {
             connector_hosts: self.connector_hosts.clone(),
             require_mfa: self.require_mfa,
             internal_destinations: self.internal_destinations.clone(),
+            review_results_tools: self.review_results_tools.clone(),
             updated_at: self
                 .updated_at
                 .and_then(|t| t.format(&Rfc3339).ok())
@@ -286,6 +305,11 @@ impl Policy {
                 "internal_destinations",
                 &before.internal_destinations,
                 &self.internal_destinations,
+            ),
+            (
+                "review_results_tools",
+                &before.review_results_tools,
+                &self.review_results_tools,
             ),
         ] {
             if was != now {
@@ -532,7 +556,8 @@ static NOW: Statement = Statement {
     name: "cs_policy_now",
     params: "",
     sql: "select forbid_always_allow, forbid_trust_annotations, always_ask_tools, \
-                 connector_hosts, require_mfa, internal_destinations, updated_at, updated_by \
+                 connector_hosts, require_mfa, internal_destinations, review_results_tools, \
+                 updated_at, updated_by \
             from admin_policy where id",
 };
 
@@ -564,7 +589,8 @@ async fn read_for_update(tx: &mut db::Tx) -> Result<Policy, sqlx::Error> {
     let row = sqlx::query_as!(
         Policy,
         "select forbid_always_allow, forbid_trust_annotations, always_ask_tools,
-                    connector_hosts, require_mfa, internal_destinations, updated_at, updated_by
+                    connector_hosts, require_mfa, internal_destinations, review_results_tools,
+                    updated_at, updated_by
                from admin_policy where id for update"
     )
     .fetch_optional(&mut **tx)
@@ -594,6 +620,11 @@ pub async fn update(
         .as_deref()
         .map(parse_internal)
         .transpose()?;
+    let review = update
+        .review_results_tools
+        .as_deref()
+        .map(parse_tool_patterns)
+        .transpose()?;
     let mut tx = db::service_tx(pool).await?;
     let before = read_for_update(&mut tx).await?;
     let after = Policy {
@@ -607,6 +638,7 @@ pub async fn update(
         connector_hosts: hosts.unwrap_or_else(|| before.connector_hosts.clone()),
         require_mfa: update.require_mfa.unwrap_or(before.require_mfa),
         internal_destinations: internal.unwrap_or_else(|| before.internal_destinations.clone()),
+        review_results_tools: review.unwrap_or_else(|| before.review_results_tools.clone()),
         ..before.clone()
     };
     let changes = after.changes_from(&before);
@@ -619,11 +651,12 @@ pub async fn update(
         "update admin_policy
             set forbid_always_allow = $1, forbid_trust_annotations = $2,
                 always_ask_tools = $3, connector_hosts = $4, require_mfa = $5,
-                internal_destinations = $7, updated_at = now(), updated_by = $6
+                internal_destinations = $7, review_results_tools = $8, updated_at = now(),
+                updated_by = $6
           where id
          returning forbid_always_allow, forbid_trust_annotations, always_ask_tools,
-                   connector_hosts, require_mfa, internal_destinations, updated_at,
-                   updated_by",
+                   connector_hosts, require_mfa, internal_destinations, review_results_tools,
+                   updated_at, updated_by",
         after.forbid_always_allow,
         after.forbid_trust_annotations,
         &after.always_ask_tools,
@@ -631,6 +664,7 @@ pub async fn update(
         after.require_mfa,
         admin as UserId,
         &after.internal_destinations,
+        &after.review_results_tools,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -691,6 +725,19 @@ mod tests {
         assert!(q.always_asks("https://docs.example.com/mcp", &[], "anything"));
         assert!(!q.always_asks("https://docs.example.com/mcp", &[], "a/b"));
         assert!(!Policy::default().always_asks("https://x.test/", &[], "t"));
+    }
+
+    #[test]
+    fn results_are_reviewed_for_the_tools_the_patterns_name_only() {
+        let p = Policy {
+            review_results_tools: parse_tool_patterns(&["*/read_*".to_owned()]).expect("valid"),
+            ..Policy::default()
+        };
+        assert!(p.reviews_results("https://docs.example/mcp", &[], "read_file"));
+        assert!(p.reviews_results("https://docs.example/mcp", &[], "READ_file"));
+        assert!(!p.reviews_results("https://docs.example/mcp", &[], "search"));
+        assert!(!p.always_asks("https://docs.example/mcp", &[], "read_file"));
+        assert!(!Policy::default().reviews_results("https://x.test/", &[], "read_file"));
     }
 
     /// Issue 44, item 3: each of these escaped its pattern before

@@ -18,9 +18,9 @@ use countersign_api::{
     CreateConnectorRequest, DecideRequest, DecideResponse, ErrorBody, Grant, InputAnswer,
     InputAnswered, InputRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed,
     MfaEnrolRequest, MfaEnrolment, ModelsResponse, OAuthStart, PendingCall, Policy, PolicyUpdate,
-    ProviderKeyStatus, ReviewToolsRequest, Rule, RuleRequest, SendMessageRequest, SessionInfo,
-    SessionResponse, SetProviderKeyRequest, SignupRequest, TurnAccepted, UpdateChatRequest,
-    UpdateConnectorRequest,
+    ProviderKeyStatus, ResultDecided, ResultDecision, ResultReview, ReviewToolsRequest, Rule,
+    RuleRequest, SendMessageRequest, SessionInfo, SessionResponse, SetProviderKeyRequest,
+    SignupRequest, TurnAccepted, UpdateChatRequest, UpdateConnectorRequest,
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::Deserialize;
@@ -446,6 +446,21 @@ pub async fn set_trust_annotations(
     fetch_json(with_csrf(Request::patch(&url), csrf_token).json(&body)).await
 }
 
+/// `PATCH /api/connectors/{id}` with only `review_results`: whether what
+/// the connector's tools return waits for the user's review first.
+pub async fn set_review_results(
+    csrf_token: &str,
+    connector_id: &str,
+    review: bool,
+) -> Result<Connector, ApiError> {
+    let url = format!("/api/connectors/{}", segment(connector_id));
+    let body = UpdateConnectorRequest {
+        review_results: Some(review),
+        ..UpdateConnectorRequest::default()
+    };
+    fetch_json(with_csrf(Request::patch(&url), csrf_token).json(&body)).await
+}
+
 /// `PATCH /api/connectors/{id}` with only `auth`: replaces the connector's
 /// credentials (write-only, like at creation). Answers the connector.
 pub async fn set_connector_auth(
@@ -525,6 +540,23 @@ pub async fn answer_input_request(
     body: &InputAnswer,
 ) -> Result<InputAnswered, ApiError> {
     let url = format!("/api/mcp-input-requests/{}", segment(input_request_id));
+    fetch_json(with_csrf(Request::post(&url), csrf_token).json(body)).await
+}
+
+/// `GET /api/mcp-pending-calls/{id}/result`: a result waiting for the
+/// user's review, with its whole text (404 once decided).
+pub async fn result_review(review_id: &str) -> Result<ResultReview, ApiError> {
+    let url = format!("/api/mcp-pending-calls/{}/result", segment(review_id));
+    fetch_json(Request::get(&url).build()).await
+}
+
+/// `POST /api/mcp-pending-calls/{id}/result`: pass, redact or withhold.
+pub async fn decide_result(
+    csrf_token: &str,
+    review_id: &str,
+    body: &ResultDecision,
+) -> Result<ResultDecided, ApiError> {
+    let url = format!("/api/mcp-pending-calls/{}/result", segment(review_id));
     fetch_json(with_csrf(Request::post(&url), csrf_token).json(body)).await
 }
 

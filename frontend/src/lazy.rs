@@ -9,7 +9,9 @@
 //! The screens are grouped by how they are visited, one chunk a group:
 //! `auth` (sign-in, sign-up), `home`, `settings` (every section: moving
 //! between tabs then costs nothing), `activity`, and inside a chat
-//! `approval_card` and `input_card`; and the two-factor step-up dialog,
+//! `approval_card` and `input_card` (which also holds the result review
+//! card: both wait for the user while a call runs); and the two-factor
+//! step-up dialog,
 //! `step_up`, the first time a server asks for it. Fewer
 //! groups mean fewer shared chunks (each one a request, and a `wasm-opt`
 //! run in the build).
@@ -32,7 +34,8 @@ use leptos_router::LazyRoute;
 use leptos_router::hooks::use_url;
 
 use crate::components::{
-    ApprovalCard, InputCard, ProviderKeys, RequireSession, SecuritySection, StepUpDialog,
+    ApprovalCard, InputCard, ProviderKeys, RequireSession, ReviewCard, SecuritySection,
+    StepUpDialog,
 };
 use crate::model::transcript::{ToolCall, Transcript};
 use crate::pages::{
@@ -149,26 +152,38 @@ lazy_screen!(
     view! { <SettingsPage section=SettingsSection::Admin><AdminSettings /></SettingsPage> }
 );
 
-/// The input card's view, from its chunk (most chats never see one).
+/// The input card's view, or with `review` the result review card's,
+/// from their chunk (most chats never see either: both are a running call
+/// waiting for the user). One split function for both: a second costs the
+/// first load its glue.
 #[wasm_split(input_card, wasm_split_path = ::leptos::wasm_split, fallible)]
 fn input_card_view(
     transcript: RwSignal<Transcript>,
-    input_id: String,
+    id: String,
+    review: bool,
 ) -> Result<AnyView, ChunkFailed> {
-    Ok(view! { <InputCard transcript=transcript input_id=input_id /> }.into_any())
+    Ok(if review {
+        view! { <ReviewCard transcript=transcript review_id=id /> }.into_any()
+    } else {
+        view! { <InputCard transcript=transcript input_id=id /> }.into_any()
+    })
 }
 
-/// [`InputCard`], drawn once its chunk has arrived (at once after the
-/// first): nothing shows in its place until then.
+/// [`InputCard`] (or, with `review`, [`ReviewCard`]), drawn once its chunk
+/// has arrived (at once after the first): nothing shows in its place until
+/// then.
 #[component]
 pub fn LazyInputCard(
     /// The chat's transcript, where the answer's progress is recorded.
     transcript: RwSignal<Transcript>,
-    /// The input request's id.
+    /// The input request's (or the result review's) id.
     input_id: String,
+    /// A result review, not an input request.
+    #[prop(optional)]
+    review: bool,
 ) -> impl IntoView {
     Suspend::new(async move {
-        input_card_view(transcript, input_id)
+        input_card_view(transcript, input_id, review)
             .await
             .unwrap_or_else(|ChunkFailed| view! { <ChunkUnavailable /> }.into_any())
     })

@@ -22,6 +22,7 @@ pub mod approval;
 pub mod input_request;
 pub mod markdown;
 pub mod oauth;
+pub mod result_review;
 pub mod return_to;
 pub mod rule_draft;
 pub mod security;

@@ -29,6 +29,10 @@ pub struct Policy {
     /// flagged as leaving.
     #[serde(default)]
     pub internal_destinations: Vec<String>,
+    /// `connector-host/tool` glob patterns (as `always_ask_tools`) whose
+    /// results wait for the user's review before the model reads them.
+    #[serde(default)]
+    pub review_results_tools: Vec<String>,
     /// RFC 3339: when it last changed.
     #[serde(default)]
     pub updated_at: String,
@@ -54,6 +58,8 @@ pub struct PolicyUpdate {
     pub require_mfa: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub internal_destinations: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_results_tools: Option<Vec<String>>,
 }
 
 /// One account as `GET /api/admin/users` lists it.

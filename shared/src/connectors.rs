@@ -92,6 +92,10 @@ pub struct UpdateConnectorRequest {
     /// "Trust this server's safety annotations" (DESIGN §5 rule 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust_annotations: Option<bool>,
+    /// "Review results first": this connector's results wait for the
+    /// user before the model reads them (docs/design.md §6.5a).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review_results: Option<bool>,
 }
 
 /// A connector as the API shows it: never a secret, only what is set.
@@ -120,6 +124,10 @@ pub struct Connector {
     /// cannot be turned on, and where it is on it does not apply.
     #[serde(default)]
     pub trust_forbidden_by_policy: bool,
+    /// "Review results first" (off by default): results wait for the user
+    /// before the model reads them.
+    #[serde(default)]
+    pub review_results: bool,
     /// `untested`, `ok` or `error`.
     pub status: ConnectorStatus,
     /// Why the last Test/Refresh failed.

@@ -15,7 +15,7 @@ use crate::provenance::Provenance;
 use crate::risk::ToolRisk;
 use crate::vocab::{
     CallOrigin, GrantKind, InputMode, InputRequestStatus, NoProseReason, Resolution,
-    ToolCallStatus, TurnEnding,
+    ResultReviewReason, ResultReviewStatus, ToolCallStatus, TurnEnding,
 };
 use serde::{Deserialize, Serialize};
 
@@ -281,6 +281,46 @@ pub enum ChatEvent {
         /// deny rule refused (`status: "error"`, no origin): that rule.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rule: Option<Box<crate::RuleRef>>,
+        /// When the result waited for the user before the model read it
+        /// (`mcp_result_review_required`): `passed`, `redacted` (then
+        /// `result` is the redacted text), `withheld` or `expired` (then
+        /// there is no `result`: the model read none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result_review: Option<ResultReviewStatus>,
+    },
+    /// A call's result waits for the user before the model reads it
+    /// (docs/design.md §6.5a). Its text is not in the event log: the card
+    /// reads it from `GET /api/mcp-pending-calls/{id}/result` while it
+    /// waits, and keeps only what the user let through.
+    McpResultReviewRequired {
+        /// The turn.
+        turn_id: String,
+        /// `POST /api/mcp-pending-calls/{id}/result` decides it.
+        id: String,
+        /// The model's id for the tool call (matches `tool_call.id`).
+        call_id: String,
+        /// The connector's name.
+        connector_name: String,
+        /// The tool's name on its server.
+        tool_name: String,
+        /// Why it waits: `instructions`, `connector` or `policy`.
+        reason: ResultReviewReason,
+        /// How many characters the result has.
+        result_chars: u64,
+        /// When the wait ends (RFC 3339): then it is withheld.
+        decide_by: String,
+    },
+    /// The review ended: `passed`, `redacted`, `withheld` or `expired`.
+    McpResultReviewResolved {
+        /// The turn.
+        turn_id: String,
+        /// The review.
+        id: String,
+        /// How it ended.
+        status: ResultReviewStatus,
+        /// When (RFC 3339, the database's clock).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decided_at: Option<String>,
     },
     /// Something went wrong, in words a user can act on.
     Error {
@@ -387,6 +427,7 @@ struct Wire {
     contains_instructions: Option<bool>,
     // Read as a JSON value (see [`rule_ref`]).
     rule: Option<serde_json::Value>,
+    result_review: Option<String>,
     no_prose_reason: Option<NoProseReason>,
     message_id: Option<String>,
 }
@@ -525,6 +566,26 @@ impl Wire {
                 contains_instructions: self.contains_instructions.unwrap_or(false),
                 connector_id: self.connector_id,
                 rule: self.rule.map(rule_ref).transpose()?.map(Box::new),
+                result_review: self
+                    .result_review
+                    .as_deref()
+                    .map(ResultReviewStatus::from_wire),
+            },
+            "mcp_result_review_required" => ChatEvent::McpResultReviewRequired {
+                turn_id: turn_id?,
+                id: required(self.id, "id")?,
+                call_id: required(self.call_id, "call_id")?,
+                connector_name: required(self.connector_name, "connector_name")?,
+                tool_name: required(self.tool_name, "tool_name")?,
+                reason: ResultReviewReason::from_wire(&required(self.reason, "reason")?),
+                result_chars: required(self.result_chars, "result_chars")?,
+                decide_by: required(self.decide_by, "decide_by")?,
+            },
+            "mcp_result_review_resolved" => ChatEvent::McpResultReviewResolved {
+                turn_id: turn_id?,
+                id: required(self.id, "id")?,
+                status: ResultReviewStatus::from_wire(&required(self.status, "status")?),
+                decided_at: self.decided_at,
             },
             "error" => ChatEvent::Error {
                 turn_id: turn_id?,
@@ -663,6 +724,7 @@ mod tests {
                     description: "Allow every read".into(),
                 })
             }),
+            result_review: full.then_some(ResultReviewStatus::Redacted),
         };
         vec![
             ChatEvent::TurnStarted {
@@ -740,6 +802,28 @@ mod tests {
             },
             call(true),
             call(false),
+            ChatEvent::McpResultReviewRequired {
+                turn_id: "t".into(),
+                id: "v".into(),
+                call_id: "c".into(),
+                connector_name: "Notes".into(),
+                tool_name: "search".into(),
+                reason: ResultReviewReason::Instructions,
+                result_chars: 120,
+                decide_by: "d".into(),
+            },
+            ChatEvent::McpResultReviewResolved {
+                turn_id: "t".into(),
+                id: "v".into(),
+                status: ResultReviewStatus::Withheld,
+                decided_at: Some("2026-12-06T10:00:00Z".into()),
+            },
+            ChatEvent::McpResultReviewResolved {
+                turn_id: "t".into(),
+                id: "v".into(),
+                status: ResultReviewStatus::Expired,
+                decided_at: None,
+            },
             ChatEvent::Error {
                 turn_id: "t".into(),
                 message: "It broke.".into(),

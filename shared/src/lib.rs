@@ -18,6 +18,7 @@ pub mod error;
 pub mod events;
 pub mod inputs;
 pub mod provenance;
+pub mod results;
 pub mod risk;
 pub mod rules;
 pub mod vocab;
@@ -38,14 +39,15 @@ pub use error::ErrorBody;
 pub use events::{ChatEvent, ChatEventMessage};
 pub use inputs::{InputAnswer, InputAnswered, InputRequest};
 pub use provenance::Provenance;
+pub use results::{Redaction, ResultDecided, ResultDecision, ResultReview};
 pub use risk::ToolRisk;
 pub use rules::{Rule, RuleCondition, RuleRef, RuleRequest};
 pub use vocab::{
     ActivityDecision, ActivityKind, ActivityOutcome, AuthType, CallOrigin, CharacterKind,
     ConditionOp, ConnectorStatus, Decision, DestinationKind, GrantKind, InputAction, InputMode,
     InputRequestStatus, MessageStatus, NoProseReason, OAuthStatus, PendingCallStatus, Resolution,
-    ReviewState, RiskFlag, RuleEffect, RuleScope, SpanEncoding, ToolCallStatus, TurnEnding,
-    UnknownWord, ValueOrigin,
+    ResultAction, ResultReviewReason, ResultReviewStatus, ReviewState, RiskFlag, RuleEffect,
+    RuleScope, SpanEncoding, ToolCallStatus, TurnEnding, UnknownWord, ValueOrigin,
 };
 
 /// The header every non-GET `/api` request carries, equal to the session's

@@ -561,6 +561,62 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// The `action` of `POST /api/mcp-pending-calls/{id}/result`: what
+    /// becomes of a result the user reviews before the model reads it.
+    pub enum ResultAction {
+        /// The model reads the result as it is.
+        Pass = "pass",
+        /// The model reads it with the chosen spans as `[redacted]`.
+        Redact = "redact",
+        /// The model reads only that the user withheld it.
+        Withhold = "withhold",
+    }
+}
+
+vocabulary! {
+    /// Where a result under review stands: `waiting → passed | redacted |
+    /// withheld | expired`. Expired, a crash or a Stop withhold it: an
+    /// unreviewed result never reaches the model.
+    pub enum ResultReviewStatus {
+        /// Waiting for the user.
+        Waiting = "waiting",
+        /// Passed whole.
+        Passed = "passed",
+        /// Passed with spans redacted.
+        Redacted = "redacted",
+        /// Withheld by the user.
+        Withheld = "withheld",
+        /// Nobody reviewed it in time (or the turn ended): withheld.
+        Expired = "expired",
+    }
+}
+
+vocabulary! {
+    /// Why a result waits for review.
+    pub enum ResultReviewReason {
+        /// The instruction detector marked it: it gives the assistant
+        /// instructions.
+        Instructions = "instructions",
+        /// The user's "Review results first" on the connector.
+        Connector = "connector",
+        /// The admin policy's `review_results_tools` names the tool.
+        Policy = "policy",
+    }
+}
+
+impl ResultReviewStatus {
+    /// The status an action leads to.
+    pub fn of(action: ResultAction) -> Self {
+        match action {
+            ResultAction::Pass => Self::Passed,
+            ResultAction::Redact => Self::Redacted,
+            ResultAction::Withhold => Self::Withheld,
+            ResultAction::Unknown => Self::Unknown,
+        }
+    }
+}
+
 impl InputRequestStatus {
     /// The status an answer leads to.
     pub fn of(action: InputAction) -> Self {
@@ -743,6 +799,39 @@ mod tests {
                 (Approved, "approved"),
                 (Denied, "denied"),
                 (Expired, "expired"),
+            ],
+        );
+    }
+
+    #[test]
+    fn result_review_words_are_their_wire_words() {
+        use ResultAction as A;
+        check(
+            A::ALL,
+            &[
+                (A::Pass, "pass"),
+                (A::Redact, "redact"),
+                (A::Withhold, "withhold"),
+            ],
+        );
+        use ResultReviewStatus as S;
+        check(
+            S::ALL,
+            &[
+                (S::Waiting, "waiting"),
+                (S::Passed, "passed"),
+                (S::Redacted, "redacted"),
+                (S::Withheld, "withheld"),
+                (S::Expired, "expired"),
+            ],
+        );
+        use ResultReviewReason as R;
+        check(
+            R::ALL,
+            &[
+                (R::Instructions, "instructions"),
+                (R::Connector, "connector"),
+                (R::Policy, "policy"),
             ],
         );
     }

@@ -761,6 +761,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     contains_instructions: false,
                     connector_id: None,
                     rule: None,
+                    result_review: None,
                 }
             }
         };

@@ -33,6 +33,7 @@ struct ConnectorRow {
     auth_type: AuthType,
     header_names: Vec<String>,
     trust_annotations: bool,
+    review_results: bool,
     status: ConnectorStatus,
     last_error: Option<String>,
     protocol_version: Option<String>,
@@ -64,6 +65,7 @@ fn connector(row: ConnectorRow, oauth: Option<&OAuthView>) -> Connector {
         token_set: row.token_set,
         header_names: row.header_names,
         trust_annotations: row.trust_annotations,
+        review_results: row.review_results,
         status: row.status,
         last_error: row.last_error,
         protocol_version: row.protocol_version,
@@ -93,7 +95,7 @@ async fn connectors_of(
     let rows = sqlx::query_as!(
         ConnectorRow,
         r#"select c.id, c.name, c.slug, c.url, c.auth_type as "auth_type: _", c.header_names,
-                  c.trust_annotations, c.status as "status: _", c.last_error, c.protocol_version,
+                  c.trust_annotations, c.review_results, c.status as "status: _", c.last_error, c.protocol_version,
                   c.last_checked_at, c.created_at, c.auth_type = 'bearer' as "token_set!",
                   coalesce((select json_object_agg(s.review_state, s.n)
                               from (select review_state, count(*) as n from connector_tools t
@@ -298,11 +300,13 @@ pub async fn update_connector(
     let mut tx = db::user_tx(&state.db, user.user_id).await?;
     let updated = sqlx::query!(
         "update connectors set name = coalesce($2, name),
-                trust_annotations = coalesce($3, trust_annotations), updated_at = now()
+                trust_annotations = coalesce($3, trust_annotations),
+                review_results = coalesce($4, review_results), updated_at = now()
           where id = $1",
         id,
         name.as_deref(),
         req.trust_annotations,
+        req.review_results,
     )
     .execute(&mut *tx)
     .await;

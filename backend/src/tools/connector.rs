@@ -34,12 +34,13 @@ use crate::{
     mcp::Elicitation,
     policy::{self, Policy},
     provenance::{self, Seen, SeenBy},
-    rules,
+    results, rules,
     tools::ToolContext,
 };
 use countersign_api::{
     ActivityDecision, ActivityKind, ActivityOutcome, CallOrigin, ChatEvent, GrantKind, Provenance,
-    Resolution, RuleEffect, RuleRef, RuleScope, ToolCallStatus, provenance::Source,
+    Resolution, ResultReviewReason, ResultReviewStatus, RuleEffect, RuleRef, RuleScope,
+    ToolCallStatus, provenance::Source,
 };
 use serde_json::{Map, Value, json};
 use sqlx::{FromRow as _, Row as _};
@@ -71,6 +72,12 @@ struct Kept {
     reviewed_descriptor: Option<Value>,
     reviewed_digest: Option<String>,
     requires_confirmation: Option<bool>,
+    /// The user's "Review results first" on the connector.
+    review_results: bool,
+    /// Why this call's result waits for review whatever it says (the
+    /// connector's switch or the admin policy), set at call time.
+    #[sqlx(skip)]
+    review: Option<ResultReviewReason>,
 }
 
 impl Kept {
@@ -207,7 +214,7 @@ static KEPT: Statement = Statement {
     sql: "select c.id as connector_id, c.name as connector_name, c.url, \
                  c.trust_annotations, t.name as tool_name, t.model_name, \
                  t.descriptor_digest, t.reviewed_descriptor, t.reviewed_digest, \
-                 t.requires_confirmation \
+                 t.requires_confirmation, c.review_results \
             from connector_tools t join connectors c on c.id = t.connector_id \
            where t.user_id = $1 and c.user_id = $1 \
              and t.review_state in ('kept', 'changed') and not t.removed \
@@ -884,11 +891,22 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     .await?;
     // A pattern naming an address covers every name of it (and a rule
     // that narrows: `rules`).
-    let addresses = if policy.always_ask_tools.is_empty() && !rules::match_addresses(&stored_rules)
+    let addresses = if policy.always_ask_tools.is_empty()
+        && policy.review_results_tools.is_empty()
+        && !rules::match_addresses(&stored_rules)
     {
         Vec::new()
     } else {
         Box::pin(addresses_of(state, &tool.url)).await
+    };
+    // Whose results wait for review whatever they say (docs/design.md
+    // §6.5a): the admin's patterns, then the user's switch.
+    tool.review = if policy.reviews_results(&tool.url, &addresses, &tool.tool_name) {
+        Some(ResultReviewReason::Policy)
+    } else if tool.review_results {
+        Some(ResultReviewReason::Connector)
+    } else {
+        None
     };
     // Where the arguments came from, read now: a flow asks, whatever else.
     // What the chat has seen is dropped here, before any wait.
@@ -1419,25 +1437,53 @@ async fn report(
     let ids = (run.ctx.user_id, tool.connector_id);
     let sign_in = outcome.is_err()
         && crate::connectors::oauth::needs_sign_in(run.state, ids, &tool.url).await;
-    let (result, result_chars) = match &outcome {
-        Ok(text) => {
-            let (shown, chars) = result_preview(text);
-            (Some(shown), Some(chars))
-        }
-        Err(_) => (None, None),
-    };
     // What the model will see of a result is what later calls of this
     // turn are traced against, and what is searched for instructions. An
     // error is read by the model too, and its text may be the server's
     // (`isError: true`, a JSON-RPC error's message): a server that hands
     // back a memo as an error must not escape provenance.
-    let contains_instructions = {
+    let marked = {
         let (Ok(text) | Err(text)) = &outcome;
         let seen: String = text
             .chars()
             .take(crate::turns::MAX_TOOL_RESULT_CHARS)
             .collect();
-        let marked = provenance::contains_instructions(&seen);
+        provenance::contains_instructions(&seen)
+    };
+    // A marked result, and one the connector's switch or the policy names,
+    // waits for the user first; what they let through is all the model,
+    // the provenance of later calls and the transcript get.
+    let reason = if marked {
+        Some(ResultReviewReason::Instructions)
+    } else {
+        tool.review
+    };
+    let (outcome, result_review) = match reason {
+        None => (outcome, None),
+        Some(reason) => {
+            let (outcome, status) =
+                Box::pin(review_result(run, tool, call_id, outcome, reason)).await;
+            (outcome, Some(status))
+        }
+    };
+    let withheld = matches!(
+        result_review,
+        Some(ResultReviewStatus::Withheld | ResultReviewStatus::Expired)
+    );
+    let (result, result_chars) = match &outcome {
+        Ok(text) if !withheld => {
+            let (shown, chars) = result_preview(text);
+            (Some(shown), Some(chars))
+        }
+        _ => (None, None),
+    };
+    let contains_instructions = marked && !withheld;
+    if !withheld {
+        let (Ok(text) | Err(text)) = &outcome;
+        let seen: String = text
+            .chars()
+            .take(crate::turns::MAX_TOOL_RESULT_CHARS)
+            .collect();
         run.seen.add(
             Source {
                 call: id.to_owned(),
@@ -1449,8 +1495,7 @@ async fn report(
             seen,
             marked,
         );
-        marked
-    };
+    }
     run.events
         .emit(ChatEvent::McpToolCall {
             turn_id: run.ctx.turn_id.to_string(),
@@ -1470,6 +1515,7 @@ async fn report(
             result_chars,
             contains_instructions,
             connector_id: Some(tool.connector_id.to_string()),
+            result_review,
         })
         .await;
     let mut result = match outcome {
@@ -1480,6 +1526,83 @@ async fn report(
     result
 }
 
+/// Holds a call's result for the user's review (docs/design.md §6.5a) and
+/// returns what the model may read of it, with how the review ended. The
+/// reviewed text is what the model would read — control and
+/// direction-changing characters removed, cut where the model's copy is
+/// cut — so what the user passes is exactly what the model gets. Anything
+/// short of a pass or a redaction (withheld, expired, stopped, a failed
+/// write or read) withholds it: the model reads only that.
+async fn review_result(
+    run: &ToolRun<'_>,
+    tool: &Kept,
+    call_id: &str,
+    outcome: Result<String, String>,
+    reason: ResultReviewReason,
+) -> (Result<String, String>, ResultReviewStatus) {
+    let state = run.state;
+    let is_error = outcome.is_err();
+    let (Ok(text) | Err(text)) = outcome;
+    let text: String = readable(&text)
+        .chars()
+        .take(crate::turns::MAX_TOOL_RESULT_CHARS)
+        .collect();
+    let reviewing = results::Reviewing {
+        ctx: run.ctx,
+        call_id,
+        connector_id: tool.connector_id,
+        connector_name: &tool.connector_name,
+        tool_name: &tool.tool_name,
+    };
+    let reviewed = match results::open(state, &reviewing, reason, &text, is_error).await {
+        Ok(row) => {
+            run.events.emit(row.required_event()).await;
+            let mut cancel = run.cancel.clone();
+            let reviewed = results::wait(state, row.id, &mut cancel)
+                .await
+                .unwrap_or_else(|err| {
+                    tracing::error!(error = %err, "cannot read a result review; withholding it");
+                    results::Reviewed::Expired
+                });
+            run.events
+                .emit(ChatEvent::McpResultReviewResolved {
+                    turn_id: run.ctx.turn_id.to_string(),
+                    id: row.id.to_string(),
+                    status: reviewed.status(),
+                    decided_at: Some(rfc3339(time::OffsetDateTime::now_utc())),
+                })
+                .await;
+            reviewed
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "cannot store a result for review; withholding it");
+            results::Reviewed::Expired
+        }
+    };
+    let status = reviewed.status();
+    let read = reviewed.apply(&text).unwrap_or_else(|| {
+        if status == ResultReviewStatus::Withheld {
+            results::WITHHELD.to_owned()
+        } else {
+            results::UNREVIEWED.to_owned()
+        }
+    });
+    let read = if is_error { Err(read) } else { Ok(read) };
+    (read, status)
+}
+
+/// `text` without control characters (but newlines and tabs) and
+/// bidirectional overrides: a hostile server must not make the text read
+/// differently from what the model gets.
+fn readable(text: &str) -> String {
+    text.chars()
+        .filter(|&c| {
+            matches!(c, '\n' | '\t')
+                || !(c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}'))
+        })
+        .collect()
+}
+
 /// What `mcp_tool_call.result` shows of a tool's result, and the whole
 /// result's length in characters: control characters (but newlines and
 /// tabs) and bidirectional overrides removed — a hostile server must not
@@ -1487,12 +1610,8 @@ async fn report(
 /// [`countersign_api::events::RESULT_PREVIEW_CHARS`].
 fn result_preview(text: &str) -> (String, u64) {
     let chars = u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
-    let clean: String = text
+    let clean: String = readable(text)
         .chars()
-        .filter(|&c| {
-            matches!(c, '\n' | '\t')
-                || !(c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}'))
-        })
         .take(countersign_api::events::RESULT_PREVIEW_CHARS)
         .collect();
     (clean, chars)
@@ -1536,6 +1655,8 @@ mod tests {
             descriptor_digest: "0".repeat(64),
             reviewed_digest: Some("0".repeat(64)),
             requires_confirmation: None,
+            review_results: false,
+            review: None,
         }
     }
 

@@ -383,6 +383,25 @@ impl SseReader {
         }
     }
 
+    /// Events up to and including the first of `kind`, passing on the way
+    /// (as the user, unread) every result held for review
+    /// (`mcp_result_review_required`) — for tests about what comes after.
+    pub async fn until_passing(&mut self, app: &TestApp, kind: &str) -> Vec<(i64, Value)> {
+        let mut seen = Vec::new();
+        loop {
+            let (id, data) = self.next_event().await;
+            if data["type"] == "mcp_result_review_required" {
+                let res = pass_result(app, &data).await;
+                assert_eq!(res.status(), StatusCode::OK, "pass {data}");
+            }
+            let done = data["type"] == kind;
+            seen.push((id, data));
+            if done {
+                return seen;
+            }
+        }
+    }
+
     /// Events up to and including the first of `kind`.
     pub async fn until(&mut self, kind: &str) -> Vec<(i64, Value)> {
         let mut seen = Vec::new();
@@ -614,6 +633,16 @@ pub(crate) async fn decide_with(app: &TestApp, card: &Value, body: Value) -> req
     let id = card["id"].as_str().expect("id");
     app.post(&format!("/api/mcp-pending-calls/{id}"), &body)
         .await
+}
+
+/// Passes a result held for review (`mcp_result_review_required`) whole.
+pub(crate) async fn pass_result(app: &TestApp, review: &Value) -> reqwest::Response {
+    let id = review["id"].as_str().expect("id");
+    app.post(
+        &format!("/api/mcp-pending-calls/{id}/result"),
+        &json!({"action": "pass"}),
+    )
+    .await
 }
 
 /// A ledger row's status (a word of the vocabulary, or the test fails) and

@@ -32,6 +32,7 @@ mod oauth_store;
 mod provenance;
 mod provenance_corpus;
 mod py_oauth;
+mod result_review;
 mod rls;
 mod rotation;
 mod rules;

@@ -166,7 +166,12 @@ async fn an_error_result_with_instructions_is_marked() {
         .pop()
         .expect("add_note's card");
     approve(&s, &card, "once").await;
-    let events = events_of(stream.until("mcp_confirmation_required").await);
+    // The marked result waits for review; passed whole (issue 46 item 2).
+    let events = events_of(
+        stream
+            .until_passing(&s.app, "mcp_confirmation_required")
+            .await,
+    );
     let search = call_of(&events, "search_notes");
     assert_eq!(search["status"], "error", "{search}");
     assert_eq!(search["contains_instructions"], true, "{search}");
@@ -247,7 +252,12 @@ async fn a_result_with_instructions_is_marked_and_the_next_card_says_so() {
     assert_eq!(card["tool_name"], "add_note");
     assert_eq!(card["provenance"]["instructions_in"], json!([]));
     approve(&s, &card, "once").await;
-    let events = events_of(stream.until("mcp_confirmation_required").await);
+    // The marked result waits for review; passed whole (issue 46 item 2).
+    let events = events_of(
+        stream
+            .until_passing(&s.app, "mcp_confirmation_required")
+            .await,
+    );
     assert!(
         call_of(&events, "add_note")
             .get("contains_instructions")
@@ -477,7 +487,12 @@ async fn after_a_marked_result_a_granted_write_asks_and_is_flagged_but_a_trusted
         .expect("add_note's card");
     assert_eq!(card["tool_name"], "add_note");
     approve(&s, &card, "once").await;
-    let events = events_of(stream.until("mcp_confirmation_required").await);
+    // The marked result waits for review; passed whole (issue 46 item 2).
+    let events = events_of(
+        stream
+            .until_passing(&s.app, "mcp_confirmation_required")
+            .await,
+    );
     let searches: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "mcp_tool_call" && e["tool_name"] == "search_notes")

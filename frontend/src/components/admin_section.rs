@@ -130,6 +130,7 @@ fn PolicyForm(
     let always_ask = RwSignal::new(text_from_list(&current.always_ask_tools));
     let hosts = RwSignal::new(text_from_list(&current.connector_hosts));
     let internal = RwSignal::new(text_from_list(&current.internal_destinations));
+    let review = RwSignal::new(text_from_list(&current.review_results_tools));
     let saved_by = RwSignal::new((current.updated_at.clone(), current.updated_by.clone()));
     let notice = RwSignal::new(None::<&'static str>);
 
@@ -145,6 +146,7 @@ fn PolicyForm(
             always_ask.set(text_from_list(&stored.always_ask_tools));
             hosts.set(text_from_list(&stored.connector_hosts));
             internal.set(text_from_list(&stored.internal_destinations));
+            review.set(text_from_list(&stored.review_results_tools));
             saved_by.set((stored.updated_at.clone(), stored.updated_by.clone()));
             notice.set(Some("Saved. It applies from everyone's next tool call."));
             on_saved();
@@ -162,6 +164,7 @@ fn PolicyForm(
             connector_hosts: Some(list_from_text(&hosts.get_untracked())),
             require_mfa: Some(require_mfa.get_untracked()),
             internal_destinations: Some(list_from_text(&internal.get_untracked())),
+            review_results_tools: Some(list_from_text(&review.get_untracked())),
         })
     });
     let last_change = move || {
@@ -188,6 +191,8 @@ fn PolicyForm(
                 hint="One host per line: mcp.example.com, or *.example.com for its subdomains. Empty: any host. When set, connectors elsewhere can no longer be added or connect." />
             <ListField id="policy-internal" label="Inside the firm" text=internal
                 hint="One domain, host or e-mail address per line: firm.example, docs.firm.example. Text from a tool's result going only to these is still shown on the card, but not flagged as leaving the firm." />
+            <ListField id="policy-review-results" label="Review results first" text=review
+                hint="One pattern per line, as above: */read_file. What these tools return waits for the person to pass, redact or withhold it before the assistant reads it." />
             <FormError message=error testid="policy-error" />
             <button type="submit" class="button primary" data-testid="policy-save" disabled=move || pending.get()>
                 {move || if pending.get() { "Saving…" } else { "Save policy" }}

@@ -273,7 +273,12 @@ pub fn ApprovalCard(
     };
 
     // Its story once decided: who, when, how, and the tool's own time.
-    let waited = Memo::new(move |_| call.with(|c| c.as_ref().and_then(|c| c.waited_ms)));
+    let waited = Memo::new(move |_| {
+        call.with(|c| {
+            c.as_ref()
+                .and_then(|c| c.waited_ms.map(std::num::NonZeroU64::get))
+        })
+    });
     let story = move || {
         approval.with(|a| {
             a.as_deref().and_then(|a| {

@@ -102,10 +102,21 @@ fn CallInputs(transcript: RwSignal<Transcript>, current: Memo<Option<Segment>>) 
             _ => Vec::new(),
         })
     });
+    // A result held for review, after the questions (it comes once the
+    // call ran).
+    let review = Memo::new(move |_| {
+        current.with(|segment| match segment {
+            Some(Segment::Tool(call)) => call.review.as_ref().map(|review| review.id.clone()),
+            _ => None,
+        })
+    });
     view! {
         <For each=move || ids.get() key=|id| id.clone() let:id>
             <LazyInputCard transcript=transcript input_id=id />
         </For>
+        {move || review.get().map(|id| view! {
+            <LazyInputCard transcript=transcript input_id=id review=true />
+        })}
     }
 }
 

@@ -34,6 +34,7 @@ pub fn setting_name(setting: &str) -> &str {
         "connector_hosts" => "Allowed connector hosts",
         "require_mfa" => "Require two-factor sign-in",
         "internal_destinations" => "Inside the firm",
+        "review_results_tools" => "Tools whose results are reviewed first",
         "rules" => "Rules for everyone",
         "disabled" => "Disabled",
         "is_admin" => "Administrator",

@@ -33,8 +33,8 @@
 
 use countersign_api::{
     CallOrigin, ChatDetail, ChatEvent, GrantKind, InputAction, InputMode, InputRequestStatus,
-    MessageStatus, Provenance, Resolution, RuleRef, RuleScope, ToolCallStatus, ToolRisk,
-    TurnEnding,
+    MessageStatus, Provenance, Resolution, ResultReviewStatus, RuleRef, RuleScope, ToolCallStatus,
+    ToolRisk, TurnEnding,
 };
 
 /// The chat's turns, oldest first, and how far the stream has been applied.
@@ -93,7 +93,8 @@ pub struct ToolCall {
     pub duration_ms: Option<u64>,
     /// How long the call waited, while it ran, for the user's answers
     /// (not in `duration_ms`).
-    pub waited_ms: Option<u64>,
+    /// (Never zero: so the block stays small.)
+    pub waited_ms: Option<std::num::NonZeroU64>,
     /// What let it run, when the server said (`mcp_tool_call`).
     pub origin: Option<Origin>,
     /// What its server asked the user while it ran, oldest first.
@@ -106,6 +107,22 @@ pub struct ToolCall {
     /// For people: "<connector>: <tool>" once the server named them
     /// (`mcp_tool_call`), instead of the model-facing slug.
     pub label: Option<Box<str>>,
+    /// Its result, held for the user's review before the model read it
+    /// (docs/design.md §6.5a).
+    pub review: Option<Box<Review>>,
+}
+
+/// A result held for review (`mcp_result_review_required`): the card reads
+/// its text, why it waits and until when from the server while it waits;
+/// the event log never has the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Review {
+    /// `POST /api/mcp-pending-calls/{id}/result` decides it.
+    pub id: String,
+    /// The connector whose result it is.
+    pub connector_name: String,
+    /// How it ended; `None` while it waits.
+    pub status: Option<ResultReviewStatus>,
 }
 
 impl ToolCall {
@@ -685,6 +702,12 @@ impl Turn {
                     input.problem = None;
                 }
             }
+            // An unreviewed result was withheld.
+            if let Some(review) = &mut call.review
+                && review.status.is_none()
+            {
+                review.status = Some(ResultReviewStatus::Expired);
+            }
         }
     }
 
@@ -886,6 +909,8 @@ impl Transcript {
             | ChatEvent::McpToolCall { turn_id, .. }
             | ChatEvent::McpInputRequired { turn_id, .. }
             | ChatEvent::McpInputResolved { turn_id, .. }
+            | ChatEvent::McpResultReviewRequired { turn_id, .. }
+            | ChatEvent::McpResultReviewResolved { turn_id, .. }
             | ChatEvent::Error { turn_id, .. }
             | ChatEvent::TurnFinished { turn_id, .. } => turn_id.clone(),
             ChatEvent::Unknown => return Applied::default(),
@@ -945,6 +970,7 @@ impl Transcript {
                         sign_in: None,
                         result: None,
                         label: None,
+                        review: None,
                     })),
                 }
             }
@@ -975,6 +1001,7 @@ impl Transcript {
                         sign_in: None,
                         result: None,
                         label: None,
+                        review: None,
                     })),
                 }
             }
@@ -1046,6 +1073,7 @@ impl Transcript {
                         sign_in: None,
                         result: None,
                         label: None,
+                        review: None,
                     }));
                 }
                 if let Some(call) = turn.call_mut(&call_id, &id) {
@@ -1147,7 +1175,7 @@ impl Transcript {
                     Some(call) => {
                         call.state = state;
                         call.duration_ms = Some(duration_ms);
-                        call.waited_ms = waited_ms;
+                        call.waited_ms = waited_ms.and_then(std::num::NonZeroU64::new);
                         call.origin = origin;
                         call.sign_in = sign_in;
                         call.result = result;
@@ -1160,12 +1188,13 @@ impl Transcript {
                         state,
                         approval: None,
                         duration_ms: Some(duration_ms),
-                        waited_ms,
+                        waited_ms: waited_ms.and_then(std::num::NonZeroU64::new),
                         origin,
                         inputs: Vec::new(),
                         sign_in,
                         result,
                         label,
+                        review: None,
                     })),
                 }
             }
@@ -1234,11 +1263,40 @@ impl Transcript {
                         sign_in: None,
                         result: None,
                         label: None,
+                        review: None,
                     }));
                 }
                 if let Some(call) = tool_mut(turn, &block) {
                     call.inputs.push(asked);
                     applied.input_required = true;
+                }
+            }
+            ChatEvent::McpResultReviewRequired {
+                id,
+                call_id,
+                connector_name,
+                ..
+            } => {
+                // Under its call's block (`tool_call` always comes first; the
+                // card reads the rest from the server).
+                if let Some(call) = tool_mut(turn, &call_id) {
+                    // A replay never undoes how it ended.
+                    let status = call.review.as_ref().and_then(|r| r.status);
+                    call.review = Some(Box::new(Review {
+                        id,
+                        connector_name,
+                        status,
+                    }));
+                    applied.input_required = status.is_none();
+                }
+            }
+            ChatEvent::McpResultReviewResolved { id, status, .. } => {
+                if let Some(review) = turn
+                    .tools_mut()
+                    .filter_map(|call| call.review.as_deref_mut())
+                    .find(|review| review.id == id)
+                {
+                    review.status = Some(status);
                 }
             }
             ChatEvent::McpInputResolved {
@@ -1351,6 +1409,21 @@ impl Transcript {
         self.turns.iter_mut().find_map(|turn| turn.input_mut(id))
     }
 
+    /// The result review `id`, wherever it is, with the call's name.
+    pub fn review(&self, id: &str) -> Option<(&Review, &ToolCall)> {
+        self.turns
+            .iter()
+            .flat_map(|turn| &turn.segments)
+            .find_map(|segment| match segment {
+                Segment::Tool(call) => call
+                    .review
+                    .as_deref()
+                    .filter(|review| review.id == id)
+                    .map(|review| (review, call)),
+                _ => None,
+            })
+    }
+
     /// This page is sending `action` for input request `id`. Returns
     /// whether it should: only a pending request is answered, once.
     pub fn input_sent(&mut self, id: &str, action: InputAction) -> bool {
@@ -1403,6 +1476,9 @@ impl Transcript {
             if let Some(input) = call.inputs.iter().find(|input| !input.state.is_final()) {
                 return Some(WaitingFor::Input(input));
             }
+            if let Some(review) = call.review.as_deref().filter(|r| r.status.is_none()) {
+                return Some(WaitingFor::Review(review));
+            }
             call.approval
                 .as_deref()
                 .filter(|approval| !approval.state.is_final())
@@ -1426,6 +1502,10 @@ impl Transcript {
                 ))
             }
             WaitingFor::Approval(_) => None,
+            WaitingFor::Review(review) => Some(format!(
+                "A result from {} waits for your review.",
+                review.connector_name
+            )),
         }
     }
 
@@ -1452,6 +1532,10 @@ impl Transcript {
                     "Go to the waiting call",
                 ))
             }
+            WaitingFor::Review(review) if safe(&review.id) => Some((
+                format!("[data-review-id=\"{}\"]", review.id),
+                "Go to the result to review",
+            )),
             _ => None,
         }
     }
@@ -1468,6 +1552,10 @@ impl Transcript {
                 "A tool call is waiting for your decision above. The reply goes on once you decide."
                     .to_owned()
             }
+            WaitingFor::Review(_) => {
+                "A tool's result is waiting for your review above. The reply goes on once you decide."
+                    .to_owned()
+            }
         })
     }
 }
@@ -1478,6 +1566,8 @@ enum WaitingFor<'a> {
     Input(&'a Input),
     /// An approval card not yet decided.
     Approval(&'a Approval),
+    /// A result not yet reviewed.
+    Review(&'a Review),
 }
 
 /// What the card says when "always allow" needs a two-factor step-up
@@ -1952,6 +2042,7 @@ mod tests {
             contains_instructions: false,
             connector_id: None,
             rule: None,
+            result_review: None,
         }
     }
 
@@ -1964,6 +2055,69 @@ mod tests {
         let applied = transcript.apply(Some(4), required("t1", "p1", "c1"));
         assert!(applied.approval_required);
         transcript
+    }
+
+    fn review_required(id: &str, call_id: &str) -> ChatEvent {
+        ChatEvent::McpResultReviewRequired {
+            turn_id: "t1".into(),
+            id: id.into(),
+            call_id: call_id.into(),
+            connector_name: "Countersign demo".into(),
+            tool_name: "search_notes".into(),
+            reason: countersign_api::ResultReviewReason::Instructions,
+            result_chars: 120,
+            decide_by: "2026-12-07T10:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn a_result_held_for_review_waits_under_its_call_and_is_never_lost() {
+        let mut transcript = Transcript::default();
+        transcript.apply(Some(1), started("t1", "use search_notes with {}"));
+        transcript.apply(Some(2), tool_call("t1", "c1"));
+        let applied = transcript.apply(Some(3), review_required("r1", "c1"));
+        assert!(applied.input_required);
+        let (review, call) = transcript.review("r1").expect("under its call");
+        assert_eq!((review.status, call.id.as_str()), (None, "c1"));
+        assert_eq!(
+            transcript.waiting_card().map(|(selector, _)| selector),
+            Some("[data-review-id=\"r1\"]".to_owned())
+        );
+        assert!(transcript.waiting_text().is_some());
+        assert!(transcript.announcement().is_some());
+        transcript.apply(
+            Some(4),
+            ChatEvent::McpResultReviewResolved {
+                turn_id: "t1".into(),
+                id: "r1".into(),
+                status: ResultReviewStatus::Redacted,
+                decided_at: None,
+            },
+        );
+        assert_eq!(
+            transcript.review("r1").and_then(|(r, _)| r.status),
+            Some(ResultReviewStatus::Redacted)
+        );
+        assert_eq!(transcript.waiting_card(), None);
+        // A replay of the request never undoes how it ended.
+        transcript.apply(Some(5), review_required("r1", "c1"));
+        assert_eq!(
+            transcript.review("r1").and_then(|(r, _)| r.status),
+            Some(ResultReviewStatus::Redacted)
+        );
+    }
+
+    #[test]
+    fn a_result_still_waiting_when_its_turn_ends_was_withheld() {
+        let mut transcript = Transcript::default();
+        transcript.apply(Some(1), started("t1", "use search_notes with {}"));
+        transcript.apply(Some(2), tool_call("t1", "c1"));
+        transcript.apply(Some(3), review_required("r1", "c1"));
+        transcript.apply(Some(4), finished("t1", TurnEnding::Cancelled));
+        assert_eq!(
+            transcript.review("r1").and_then(|(r, _)| r.status),
+            Some(ResultReviewStatus::Expired)
+        );
     }
 
     fn only_call(transcript: &Transcript) -> &ToolCall {
@@ -2393,6 +2547,7 @@ mod tests {
                 contains_instructions: false,
                 connector_id: None,
                 rule: None,
+                result_review: None,
             },
         );
         let call = only_call(&transcript);
@@ -2440,6 +2595,7 @@ mod tests {
             contains_instructions: false,
             connector_id: None,
             rule: None,
+            result_review: None,
         }
     }
 
@@ -2703,6 +2859,7 @@ mod tests {
                 contains_instructions: false,
                 connector_id: None,
                 rule: None,
+                result_review: None,
             },
             tool_call("t1", "c2"),
             ran_under("t1", "c2", Some(CallOrigin::TurnGrant)),

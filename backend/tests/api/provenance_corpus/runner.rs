@@ -16,7 +16,7 @@
 use super::attacker::{Attacker, SETUP_MESSAGE, warm_up_arguments};
 use super::scenarios::Scenario;
 use super::servers::{CorpusServers, RUN_HEADER};
-use crate::helpers::{TestApp, add_connector, approve_with, decide};
+use crate::helpers::{TestApp, add_connector, approve_with, decide, pass_result};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -299,6 +299,14 @@ async fn turn(
                 } else if event["status"] == "ok" && event["origin"] != "approved" {
                     send_ran_unasked_events += 1;
                 }
+            }
+            // A result held for review (it gives the assistant
+            // instructions): this user passes it whole, so the model reads
+            // the injection and only the gate stands between it and a send
+            // — the figures stay those of the gate, not of the review.
+            Some("mcp_result_review_required") => {
+                let res = pass_result(app, &event).await;
+                assert_eq!(res.status(), StatusCode::OK, "pass {}", scenario.id);
             }
             Some("turn_finished") => {
                 break event["status"].as_str().unwrap_or_default().to_owned();

@@ -11,7 +11,7 @@ use leptos_router::components::A;
 use super::change_credentials::ChangeCredentials;
 use super::sign_in::{SignInControls, error_is_about_sign_in};
 use super::store::ConnectorStore;
-use super::trust_toggle::TrustToggle;
+use super::trust_toggle::{ReviewToggle, TrustToggle};
 use crate::api;
 use crate::components::{FormError, ToolReviewList, last_error};
 use crate::model::tool_review::{counts_summary, grant_count_text, not_offered_line};
@@ -301,6 +301,7 @@ pub(super) fn ConnectorRow(id: String, store: ConnectorStore) -> impl IntoView {
                 <p class="key-notice" role="status" data-testid="connector-credentials-notice">{text}</p>
             })}
             <TrustToggle id=id.clone() connector=connector store=store />
+            <ReviewToggle id=id.clone() connector=connector store=store />
             <FormError message=error testid="connector-error" />
             <Show when=move || confirming.get()>
                 <div class="confirm" role="alertdialog" aria-labelledby=question_id.clone() data-testid="connector-delete-dialog">

@@ -148,3 +148,67 @@ pub(super) fn TrustToggle(
         </div>
     }
 }
+
+/// "Review results first" (docs/design.md §6.5a): what this connector's
+/// tools return waits for the user to pass, redact or withhold it before
+/// the assistant reads it. Either way at once: on is the careful
+/// direction, and off leaves results that give the assistant instructions
+/// held all the same.
+#[component]
+pub(super) fn ReviewToggle(
+    id: String,
+    connector: Memo<Option<Connector>>,
+    store: ConnectorStore,
+) -> impl IntoView {
+    let session = SessionState::expect();
+    let on = Memo::new(move |_| connector.with(|c| c.as_ref().is_some_and(|c| c.review_results)));
+    let id_for_action = id.clone();
+    let save = Action::new_local(move |review: &bool| {
+        let review = *review;
+        let token = session.csrf_token().unwrap_or_default();
+        let id = id_for_action.clone();
+        async move {
+            let updated = api::set_review_results(&token, &id, review)
+                .await
+                .map_err(|failure| failure.detail)?;
+            store.upsert(updated);
+            Ok(())
+        }
+    });
+    let busy = save.pending();
+    let error = last_error(save);
+    let label_id = format!("connector-{id}-review-label");
+    let note_id = format!("connector-{id}-review-note");
+    view! {
+        <div class="trust" data-testid="connector-review-results">
+            <div class="trust-row">
+                <button
+                    type="button"
+                    class="switch"
+                    role="switch"
+                    data-testid="connector-review-results-toggle"
+                    aria-checked=move || on.get().to_string()
+                    aria-labelledby=label_id.clone()
+                    aria-describedby=note_id.clone()
+                    disabled=move || busy.get()
+                    on:click=move |_| {
+                        if !busy.get_untracked() {
+                            save.dispatch_local(!on.get_untracked());
+                        }
+                    }
+                >
+                    <span class="switch-knob" aria-hidden="true"></span>
+                </button>
+                <span id=label_id class="trust-label">"Review results first"</span>
+            </div>
+            <p id=note_id class="muted trust-note" data-testid="connector-review-results-note">
+                {move || if on.get() {
+                    "On: everything this server's tools return waits for you to pass, redact or withhold it before the assistant reads it."
+                } else {
+                    "Off: results go to the assistant, except those that give it instructions, which always wait for you."
+                }}
+            </p>
+            <FormError message=error testid="connector-review-results-error" />
+        </div>
+    }
+}
