@@ -1289,6 +1289,13 @@ CREATE INDEX mcp_pending_calls_user_live_idx ON public.mcp_pending_calls USING b
 
 
 --
+-- Name: mcp_result_reviews_chat_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_result_reviews_chat_idx ON public.mcp_result_reviews USING btree (chat_id);
+
+
+--
 -- Name: mcp_result_reviews_created_idx; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 

@@ -42,6 +42,8 @@ create table mcp_result_reviews (
 );
 create index mcp_result_reviews_user_live_idx on mcp_result_reviews (user_id) where status = 'waiting';
 create index mcp_result_reviews_turn_idx on mcp_result_reviews (turn_id);
+-- A chat's and a user's deletion cascade here by these.
+create index mcp_result_reviews_chat_idx on mcp_result_reviews (chat_id);
 create index mcp_result_reviews_created_idx on mcp_result_reviews (created_at);
 
 alter table mcp_result_reviews enable row level security;

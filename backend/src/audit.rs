@@ -103,6 +103,8 @@ pub struct Evidence {
     pub shown_arguments_digest: Option<String>,
     /// The rule that allowed or refused the call, when one did.
     pub rule: Option<countersign_api::RuleRef>,
+    /// `result_reviewed`: how the review of its result ended.
+    pub result_review: Option<countersign_api::ResultReviewStatus>,
 }
 
 impl Evidence {
@@ -115,6 +117,7 @@ impl Evidence {
             flows: provenance.map(flagged_because).unwrap_or_default(),
             shown_arguments_digest: None,
             rule: None,
+            result_review: None,
         }
     }
 
@@ -124,6 +127,7 @@ impl Evidence {
         flows: Vec::new(),
         shown_arguments_digest: None,
         rule: None,
+        result_review: None,
     };
 }
 
@@ -228,6 +232,9 @@ pub struct Stored {
     /// `decided`: the rule that allowed or refused the call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule: Option<countersign_api::RuleRef>,
+    /// `result_reviewed`: how the review of the call's result ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_review: Option<countersign_api::ResultReviewStatus>,
 }
 
 impl Default for Stored {
@@ -261,6 +268,7 @@ impl Default for Stored {
             waiting: false,
             shown_arguments_digest: None,
             rule: None,
+            result_review: None,
         }
     }
 }
@@ -298,6 +306,7 @@ impl Entry<'_> {
             flows: self.evidence.flows.clone(),
             shown_arguments_digest: self.evidence.shown_arguments_digest.clone(),
             rule: self.evidence.rule.clone(),
+            result_review: self.evidence.result_review,
             ..Stored::default()
         }
     }
@@ -317,6 +326,7 @@ impl Stored {
             waiting: self.waiting,
             shown_arguments_digest: self.shown_arguments_digest,
             rule: self.rule,
+            result_review: self.result_review,
             seq: self.seq,
             hash,
             at: self.at,

@@ -279,6 +279,11 @@ pub struct ActivityEntry {
     /// (`"denied_by_rule"`) the call. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<crate::RuleRef>,
+    /// `result_reviewed`: how the user's review of the call's result
+    /// ended — `passed`, `redacted`, `withheld` or `expired` (withheld:
+    /// nobody reviewed it in time). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_review: Option<crate::ResultReviewStatus>,
 }
 
 /// What `GET /api/activity`, its export and the administrators' view

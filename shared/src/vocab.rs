@@ -327,6 +327,9 @@ vocabulary! {
         /// An administrator read another account's activity log (or
         /// every account's), or exported it.
         ActivityRead = "activity_read",
+        /// A call's result waited for the user's review before the model
+        /// read it: how the review ended (`result_review`).
+        ResultReviewed = "result_reviewed",
     }
 }
 
@@ -965,6 +968,7 @@ mod tests {
                     "connector_account_changed",
                 ),
                 (ActivityKind::ActivityRead, "activity_read"),
+                (ActivityKind::ResultReviewed, "result_reviewed"),
             ],
         );
         use ActivityDecision::*;

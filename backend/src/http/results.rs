@@ -39,7 +39,7 @@ impl From<DecideError> for ApiError {
         (status = 200, description = "The caller's tool results waiting for review", body = Vec<countersign_api::ResultReview>),
     ),
 )]
-pub async fn list(
+pub async fn list_result_reviews(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
 ) -> Result<axum::Json<Vec<ResultReview>>, ApiError> {
@@ -63,7 +63,7 @@ pub async fn list(
         (status = 404, description = "Not the caller's, unknown, decided or expired", body = countersign_api::ErrorBody),
     ),
 )]
-pub async fn show(
+pub async fn show_result(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     Path(id): Path<Uuid>,
@@ -90,7 +90,7 @@ pub async fn show(
         (status = 422, description = "A malformed action, or redactions that are empty, outside the text, or sent without `redact`", body = countersign_api::ErrorBody),
     ),
 )]
-pub async fn decide(
+pub async fn decide_result(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     Path(id): Path<Uuid>,

@@ -1462,7 +1462,7 @@ async fn report(
         None => (outcome, None),
         Some(reason) => {
             let (outcome, status) =
-                Box::pin(review_result(run, tool, call_id, outcome, reason)).await;
+                Box::pin(review_result(run, tool, (id, call_id), outcome, reason)).await;
             (outcome, Some(status))
         }
     };
@@ -1536,7 +1536,7 @@ async fn report(
 async fn review_result(
     run: &ToolRun<'_>,
     tool: &Kept,
-    call_id: &str,
+    (call_ref, call_id): (&str, &str),
     outcome: Result<String, String>,
     reason: ResultReviewReason,
 ) -> (Result<String, String>, ResultReviewStatus) {
@@ -1580,6 +1580,36 @@ async fn review_result(
         }
     };
     let status = reviewed.status();
+    // The choice enters the activity chain beside the call's own entries
+    // (best effort: the result is decided either way).
+    let entry = audit::Entry {
+        user_id: run.ctx.user_id,
+        chat_id: run.ctx.chat_id,
+        turn_id: run.ctx.turn_id,
+        call_ref,
+        kind: ActivityKind::ResultReviewed,
+        connector_id: tool.connector_id,
+        connector_name: &tool.connector_name,
+        tool_name: &tool.tool_name,
+        // On the call's `decided` entry, which shares `call_ref`.
+        arguments_digest: "",
+        decision: None,
+        grant: None,
+        outcome: if is_error {
+            ActivityOutcome::Error
+        } else {
+            ActivityOutcome::Ok
+        },
+        error: None,
+        duration_ms: None,
+        evidence: &audit::Evidence {
+            result_review: Some(status),
+            ..audit::Evidence::default()
+        },
+    };
+    if let Err(err) = audit::append(&state.db, &entry).await {
+        tracing::error!(error = %err, "cannot append a result review to the activity log");
+    }
     let read = reviewed.apply(&text).unwrap_or_else(|| {
         if status == ResultReviewStatus::Withheld {
             results::WITHHELD.to_owned()

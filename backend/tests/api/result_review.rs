@@ -229,6 +229,21 @@ async fn a_redacted_result_is_all_the_model_and_the_transcript_get() {
     assert_eq!(status, "redacted");
     assert_eq!(text, None);
     assert_eq!(spans, Some(json!([{"start": start, "end": end}])));
+
+    // The choice is in the activity chain, beside the search's entries.
+    let log = s.app.get_array("/api/activity").await;
+    let entry = log
+        .iter()
+        .find(|e| e["kind"] == "result_reviewed")
+        .expect("the review's entry");
+    assert_eq!(entry["result_review"], "redacted");
+    assert_eq!(entry["call_ref"], search["id"]);
+    assert_eq!(entry["tool_name"], "search_notes");
+    assert!(
+        log.iter()
+            .any(|e| e["kind"] == "decided" && e["call_ref"] == search["id"]),
+        "{log:?}"
+    );
 }
 
 #[tokio::test]

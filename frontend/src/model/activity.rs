@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 
 use countersign_api::{
-    ActivityDecision, ActivityEntry, ActivityFilter, ActivityOutcome, Destination, GrantKind,
-    RuleRef, RuleScope,
+    ActivityDecision, ActivityEntry, ActivityFilter, ActivityKind, ActivityOutcome, Destination,
+    GrantKind, ResultReviewStatus, RuleRef, RuleScope,
 };
 
 /// One proposed call: its log entries folded together.
@@ -50,6 +50,9 @@ pub struct CallRow {
     pub flows: Vec<String>,
     /// Whose call it was, in the administrators' view across accounts.
     pub user_email: Option<String>,
+    /// How the review of its result ended, when it waited for one (its
+    /// `result_reviewed` entry).
+    pub result_review: Option<ResultReviewStatus>,
     /// The first entry's place in the chain (rows are ordered by it).
     first_seq: i64,
 }
@@ -64,6 +67,13 @@ pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
         .filter(|entry| !crate::model::admin::is_admin_entry(entry))
         .collect();
     newest_first.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
+    // A result's review says how the review ended, not how the call did.
+    let reviews: HashMap<&str, Option<ResultReviewStatus>> = newest_first
+        .iter()
+        .filter(|entry| entry.kind == ActivityKind::ResultReviewed)
+        .map(|entry| (entry.call_ref.as_str(), entry.result_review))
+        .collect();
+    newest_first.retain(|entry| entry.kind != ActivityKind::ResultReviewed);
     let mut rows: Vec<CallRow> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     for entry in newest_first {
@@ -88,6 +98,7 @@ pub fn group_calls(entries: &[ActivityEntry]) -> Vec<CallRow> {
                     flagged: false,
                     flows: Vec::new(),
                     user_email: entry.user_email.clone(),
+                    result_review: reviews.get(entry.call_ref.as_str()).copied().flatten(),
                     first_seq: entry.seq,
                 });
                 rows.last_mut().expect("just pushed")
@@ -164,6 +175,17 @@ pub fn outcome_text(outcome: ActivityOutcome) -> String {
         ActivityOutcome::NotRun => "Did not run".into(),
         ActivityOutcome::Running => "Running".into(),
         other @ ActivityOutcome::Unknown => other.to_string(),
+    }
+}
+
+/// How the review of a call's result ended, for its row.
+pub fn result_review_text(status: ResultReviewStatus) -> &'static str {
+    match status {
+        ResultReviewStatus::Passed => "Result passed to the assistant after review",
+        ResultReviewStatus::Redacted => "Result redacted before the assistant read it",
+        ResultReviewStatus::Withheld => "Result withheld from the assistant",
+        ResultReviewStatus::Expired => "Result not reviewed in time: withheld",
+        _ => "Result reviewed",
     }
 }
 
@@ -311,6 +333,7 @@ pub(crate) mod tests {
             waiting: false,
             shown_arguments_digest: None,
             rule: None,
+            result_review: None,
         }
     }
 
@@ -413,6 +436,26 @@ pub(crate) mod tests {
         );
         assert_eq!(rows[0].error.as_deref(), Some("boom"));
         assert_eq!(rows[2].at, "2026-11-30T10:00:01Z", "when it was decided");
+    }
+
+    #[test]
+    fn a_result_review_names_how_it_ended_and_leaves_the_calls_outcome() {
+        let mut ran = entry(2, "p1", ActivityKind::Outcome);
+        ran.outcome = ActivityOutcome::Ok;
+        ran.duration_ms = Some(40);
+        let mut reviewed = entry(3, "p1", ActivityKind::ResultReviewed);
+        reviewed.outcome = ActivityOutcome::Ok;
+        reviewed.result_review = Some(ResultReviewStatus::Redacted);
+        let rows = group_calls(&[entry(1, "p1", ActivityKind::Decided), ran, reviewed]);
+        assert_eq!(rows.len(), 1, "one call, one row");
+        assert_eq!(rows[0].result_review, Some(ResultReviewStatus::Redacted));
+        assert_eq!(
+            (rows[0].outcome, rows[0].duration_ms),
+            (ActivityOutcome::Ok, Some(40))
+        );
+        for status in ResultReviewStatus::ALL {
+            assert!(!result_review_text(*status).is_empty());
+        }
     }
 
     #[test]

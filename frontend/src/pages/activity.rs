@@ -23,7 +23,7 @@ use crate::clock::minutes_east_at;
 use crate::components::set_page_title;
 use crate::model::activity::{
     CallRow, DECISION_CHOICES, FilterForm, Scope, decision_text, destination_text, group_calls,
-    outcome_text, short_digest,
+    outcome_text, result_review_text, short_digest,
 };
 use crate::model::admin::{admin_entry_text, is_admin_entry};
 use crate::model::approval::duration_text;
@@ -501,6 +501,11 @@ fn ActivityRow(row: CallRow, with_account: bool) -> impl IntoView {
                 })}
                 {row.error.clone().map(|error| view! {
                     <p class="activity-error">{error}</p>
+                })}
+                {row.result_review.map(|status| view! {
+                    <p class="muted" data-testid="activity-result-review" data-review=status.as_str()>
+                        {result_review_text(status)}
+                    </p>
                 })}
             </td>
             <td role="cell" data-label="Arguments digest">
