@@ -76,7 +76,7 @@ fn api_bodies_with_state_words_write_back_the_same_bytes() {
         r#"{"seq":3,"hash":"h","at":"a","call_ref":"p","kind":"outcome","chat_id":"c","connector_id":"k","connector_name":"N","tool_name":"s","arguments_digest":"ab","decision":null,"grant":null,"outcome":"not_run","error":"x","duration_ms":7}"#,
     );
     same_bytes::<Connector>(
-        r#"{"id":"k","name":"N","slug":"n","url":"https://h/mcp","host":"h","auth_type":"bearer","token_set":true,"header_names":[],"trust_annotations":false,"trust_forbidden_by_policy":false,"status":"untested","last_error":null,"protocol_version":null,"last_checked_at":null,"tool_counts":{"changed":0,"declined":1,"kept":2,"new":3},"created_at":"c","grant_count":0,"dropped_tools":[],"oauth_status":"not_applicable","oauth_issuer":null}"#,
+        r#"{"id":"k","name":"N","slug":"n","url":"https://h/mcp","host":"h","auth_type":"bearer","token_set":true,"header_names":[],"trust_annotations":false,"trust_forbidden_by_policy":false,"review_results":false,"status":"untested","last_error":null,"protocol_version":null,"last_checked_at":null,"tool_counts":{"changed":0,"declined":1,"kept":2,"new":3},"created_at":"c","grant_count":0,"dropped_tools":[],"oauth_status":"not_applicable","oauth_issuer":null}"#,
     );
     same_bytes::<ConnectorTool>(
         r#"{"name":"s","model_name":"n__s","title":null,"description":null,"input_schema":{},"annotations":null,"descriptor_digest":"d","review_state":"changed","removed":false,"reviewed_descriptor":null,"first_seen_at":"f","last_seen_at":"l","changed_at":null,"grant_id":null,"grant_suspended":false}"#,
