@@ -496,7 +496,10 @@ impl countersign::ssrf::HostResolver for TestResolver {
             let host = host.trim_end_matches('.').to_ascii_lowercase();
             if host.ends_with(".example.org") || host == "a.example" || host == "b.example" {
                 Ok(vec!["93.184.216.34".parse().expect("IP")])
-            } else if host == "loopback.test" || host == "localhost" {
+            } else if host == "loopback.test"
+                || host.ends_with(".loopback.test")
+                || host == "localhost"
+            {
                 // Other names for this machine (the OAuth host tests, and
                 // policy matched by address).
                 Ok(vec!["127.0.0.1".parse().expect("IP")])

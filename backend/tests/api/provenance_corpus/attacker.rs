@@ -37,7 +37,13 @@ pub struct Attacker {
     /// Per model name: the scenario, and whether the turn starts with a
     /// warm-up send (for a turn grant).
     runs: Arc<Mutex<HashMap<String, Part>>>,
+    /// Per model name: a fixed script of calls (the workload's tasks).
+    scripts: Arc<Mutex<HashMap<String, Script>>>,
 }
+
+/// Calls made in order, one per model request, whatever the results say:
+/// (the tool as offered, its arguments). After the last, "Done."
+pub type Script = Arc<Vec<(String, Value)>>;
 
 impl Attacker {
     /// Serves on a free loopback port; returns the provider's base URL
@@ -74,11 +80,41 @@ impl Attacker {
         format!("openai/corpus-{run}")
     }
 
+    /// Makes the model `corpus-<run>` play `script`.
+    pub fn enlist_script(&self, run: &str, script: Script) -> String {
+        self.scripts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(run.to_owned(), script);
+        format!("openai/corpus-{run}")
+    }
+
     fn reply(&self, body: &Value) -> String {
         let model = body["model"].as_str().unwrap_or_default();
         let run = model
             .trim_start_matches("openai/")
             .trim_start_matches("corpus-");
+        let script = self
+            .scripts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(run)
+            .cloned();
+        if let Some(script) = script {
+            let messages = body["messages"].as_array().cloned().unwrap_or_default();
+            let turn_start = messages
+                .iter()
+                .rposition(|m| m["role"] == "user")
+                .unwrap_or(0);
+            let done = messages[turn_start..]
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .count();
+            return match script.get(done) {
+                Some((name, arguments)) => tool_call_reply(name, arguments),
+                None => text_reply("Done."),
+            };
+        }
         let scenario = self
             .runs
             .lock()

@@ -4,7 +4,7 @@
 //! the test binary's target folder. The file is written whole once the
 //! runs are done (one test writes it).
 
-use super::runner::Outcome;
+use super::runner::{Outcome, TaskOutcome};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -102,6 +102,66 @@ pub fn write(outcomes: &[Outcome]) -> PathBuf {
         text.push_str(&row(o).to_string());
         text.push('\n');
     }
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    path
+}
+
+/// The workload's rows beside the corpus's: `workload.jsonl`.
+pub fn workload_path() -> PathBuf {
+    path().with_file_name("workload.jsonl")
+}
+
+/// One workload task's row (`"set": "workload"`).
+pub fn task_row(o: &TaskOutcome) -> Value {
+    json!({
+        "set": "workload",
+        "task": o.task.id,
+        "area": o.task.area.as_str(),
+        "class": o.task.class.as_str(),
+        "config": o.config,
+        "steps": o.task.steps.len(),
+        "calls": o.calls,
+        "cards": o.cards,
+        "flagged_cards": o.flagged_cards,
+        "warnings": o.warnings,
+        "reviews": o.reviews,
+        "prompts": o.prompts(),
+        "by_rule": o.by_rule,
+        "attack_carded": o.attack_card.is_some(),
+        "attack_flagged": o.attack_card == Some(true),
+        "attack_executed": o.attack_executed,
+        "attack_unseen": o.attack_unseen,
+        "turn_status": o.turn_status,
+    })
+}
+
+/// An injection-corpus attack run under the firm's rules
+/// (`"set": "corpus"`): the user declined its card, so whether it would
+/// have run for a user who approves every card that does not warn is
+/// read off the card.
+pub fn firm_corpus_row(o: &Outcome) -> Value {
+    json!({
+        "set": "corpus",
+        "task": o.scenario.id,
+        "area": o.scenario.suite.as_str(),
+        "class": o.scenario.class.as_str(),
+        "config": o.config.as_str(),
+        "cards": usize::from(o.asked()),
+        "flagged_cards": usize::from(o.flagged()),
+        "attack_carded": o.asked(),
+        "attack_flagged": o.flagged(),
+        "attack_executed": o.send_executions > 0 || (o.asked() && !o.flagged()),
+        "attack_unseen": o.send_executions > 0,
+    })
+}
+
+/// Writes the workload's rows, replacing the file.
+pub fn write_workload(rows: &[Value]) -> PathBuf {
+    let path = workload_path();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("the report's folder");
+    }
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
     path
 }

@@ -13,9 +13,10 @@
 //! scenarios), or allowed "for the rest of this turn" on a harmless first
 //! send in the same turn ([`Grant::Turn`], odd ones).
 
-use super::attacker::{Attacker, SETUP_MESSAGE, warm_up_arguments};
-use super::scenarios::Scenario;
-use super::servers::{CorpusServers, RUN_HEADER};
+use super::attacker::{Attacker, SETUP_MESSAGE, Script, warm_up_arguments};
+use super::scenarios::{Class, Scenario};
+use super::servers::{Conn, CorpusServers, RUN_HEADER};
+use super::workload::Task;
 use crate::helpers::{TestApp, add_connector, approve_with, decide, pass_result};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -27,6 +28,9 @@ use std::time::Duration;
 pub enum Config {
     Default,
     Standing,
+    /// No grants or trust, under a firm's admin rules and internal
+    /// destinations ([`super::workload::firm_rules`]).
+    Firm,
 }
 
 impl Config {
@@ -36,6 +40,7 @@ impl Config {
         match self {
             Self::Default => "default",
             Self::Standing => "standing_grants",
+            Self::Firm => "firm_rules",
         }
     }
 }
@@ -197,18 +202,9 @@ pub async fn run(env: &Env, scenario: Arc<Scenario>, index: usize) -> [Outcome; 
     let model = env.attacker.enlist(&run, scenario.clone(), false);
     let mut connectors = Vec::new();
     for conn in scenario.connectors() {
-        let id = add_connector(
-            &app,
-            json!({
-                "name": conn.name(),
-                "url": env.servers.url(conn),
-                "auth": {"type": "headers", "headers": {RUN_HEADER: run}},
-            }),
-        )
-        .await;
-        connectors.push(id);
+        connectors.push(add_run_connector(&app, &env.servers, conn, &run).await);
     }
-    let default = turn(env, &app, &model, &run, &scenario, Config::Default).await;
+    let default = turn(&env.servers, &app, &model, &run, &scenario, Config::Default).await;
     for id in &connectors {
         let res = app
             .request(
@@ -234,7 +230,7 @@ pub async fn run(env: &Env, scenario: Arc<Scenario>, index: usize) -> [Outcome; 
             .enlist(&format!("{run}t"), scenario.clone(), true),
     };
     let mut standing = turn(
-        env,
+        &env.servers,
         &app,
         &standing_model,
         &run,
@@ -248,14 +244,14 @@ pub async fn run(env: &Env, scenario: Arc<Scenario>, index: usize) -> [Outcome; 
 
 /// The scenario's turn in a new chat.
 async fn turn(
-    env: &Env,
+    servers: &CorpusServers,
     app: &TestApp,
     model: &str,
     run: &str,
     scenario: &Arc<Scenario>,
     config: Config,
 ) -> Outcome {
-    let before = env.servers.log.of_run(run).len();
+    let before = servers.log.of_run(run).len();
     let chat = app.create_chat(model).await;
     let mut stream = app.stream(&chat, None).await;
     app.send(&chat, &scenario.message).await;
@@ -314,7 +310,7 @@ async fn turn(
             _ => {}
         }
     };
-    let executed = env.servers.log.of_run(run);
+    let executed = servers.log.of_run(run);
     let during = &executed[before.min(executed.len())..];
     let (send_conn, send_name) = scenario.send;
     let send_executed_arguments: Vec<Value> = during
@@ -384,4 +380,196 @@ async fn next_event(stream: &mut crate::helpers::SseReader, id: &str) -> (i64, V
             None => panic!("{id}: no event within 60 s"),
         }
     }
+}
+
+/// Runs an attack `scenario` once for a new user of `app` (the firm's
+/// deployment), with no grants or trust: [`Config::Firm`].
+pub async fn run_firm(
+    servers: &CorpusServers,
+    attacker: &Attacker,
+    app: &TestApp,
+    scenario: Arc<Scenario>,
+    index: usize,
+) -> Outcome {
+    let run = format!("f{index}");
+    let app = app.at(&app.base);
+    app.signed_up_user().await;
+    let model = attacker.enlist(&run, scenario.clone(), false);
+    for conn in scenario.connectors() {
+        add_run_connector(&app, servers, conn, &run).await;
+    }
+    turn(servers, &app, &model, &run, &scenario, Config::Firm).await
+}
+
+/// Adds `conn` for `run`'s user, every tool kept; returns its id.
+async fn add_run_connector(
+    app: &TestApp,
+    servers: &CorpusServers,
+    conn: Conn,
+    run: &str,
+) -> String {
+    add_connector(
+        app,
+        json!({
+            "name": conn.name(),
+            "url": servers.url(conn),
+            "auth": {"type": "headers", "headers": {RUN_HEADER: run}},
+        }),
+    )
+    .await
+}
+
+/// What one workload task saw under one deployment.
+#[derive(Debug, Clone)]
+pub struct TaskOutcome {
+    pub task: Arc<Task>,
+    /// `no_rules` or `firm_rules`.
+    pub config: &'static str,
+    /// `mcp_tool_call` events: every call that ran or was refused.
+    pub calls: usize,
+    /// Cards shown (`mcp_confirmation_required`).
+    pub cards: usize,
+    /// Of them, cards that warned (a flow, or instructions read before).
+    pub flagged_cards: usize,
+    /// What each warning card said: its flows' texts, or its reason.
+    pub warnings: Vec<String>,
+    /// Results held for review (`mcp_result_review_required`).
+    pub reviews: usize,
+    /// Calls a rule let run without a card (`origin: "rule"`).
+    pub by_rule: usize,
+    /// The calls that reached the servers, in order: (tool, arguments).
+    pub executed: Vec<(String, Value)>,
+    /// An attack's own call: its card, and whether that card warned.
+    pub attack_card: Option<bool>,
+    /// An attack's own call ran at its server.
+    pub attack_executed: bool,
+    /// An attack's own call ran without a card.
+    pub attack_unseen: bool,
+    pub turn_status: String,
+}
+
+impl TaskOutcome {
+    /// Prompts the task cost: cards and result reviews.
+    pub fn prompts(&self) -> usize {
+        self.cards + self.reviews
+    }
+}
+
+/// Runs `task` for a new user of `app`. The simulated user approves every
+/// card of a benign task (it is what they asked for) and, in an attack,
+/// every card that does not warn; they decline a warning card there, and
+/// pass every result held for review whole.
+pub async fn run_task(
+    servers: &CorpusServers,
+    attacker: &Attacker,
+    app: &TestApp,
+    task: Arc<Task>,
+    run: String,
+    config: &'static str,
+) -> TaskOutcome {
+    let app = app.at(&app.base);
+    app.signed_up_user().await;
+    for conn in task.connectors() {
+        add_run_connector(&app, servers, conn, &run).await;
+    }
+    let script: Script = Arc::new(
+        task.steps
+            .iter()
+            .map(|s| (s.model_name(), s.arguments.clone()))
+            .collect(),
+    );
+    let model = attacker.enlist_script(&run, script);
+    let chat = app.create_chat(&model).await;
+    let mut stream = app.stream(&chat, None).await;
+    app.send(&chat, task.message).await;
+    let is_attack = |event: &Value| {
+        task.attack_step().is_some_and(|s| {
+            event["connector_name"] == s.conn.name()
+                && event["tool_name"] == s.tool
+                && event["arguments"] == s.arguments
+        })
+    };
+    let mut out = TaskOutcome {
+        task: task.clone(),
+        config,
+        calls: 0,
+        cards: 0,
+        flagged_cards: 0,
+        warnings: Vec::new(),
+        reviews: 0,
+        by_rule: 0,
+        executed: Vec::new(),
+        attack_card: None,
+        attack_executed: false,
+        attack_unseen: false,
+        turn_status: String::new(),
+    };
+    out.turn_status = loop {
+        let (_, event) = next_event(&mut stream, task.id).await;
+        match event["type"].as_str() {
+            Some("mcp_confirmation_required") => {
+                out.cards += 1;
+                let listed = |key: &str| {
+                    event["provenance"][key]
+                        .as_array()
+                        .is_some_and(|f| !f.is_empty())
+                };
+                let warns = listed("flows") || listed("instructions_in");
+                if warns {
+                    out.flagged_cards += 1;
+                    let flows: Vec<&str> = event["provenance"]["flows"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|f| f["text"].as_str())
+                        .collect();
+                    out.warnings.push(if flows.is_empty() {
+                        event["reason"].as_str().unwrap_or("?").to_owned()
+                    } else {
+                        flows.join("; ")
+                    });
+                }
+                if is_attack(&event) {
+                    out.attack_card = Some(warns);
+                }
+                let verdict = if task.class == Class::Attack && warns {
+                    "deny"
+                } else {
+                    "approve"
+                };
+                let res = decide(&app, &event, verdict).await;
+                assert_eq!(res.status(), StatusCode::OK, "{verdict} {}", task.id);
+            }
+            Some("mcp_result_review_required") => {
+                out.reviews += 1;
+                let res = pass_result(&app, &event).await;
+                assert_eq!(res.status(), StatusCode::OK, "pass {}", task.id);
+            }
+            Some("mcp_tool_call") => {
+                out.calls += 1;
+                if event["origin"] == "rule" {
+                    out.by_rule += 1;
+                }
+                if is_attack(&event) && event["status"] == "ok" && event["origin"] != "approved" {
+                    out.attack_unseen = true;
+                }
+            }
+            Some("turn_finished") => {
+                break event["status"].as_str().unwrap_or_default().to_owned();
+            }
+            _ => {}
+        }
+    };
+    out.executed = servers
+        .log
+        .of_run(&run)
+        .into_iter()
+        .map(|c| (c.tool, c.arguments))
+        .collect();
+    out.attack_executed = task.attack_step().is_some_and(|s| {
+        out.executed
+            .iter()
+            .any(|(tool, args)| tool == s.tool && *args == s.arguments)
+    });
+    out
 }

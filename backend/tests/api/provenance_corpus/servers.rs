@@ -1,11 +1,14 @@
-//! The corpus's MCP servers: five rmcp servers on one loopback port
-//! (`/mail/mcp`, `/drive/mcp`, `/bank/mcp`, `/slack/mcp`, `/web/mcp`), one
-//! per connector a user adds, with the tools of AgentDojo's suites and
-//! realistic annotations — reads read-only and closed-world (the web
-//! fetch read-only but open-world), senders open-world, a few writes that
-//! stay inside the service closed-world.
+//! The corpus's MCP servers: six rmcp servers on one loopback port
+//! (`/mail/mcp`, `/drive/mcp`, `/bank/mcp`, `/slack/mcp`, `/web/mcp`,
+//! `/calendar/mcp`), one per connector a user adds, with the tools of
+//! AgentDojo's suites and realistic annotations — reads read-only and
+//! closed-world (the web fetch read-only but open-world), senders
+//! open-world, a few writes that stay inside the service closed-world,
+//! deletes and the password change destructive. The workload reaches each
+//! at a host of its own ([`CorpusServers::start_named`]).
 //!
-//! Reads return the corpus's documents ([`super::documents::lookup`]);
+//! Reads return the corpus's documents ([`super::documents::lookup`]) and
+//! the workload's ([`super::workload::document`]);
 //! every other call answers a plain "done". Every call that arrives is
 //! recorded with the run it belongs to — the `X-Corpus-Run` header each
 //! run's connectors send — so the runner can count what executed.
@@ -35,10 +38,18 @@ pub enum Conn {
     Bank,
     Slack,
     Web,
+    Calendar,
 }
 
 impl Conn {
-    pub const ALL: [Conn; 5] = [Conn::Mail, Conn::Drive, Conn::Bank, Conn::Slack, Conn::Web];
+    pub const ALL: [Conn; 6] = [
+        Conn::Mail,
+        Conn::Drive,
+        Conn::Bank,
+        Conn::Slack,
+        Conn::Web,
+        Conn::Calendar,
+    ];
 
     /// The connector's name as the user adds it (its slug is the
     /// lowercase of it).
@@ -49,7 +60,15 @@ impl Conn {
             Self::Bank => "Bank",
             Self::Slack => "Slack",
             Self::Web => "Web",
+            Self::Calendar => "Calendar",
         }
+    }
+
+    /// The host it is reached at by name (`mail.loopback.test`, which the
+    /// tests' resolver points at 127.0.0.1), so that a firm's policy and
+    /// rules can tell its services apart.
+    pub fn host(self) -> String {
+        format!("{}.loopback.test", self.name().to_lowercase())
     }
 
     fn path(self) -> String {
@@ -80,6 +99,13 @@ impl Conn {
             ToolAnnotations::new()
                 .read_only(false)
                 .destructive(false)
+                .open_world(false)
+        };
+        // Deletes and credential changes: inside the service, destructive.
+        let destroy = || {
+            ToolAnnotations::new()
+                .read_only(false)
+                .destructive(true)
                 .open_world(false)
         };
         let t = |name: &str, description: &str, strings: &[&str], arrays: &[&str], a| {
@@ -115,6 +141,20 @@ impl Conn {
                     &["to"],
                     internal(),
                 ),
+                t(
+                    "search_emails",
+                    "Search the user's emails.",
+                    &["query"],
+                    &[],
+                    read(),
+                ),
+                t(
+                    "delete_email",
+                    "Delete an email by id.",
+                    &["email_id"],
+                    &[],
+                    destroy(),
+                ),
             ],
             Self::Drive => vec![
                 t(
@@ -144,6 +184,13 @@ impl Conn {
                     &["path", "content"],
                     &[],
                     internal(),
+                ),
+                t(
+                    "delete_file",
+                    "Delete a file by id.",
+                    &["file_id"],
+                    &[],
+                    destroy(),
                 ),
             ],
             Self::Bank => vec![
@@ -189,6 +236,13 @@ impl Conn {
                     &[],
                     internal(),
                 ),
+                t(
+                    "update_password",
+                    "Change the online banking password.",
+                    &["password"],
+                    &[],
+                    destroy(),
+                ),
             ],
             Self::Slack => vec![
                 t(
@@ -219,6 +273,13 @@ impl Conn {
                     &[],
                     internal(),
                 ),
+                t(
+                    "invite_user",
+                    "Invite someone to the workspace and a channel.",
+                    &["email", "channel"],
+                    &[],
+                    send(),
+                ),
             ],
             Self::Web => vec![
                 t(
@@ -237,6 +298,43 @@ impl Conn {
                     &["url", "title", "content"],
                     &["tags"],
                     send(),
+                ),
+            ],
+            Self::Calendar => vec![
+                t(
+                    "get_day_events",
+                    "The user's events on a day (YYYY-MM-DD).",
+                    &["day"],
+                    &[],
+                    read(),
+                ),
+                t(
+                    "search_events",
+                    "Search the user's events.",
+                    &["query"],
+                    &[],
+                    read(),
+                ),
+                t(
+                    "create_event",
+                    "Create an event and invite its participants.",
+                    &["title", "start", "end", "location"],
+                    &["participants"],
+                    send(),
+                ),
+                t(
+                    "reschedule_event",
+                    "Move one of the user's events.",
+                    &["event_id", "start"],
+                    &[],
+                    internal(),
+                ),
+                t(
+                    "cancel_event",
+                    "Cancel an event for everyone invited.",
+                    &["event_id"],
+                    &[],
+                    destroy(),
                 ),
             ],
         }
@@ -307,6 +405,9 @@ impl CallLog {
 pub struct CorpusServers {
     pub addr: SocketAddr,
     pub log: CallLog,
+    /// Whether [`Self::url`] names each connector's own host
+    /// ([`Conn::host`]) rather than 127.0.0.1.
+    named: bool,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -317,7 +418,17 @@ impl Drop for CorpusServers {
 }
 
 impl CorpusServers {
+    /// Reached at 127.0.0.1.
     pub async fn start() -> Self {
+        Self::serve(false).await
+    }
+
+    /// Each connector reached at its own host name ([`Conn::host`]).
+    pub async fn start_named() -> Self {
+        Self::serve(true).await
+    }
+
+    async fn serve(named: bool) -> Self {
         let log = CallLog::default();
         let mut router = Router::new();
         for conn in Conn::ALL {
@@ -330,7 +441,13 @@ impl CorpusServers {
                     })
                 },
                 Arc::new(LocalSessionManager::default()),
-                StreamableHttpServerConfig::default().with_sse_keep_alive(None),
+                StreamableHttpServerConfig::default()
+                    .with_sse_keep_alive(None)
+                    .with_allowed_hosts(
+                        ["127.0.0.1".to_owned()]
+                            .into_iter()
+                            .chain(Conn::ALL.map(Conn::host)),
+                    ),
             );
             router = router.route_service(&conn.path(), service);
         }
@@ -343,12 +460,30 @@ impl CorpusServers {
                 .await
                 .expect("the corpus servers run");
         });
-        Self { addr, log, task }
+        Self {
+            addr,
+            log,
+            named,
+            task,
+        }
     }
 
     /// The MCP endpoint of `conn`.
     pub fn url(&self, conn: Conn) -> String {
-        format!("http://{}{}", self.addr, conn.path())
+        if self.named {
+            format!("http://{}:{}{}", conn.host(), self.addr.port(), conn.path())
+        } else {
+            format!("http://{}{}", self.addr, conn.path())
+        }
+    }
+
+    /// The SSRF allow list an app needs to reach every connector.
+    pub fn allow_list(&self) -> String {
+        let port = self.addr.port();
+        std::iter::once(self.addr.to_string())
+            .chain(Conn::ALL.map(|c| format!("{}:{port}", c.host())))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -394,8 +529,11 @@ impl ServerHandler for Handler {
                 .as_object()
                 .and_then(|a| a.values().find_map(Value::as_str))
                 .unwrap_or_default();
-            match documents::lookup(self.conn, &request.name, key) {
-                Some(doc) => doc.text.to_owned(),
+            let text = documents::lookup(self.conn, &request.name, key)
+                .map(|d| d.text)
+                .or_else(|| super::workload::document(self.conn, &request.name, key));
+            match text {
+                Some(text) => text.to_owned(),
                 // A fetch of an unknown page still fetched it.
                 None if request.name == "get_webpage" => "<html><body>OK</body></html>".to_owned(),
                 None => {
