@@ -359,6 +359,8 @@ CREATE TABLE public.admin_policy (
     updated_by uuid,
     internal_destinations text[] DEFAULT '{}'::text[] NOT NULL,
     review_results_tools text[] DEFAULT '{}'::text[] NOT NULL,
+    second_approval_tools text[] DEFAULT '{}'::text[] NOT NULL,
+    second_approval_destinations text[] DEFAULT '{}'::text[] NOT NULL,
     CONSTRAINT admin_policy_bounds CHECK (((cardinality(always_ask_tools) <= 200) AND (cardinality(connector_hosts) <= 200) AND (cardinality(internal_destinations) <= 200) AND (cardinality(review_results_tools) <= 200))),
     CONSTRAINT admin_policy_one_row CHECK (id)
 );
@@ -622,6 +624,11 @@ CREATE TABLE public.mcp_pending_calls (
     decline_reason text,
     shown_arguments_digest text,
     edited_by uuid,
+    second_approval boolean DEFAULT false NOT NULL,
+    requester_approved_at timestamp with time zone,
+    second_approver_id uuid,
+    second_approver_email text,
+    second_decided_at timestamp with time zone,
     CONSTRAINT mcp_pending_calls_decide_by CHECK ((decide_by <= expires_at)),
     CONSTRAINT mcp_pending_calls_decline_reason CHECK (((decline_reason IS NULL) OR ((status = 'denied'::text) AND (char_length(decline_reason) <= 1000)))),
     CONSTRAINT mcp_pending_calls_digest_shape CHECK ((arguments_digest ~ '^[0-9a-f]{64}$'::text)),
@@ -629,7 +636,9 @@ CREATE TABLE public.mcp_pending_calls (
     CONSTRAINT mcp_pending_calls_expiry CHECK ((expires_at > created_at)),
     CONSTRAINT mcp_pending_calls_grant CHECK (((grant_kind IS NULL) OR (grant_kind = ANY (ARRAY['once'::text, 'turn'::text, 'always'::text])))),
     CONSTRAINT mcp_pending_calls_offered_grants CHECK (((offered_grants <@ ARRAY['once'::text, 'turn'::text, 'always'::text]) AND ('once'::text = ANY (offered_grants)))),
-    CONSTRAINT mcp_pending_calls_status CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'executing'::text, 'executed'::text, 'failed'::text, 'denied'::text, 'expired'::text])))
+    CONSTRAINT mcp_pending_calls_second CHECK (((status <> 'awaiting_second'::text) OR (second_approval AND (requester_approved_at IS NOT NULL)))),
+    CONSTRAINT mcp_pending_calls_second_not_requester CHECK (((second_approver_id IS NULL) OR (second_approver_id <> user_id))),
+    CONSTRAINT mcp_pending_calls_status CHECK ((status = ANY (ARRAY['pending'::text, 'awaiting_second'::text, 'approved'::text, 'executing'::text, 'executed'::text, 'failed'::text, 'denied'::text, 'expired'::text])))
 );
 
 ALTER TABLE ONLY public.mcp_pending_calls FORCE ROW LEVEL SECURITY;
@@ -931,6 +940,7 @@ CREATE TABLE public.users (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     disabled_at timestamp with time zone,
     must_change_password boolean DEFAULT false NOT NULL,
+    is_approver boolean DEFAULT false NOT NULL,
     CONSTRAINT users_email_length CHECK (((char_length(email) >= 3) AND (char_length(email) <= 254))),
     CONSTRAINT users_email_lower CHECK ((email = lower(email)))
 );
@@ -1247,6 +1257,13 @@ CREATE INDEX mcp_input_requests_user_live_idx ON public.mcp_input_requests USING
 
 
 --
+-- Name: mcp_pending_calls_awaiting_second_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_pending_calls_awaiting_second_idx ON public.mcp_pending_calls USING btree (created_at) WHERE (status = 'awaiting_second'::text);
+
+
+--
 -- Name: mcp_pending_calls_chat_idx; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 
@@ -1264,7 +1281,14 @@ CREATE INDEX mcp_pending_calls_created_idx ON public.mcp_pending_calls USING btr
 -- Name: mcp_pending_calls_open_idx; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 
-CREATE INDEX mcp_pending_calls_open_idx ON public.mcp_pending_calls USING btree (status) WHERE (status = ANY (ARRAY['pending'::text, 'approved'::text, 'executing'::text]));
+CREATE INDEX mcp_pending_calls_open_idx ON public.mcp_pending_calls USING btree (status) WHERE (status = ANY (ARRAY['pending'::text, 'awaiting_second'::text, 'approved'::text, 'executing'::text]));
+
+
+--
+-- Name: mcp_pending_calls_second_approver_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX mcp_pending_calls_second_approver_idx ON public.mcp_pending_calls USING btree (second_approver_id) WHERE (second_approver_id IS NOT NULL);
 
 
 --
@@ -1561,6 +1585,14 @@ ALTER TABLE ONLY public.mcp_input_requests
 
 ALTER TABLE ONLY public.mcp_pending_calls
     ADD CONSTRAINT mcp_pending_calls_chat_id_fkey FOREIGN KEY (chat_id) REFERENCES public.chats(id) ON DELETE CASCADE;
+
+
+--
+-- Name: mcp_pending_calls mcp_pending_calls_second_approver_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.mcp_pending_calls
+    ADD CONSTRAINT mcp_pending_calls_second_approver_id_fkey FOREIGN KEY (second_approver_id) REFERENCES public.users(id) ON DELETE SET NULL;
 
 
 --

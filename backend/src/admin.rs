@@ -75,6 +75,8 @@ impl Actor {
 pub struct Change {
     pub disabled: Option<bool>,
     pub is_admin: Option<bool>,
+    /// May give a second approval.
+    pub is_approver: Option<bool>,
 }
 
 /// What became of a change.
@@ -108,7 +110,7 @@ pub async fn user(pool: &PgPool, id: UserId) -> Result<Option<AdminUser>, sqlx::
 async fn accounts(pool: &PgPool, only: Option<UserId>) -> Result<Vec<AdminUser>, sqlx::Error> {
     let mut tx = db::service_tx(pool).await?;
     let rows = sqlx::query!(
-        r#"select u.id, u.email, u.is_admin, u.disabled_at is not null as "disabled!",
+        r#"select u.id, u.email, u.is_admin, u.is_approver, u.disabled_at is not null as "disabled!",
                   u.must_change_password, u.created_at,
                   exists (select 1 from mfa_totp m
                            where m.user_id = u.id and m.confirmed_at is not null) as "mfa!",
@@ -132,6 +134,7 @@ async fn accounts(pool: &PgPool, only: Option<UserId>) -> Result<Vec<AdminUser>,
             id: r.id.to_string(),
             email: r.email,
             is_admin: r.is_admin,
+            is_approver: r.is_approver,
             disabled: r.disabled,
             mfa_enabled: r.mfa,
             must_change_password: r.must_change_password,
@@ -188,7 +191,7 @@ pub async fn update_user(
         .execute(&mut *tx)
         .await?;
     let row = sqlx::query!(
-        r#"select email, is_admin, disabled_at is not null as "disabled!"
+        r#"select email, is_admin, is_approver, disabled_at is not null as "disabled!"
              from users where id = $1 for update"#,
         target as UserId,
     )
@@ -197,10 +200,12 @@ pub async fn update_user(
     .ok_or(AdminError::NotFound)?;
     let disabled = change.disabled.unwrap_or(row.disabled);
     let is_admin = change.is_admin.unwrap_or(row.is_admin);
+    let is_approver = change.is_approver.unwrap_or(row.is_approver);
     let mut changes = Vec::new();
     for (setting, before, after) in [
         ("disabled", row.disabled, disabled),
         ("is_admin", row.is_admin, is_admin),
+        ("is_approver", row.is_approver, is_approver),
     ] {
         if before != after {
             changes.push(SettingChange {
@@ -231,12 +236,13 @@ pub async fn update_user(
     }
     sqlx::query!(
         "update users
-            set is_admin = $2,
+            set is_admin = $2, is_approver = $4,
                 disabled_at = case when $3 then coalesce(disabled_at, now()) end
           where id = $1",
         target as UserId,
         is_admin,
         disabled,
+        is_approver,
     )
     .execute(&mut *tx)
     .await?;

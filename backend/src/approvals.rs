@@ -34,6 +34,7 @@ mod keys;
 mod ledger;
 mod lifecycle;
 mod row;
+pub mod second;
 mod wait;
 
 pub use edit::{EditError, Edited, approve_edited, ran_with_edits};

@@ -105,6 +105,9 @@ pub struct Evidence {
     pub rule: Option<countersign_api::RuleRef>,
     /// `result_reviewed`: how the review of its result ended.
     pub result_review: Option<countersign_api::ResultReviewStatus>,
+    /// `decided`, for a call the policy gave a second approver: who
+    /// decided it (their e-mail).
+    pub second_approver: Option<String>,
 }
 
 impl Evidence {
@@ -118,6 +121,7 @@ impl Evidence {
             shown_arguments_digest: None,
             rule: None,
             result_review: None,
+            second_approver: None,
         }
     }
 
@@ -128,6 +132,7 @@ impl Evidence {
         shown_arguments_digest: None,
         rule: None,
         result_review: None,
+        second_approver: None,
     };
 }
 
@@ -235,6 +240,10 @@ pub struct Stored {
     /// `result_reviewed`: how the review of the call's result ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_review: Option<countersign_api::ResultReviewStatus>,
+    /// `decided`: the second approver's e-mail, when the policy gave the
+    /// call one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub second_approver: Option<String>,
 }
 
 impl Default for Stored {
@@ -269,6 +278,7 @@ impl Default for Stored {
             shown_arguments_digest: None,
             rule: None,
             result_review: None,
+            second_approver: None,
         }
     }
 }
@@ -307,6 +317,7 @@ impl Entry<'_> {
             shown_arguments_digest: self.evidence.shown_arguments_digest.clone(),
             rule: self.evidence.rule.clone(),
             result_review: self.evidence.result_review,
+            second_approver: self.evidence.second_approver.clone(),
             ..Stored::default()
         }
     }
@@ -327,6 +338,7 @@ impl Stored {
             shown_arguments_digest: self.shown_arguments_digest,
             rule: self.rule,
             result_review: self.result_review,
+            second_approver: self.second_approver,
             seq: self.seq,
             hash,
             at: self.at,

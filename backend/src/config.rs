@@ -158,6 +158,22 @@ pub struct Config {
     #[arg(long, env = "COUNTERSIGN_PUBLIC_URL")]
     pub public_url: Option<String>,
 
+    /// The SMTP server that e-mails approvers when a call waits for their
+    /// second approval (unset: no e-mail). As lettre reads it:
+    /// `smtp://host:587?tls=required` (STARTTLS), `smtps://host:465`, or
+    /// `smtp://127.0.0.1:25` for a local relay; credentials as
+    /// `smtp://user:password@host…`.
+    #[arg(long, env = "COUNTERSIGN_SMTP_URL")]
+    pub smtp_url: Option<Secret>,
+
+    /// The From address of its e-mails.
+    #[arg(
+        long,
+        env = "COUNTERSIGN_SMTP_FROM",
+        default_value = "Countersign <countersign@localhost>"
+    )]
+    pub smtp_from: String,
+
     /// Whether new accounts may sign up. The very first account can always
     /// be created, so that a fresh deployment gets its admin.
     #[arg(long, env = "COUNTERSIGN_ALLOW_SIGNUP", default_value_t = true, action = ArgAction::Set)]
@@ -370,6 +386,8 @@ impl Config {
             metrics_bind: None,
             static_dir: PathBuf::from("frontend/dist"),
             public_url: None,
+            smtp_url: None,
+            smtp_from: "Countersign <countersign@localhost>".to_owned(),
             allow_signup: true,
             session_idle_secs: 8 * 3600,
             session_absolute_secs: 7 * 24 * 3600,

@@ -43,7 +43,8 @@
 //!
 //! Admin policy (DESIGN §5) is stricter than any of these and wins over
 //! every grant: a tool its `always_ask_tools` names asks whatever grant or
-//! trust exists; `forbid_always_allow` makes always-rules stop applying
+//! trust exists, and so does a call `require_second_approval` covers (its
+//! card offers "Allow once" only, and an approver must allow it too); `forbid_always_allow` makes always-rules stop applying
 //! (they are not deleted, and apply again if the policy is lifted);
 //! `forbid_trust_annotations` does the same for rule 3. A turn grant still
 //! applies under those two: it is one card's decision, made this turn.
@@ -115,6 +116,10 @@ pub struct PolicyFacts {
     pub forbid_always_allow: bool,
     /// `forbid_trust_annotations`.
     pub forbid_trust_annotations: bool,
+    /// `require_second_approval` covers this call (its tool, or a
+    /// destination it sends to): it asks, and after the user's approve an
+    /// approver who is not the user must approve too.
+    pub second_approval: bool,
 }
 
 /// Why a call may run without a card.
@@ -169,6 +174,8 @@ pub enum AskBecause {
     FollowsInstructions,
     /// A rule says to ask (the card names it).
     RuleAsks,
+    /// The admin policy gives this call a second approver.
+    SecondApproval,
 }
 
 impl AskBecause {
@@ -194,6 +201,10 @@ impl AskBecause {
                 "this call sends text from a tool's result elsewhere, so it always asks"
             }
             Self::RuleAsks => "a rule asks for this call",
+            Self::SecondApproval => {
+                "your administrator requires a second approval for this call: after you allow \
+                 it, an approver must allow it too"
+            }
             Self::FollowsInstructions => {
                 "this reply read text that gives the assistant instructions, so this call may \
                  be following them and always asks"
@@ -226,6 +237,9 @@ pub fn decide(facts: &Facts<'_>) -> Decision {
     }
     if facts.changed_since_review {
         return Decision::Ask(AskBecause::ChangedSinceReviewed);
+    }
+    if facts.policy.second_approval {
+        return Decision::Ask(AskBecause::SecondApproval);
     }
     if facts.policy.always_ask {
         return Decision::Ask(AskBecause::PolicyAlwaysAsks);
@@ -301,6 +315,7 @@ fn trusted_safe(facts: &Facts<'_>) -> bool {
 pub fn offered_grants(facts: &Facts<'_>) -> &'static [GrantKind] {
     if facts.changed_since_review
         || facts.policy.always_ask
+        || facts.policy.second_approval
         || facts.carries_results
         || facts.follows_instructions
         || matches!(facts.rule, Some(RuleSays::Ask | RuleSays::Deny))
@@ -615,7 +630,7 @@ mod tests {
         let bools = [false, true];
         let always = [AlwaysGrant::None, AlwaysGrant::Current, AlwaysGrant::Stale];
         let mut cases = 0;
-        for changed in bools {
+        for (changed, second) in [(false, false), (false, true), (true, false), (true, true)] {
             for always_ask in bools {
                 for forbid_always in bools {
                     for forbid_trust in bools {
@@ -646,6 +661,7 @@ mod tests {
                                                 always_ask,
                                                 forbid_always_allow: forbid_always,
                                                 forbid_trust_annotations: forbid_trust,
+                                                second_approval: second,
                                             };
                                             let f = Facts {
                                                 changed_since_review: changed,
@@ -669,6 +685,7 @@ mod tests {
                                                 && annotations == &safe;
                                             let runs = rule != Some(RuleSays::Deny)
                                                 && !changed
+                                                && !second
                                                 && !always_ask
                                                 && !carries
                                                 && rule != Some(RuleSays::Ask)
@@ -705,7 +722,18 @@ mod tests {
                                                     "{f:?}"
                                                 );
                                             }
+                                            // A second approval asks,
+                                            // whatever grant, rule or trust,
+                                            // and offers "Allow once" only.
+                                            if second && !changed && rule != Some(RuleSays::Deny) {
+                                                assert_eq!(
+                                                    verdict,
+                                                    Decision::Ask(AskBecause::SecondApproval)
+                                                );
+                                                assert_eq!(offered_grants(&f), [GrantKind::Once]);
+                                            }
                                             if always_ask
+                                                && !second
                                                 && !changed
                                                 && rule != Some(RuleSays::Deny)
                                             {
@@ -723,7 +751,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 2 * 2 * 2 * 2 * 2 * 3 * 2 * 3 * 6 * 4);
+        assert_eq!(cases, 4 * 2 * 2 * 2 * 2 * 3 * 2 * 3 * 6 * 4);
     }
 
     #[test]
@@ -764,7 +792,7 @@ mod tests {
             (false, true, false, Some(RuleSays::Allow)),
             (false, false, true, Some(RuleSays::Allow)),
         ] {
-            for always_ask in bools {
+            for (always_ask, second_approval) in [(false, false), (true, false), (false, true)] {
                 for forbid_always in bools {
                     for forbid_trust in bools {
                         let f = Facts {
@@ -776,6 +804,7 @@ mod tests {
                                 always_ask,
                                 forbid_always_allow: forbid_always,
                                 forbid_trust_annotations: forbid_trust,
+                                second_approval,
                             },
                             ..facts(Some(&risky), false, None)
                         };

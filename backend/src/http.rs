@@ -96,6 +96,8 @@ fn answer_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(oauth::disconnect))
         .routes(routes!(approvals::list_pending))
         .routes(routes!(approvals::decide))
+        .routes(routes!(approvals::list_inbox))
+        .routes(routes!(approvals::decide_second))
         .routes(routes!(inputs::list))
         .routes(routes!(inputs::answer))
         .routes(routes!(results::list_result_reviews))

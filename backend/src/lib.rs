@@ -20,7 +20,9 @@
 //! - [`rules`]: users' and administrators' allow / ask / deny rules with
 //!   conditions on argument values, and which one decides a call.
 //! - [`approvals`]: the approval ledger's state machine, its HMAC, the
-//!   instance's watcher of decisions, the sweep and start-up recovery.
+//!   instance's watcher of decisions, the sweep and start-up recovery;
+//!   `approvals::second`, the second approver's inbox and decision.
+//! - [`mail`]: e-mail through SMTP (lettre), when configured.
 //! - [`audit`]: the activity log, an append-only hash chain of every
 //!   proposed call; `countersign audit verify`.
 //! - [`connectors`]: users' MCP servers, credentials, tool review.
@@ -52,6 +54,7 @@ pub mod http;
 pub mod ids;
 pub mod inputs;
 pub mod llm;
+pub mod mail;
 pub mod mcp;
 pub mod memory;
 pub mod metrics;
@@ -110,6 +113,8 @@ pub struct AppState {
     pub recent: Arc<turns::recent::Recent>,
     /// Sessions this instance looked up lately, with their stamps.
     pub known_sessions: Arc<http::session::Known>,
+    /// E-mail, when `COUNTERSIGN_SMTP_URL` is set.
+    pub mailer: Option<Arc<mail::Mailer>>,
 }
 
 impl AppState {
@@ -145,6 +150,7 @@ impl AppState {
             "COUNTERSIGN_RECOVERY_INTERVAL_SECS must be at least 1"
         );
         let approval_keys = Arc::new(approvals::ApprovalKeys::from_config(&config)?);
+        let mailer = mail::Mailer::from_config(&config)?.map(Arc::new);
         let resolver: Arc<dyn ssrf::HostResolver> = Arc::new(ssrf::SystemResolver);
         let connector_http = ssrf::guarded_client(
             reqwest::Client::builder(),
@@ -169,6 +175,7 @@ impl AppState {
             trimmer: memory::Trimmer::start(memory::Trimmer::glibc()),
             recent: Arc::default(),
             known_sessions: Arc::default(),
+            mailer,
         })
     }
 

@@ -429,7 +429,11 @@ async fn user_command(
 ) -> Result<String, admin::AdminError> {
     use admin::{Actor::Operator, Change};
     let hasher = countersign::auth::PasswordHasher::default();
-    let change = |disabled, is_admin| Change { disabled, is_admin };
+    let change = |disabled, is_admin| Change {
+        disabled,
+        is_admin,
+        is_approver: None,
+    };
     let (email, change) = match command {
         UserCommand::List => return Ok(admin::list_text(&admin::users(pool).await?)),
         UserCommand::Create { email, admin } => {

@@ -61,6 +61,12 @@ pub struct Policy {
     /// Patterns as `always_ask_tools`: these tools' results wait for the
     /// user's review before the model reads them (docs/design.md §6.5a).
     pub review_results_tools: Vec<String>,
+    /// Patterns as `always_ask_tools`: these tools' calls need a second
+    /// approval, from an approver who is not the requester.
+    pub second_approval_tools: Vec<String>,
+    /// Entries as `internal_destinations`: a call that sends to one of
+    /// them needs a second approval.
+    pub second_approval_destinations: Vec<String>,
     pub updated_at: Option<OffsetDateTime>,
     pub updated_by: Option<Uuid>,
 }
@@ -238,13 +244,53 @@ impl Policy {
         })
     }
 
+    /// Whether a call of `tool` at `url` (whose name resolved to
+    /// `addresses`) that sends to `destinations` needs a second approval:
+    /// its tool matches `second_approval_tools` (as [`Self::always_asks`]
+    /// matches), or one of its destinations is covered by
+    /// `second_approval_destinations` (as [`destination_in`] covers).
+    pub fn needs_second_approval(
+        &self,
+        url: &str,
+        addresses: &[std::net::IpAddr],
+        tool: &str,
+        destinations: &[Destination],
+    ) -> bool {
+        if destinations
+            .iter()
+            .any(|d| destination_in(d, &self.second_approval_destinations))
+        {
+            return true;
+        }
+        if self.second_approval_tools.is_empty() {
+            return false;
+        }
+        let mut hosts: Vec<String> = host_of(url).into_iter().collect();
+        hosts.extend(addresses.iter().map(|ip| address_text(*ip)));
+        if hosts.is_empty() {
+            hosts.push(String::new());
+        }
+        let tool = fold_tool(tool);
+        self.second_approval_tools
+            .iter()
+            .any(|pattern| pattern_matches(pattern, &hosts, &tool))
+    }
+
     /// What the gate needs to know of the policy for one call of `tool`
-    /// at `url`, whose name resolved to `addresses`.
-    pub fn facts(&self, url: &str, addresses: &[std::net::IpAddr], tool: &str) -> PolicyFacts {
+    /// at `url`, whose name resolved to `addresses`, sending to
+    /// `destinations`.
+    pub fn facts(
+        &self,
+        url: &str,
+        addresses: &[std::net::IpAddr],
+        tool: &str,
+        destinations: &[Destination],
+    ) -> PolicyFacts {
         PolicyFacts {
             always_ask: self.always_asks(url, addresses, tool),
             forbid_always_allow: self.forbid_always_allow,
             forbid_trust_annotations: self.forbid_trust_annotations,
+            second_approval: self.needs_second_approval(url, addresses, tool, destinations),
         }
     }
 
@@ -258,6 +304,10 @@ impl Policy {
             require_mfa: self.require_mfa,
             internal_destinations: self.internal_destinations.clone(),
             review_results_tools: self.review_results_tools.clone(),
+            require_second_approval: countersign_api::SecondApprovalPolicy {
+                tools: self.second_approval_tools.clone(),
+                destinations: self.second_approval_destinations.clone(),
+            },
             updated_at: self
                 .updated_at
                 .and_then(|t| t.format(&Rfc3339).ok())
@@ -310,6 +360,16 @@ impl Policy {
                 "review_results_tools",
                 &before.review_results_tools,
                 &self.review_results_tools,
+            ),
+            (
+                "second_approval_tools",
+                &before.second_approval_tools,
+                &self.second_approval_tools,
+            ),
+            (
+                "second_approval_destinations",
+                &before.second_approval_destinations,
+                &self.second_approval_destinations,
             ),
         ] {
             if was != now {
@@ -500,7 +560,13 @@ pub fn destination_in(d: &Destination, entries: &[String]) -> bool {
 /// ([`parse_destination`]): domains and hosts normalised, e-mail
 /// addresses with their domain normalised, duplicates and blanks dropped.
 pub fn parse_internal(list: &[String]) -> Result<Vec<String>, PolicyError> {
-    bounded(list, "Destinations inside the firm")?;
+    parse_destination_list(list, "Destinations inside the firm")
+}
+
+/// A list of destinations as typed → as stored ([`parse_destination`]);
+/// `what` names the setting in an error.
+pub fn parse_destination_list(list: &[String], what: &str) -> Result<Vec<String>, PolicyError> {
+    bounded(list, what)?;
     let mut out: Vec<String> = Vec::new();
     for raw in list {
         if raw.trim().is_empty() {
@@ -508,7 +574,7 @@ pub fn parse_internal(list: &[String]) -> Result<Vec<String>, PolicyError> {
         }
         let Some(entry) = parse_destination(raw) else {
             return Err(PolicyError::Invalid(format!(
-                "Destinations inside the firm: \"{}\" is not a domain, host or e-mail address \
+                "{what}: \"{}\" is not a domain, host or e-mail address \
                  (write firm.example, 10.0.0.7 or partner@firm.example).",
                 raw.trim()
             )));
@@ -557,7 +623,7 @@ static NOW: Statement = Statement {
     params: "",
     sql: "select forbid_always_allow, forbid_trust_annotations, always_ask_tools, \
                  connector_hosts, require_mfa, internal_destinations, review_results_tools, \
-                 updated_at, updated_by \
+                 second_approval_tools, second_approval_destinations, updated_at, updated_by \
             from admin_policy where id",
 };
 
@@ -590,7 +656,7 @@ async fn read_for_update(tx: &mut db::Tx) -> Result<Policy, sqlx::Error> {
         Policy,
         "select forbid_always_allow, forbid_trust_annotations, always_ask_tools,
                     connector_hosts, require_mfa, internal_destinations, review_results_tools,
-                    updated_at, updated_by
+                    second_approval_tools, second_approval_destinations, updated_at, updated_by
                from admin_policy where id for update"
     )
     .fetch_optional(&mut **tx)
@@ -625,6 +691,19 @@ pub async fn update(
         .as_deref()
         .map(parse_tool_patterns)
         .transpose()?;
+    let second = update
+        .require_second_approval
+        .as_ref()
+        .map(|s| {
+            Ok::<_, PolicyError>((
+                parse_tool_patterns(&s.tools)?,
+                parse_destination_list(
+                    &s.destinations,
+                    "Destinations that need a second approval",
+                )?,
+            ))
+        })
+        .transpose()?;
     let mut tx = db::service_tx(pool).await?;
     let before = read_for_update(&mut tx).await?;
     let after = Policy {
@@ -639,6 +718,13 @@ pub async fn update(
         require_mfa: update.require_mfa.unwrap_or(before.require_mfa),
         internal_destinations: internal.unwrap_or_else(|| before.internal_destinations.clone()),
         review_results_tools: review.unwrap_or_else(|| before.review_results_tools.clone()),
+        second_approval_tools: second
+            .as_ref()
+            .map_or_else(|| before.second_approval_tools.clone(), |s| s.0.clone()),
+        second_approval_destinations: second.as_ref().map_or_else(
+            || before.second_approval_destinations.clone(),
+            |s| s.1.clone(),
+        ),
         ..before.clone()
     };
     let changes = after.changes_from(&before);
@@ -651,12 +737,13 @@ pub async fn update(
         "update admin_policy
             set forbid_always_allow = $1, forbid_trust_annotations = $2,
                 always_ask_tools = $3, connector_hosts = $4, require_mfa = $5,
-                internal_destinations = $7, review_results_tools = $8, updated_at = now(),
-                updated_by = $6
+                internal_destinations = $7, review_results_tools = $8,
+                second_approval_tools = $9, second_approval_destinations = $10,
+                updated_at = now(), updated_by = $6
           where id
          returning forbid_always_allow, forbid_trust_annotations, always_ask_tools,
                    connector_hosts, require_mfa, internal_destinations, review_results_tools,
-                   updated_at, updated_by",
+                   second_approval_tools, second_approval_destinations, updated_at, updated_by",
         after.forbid_always_allow,
         after.forbid_trust_annotations,
         &after.always_ask_tools,
@@ -665,6 +752,8 @@ pub async fn update(
         admin as UserId,
         &after.internal_destinations,
         &after.review_results_tools,
+        &after.second_approval_tools,
+        &after.second_approval_destinations,
     )
     .fetch_one(&mut *tx)
     .await?;

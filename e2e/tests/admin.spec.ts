@@ -10,10 +10,12 @@
 //
 // The policy is the whole instance's: whatever happens, the last step puts
 // it back as it was, so later specs see the defaults.
-import { expect, test, type Browser, type Page, type TestInfo } from '@playwright/test';
+import { expect, test, type Page } from '@playwright/test';
 import {
+  ADMIN_EMAIL,
   PASSPHRASE,
   REPLY_TIMEOUT,
+  adminBrowser,
   addDemoConnector,
   ask,
   everyWay,
@@ -25,48 +27,10 @@ import {
   turnOver,
 } from './support';
 
-const ADMIN_EMAIL = process.env.COUNTERSIGN_E2E_ADMIN_EMAIL ?? '';
-const ONE_TIME = process.env.COUNTERSIGN_E2E_ADMIN_PASSWORD ?? '';
 
 test.setTimeout(180_000);
 
 const watch = guardPages();
-
-/**
- * Signs the administrator in, in a browser of their own. The first time in
- * a run, with the one-time password: the app asks for a new one
- * (PASSPHRASE) before anything else.
- */
-async function adminBrowser(browser: Browser, testInfo: TestInfo) {
-  expect(ADMIN_EMAIL, 'COUNTERSIGN_E2E_ADMIN_EMAIL (cargo xtask sets it)').not.toBe('');
-  const context = await browser.newContext({ baseURL: testInfo.project.use.baseURL });
-  const page = await context.newPage();
-  watch(page);
-  const signIn = async (password: string) => {
-    await page.goto('/signin');
-    await page.getByTestId('signin-email').fill(ADMIN_EMAIL);
-    await page.getByTestId('signin-password').fill(password);
-    await page.getByTestId('signin-submit').click();
-  };
-  await signIn(ONE_TIME);
-  const outcome = await Promise.race([
-    page.getByTestId('new-password-required').waitFor().then(() => 'reset' as const),
-    page.getByTestId('signin-error').waitFor().then(() => 'refused' as const),
-  ]);
-  if (outcome === 'reset') {
-    await expect(page.getByRole('heading', { name: 'Choose a new password' })).toBeVisible();
-    await snap(page, 'admin-new-password');
-    await page.getByTestId('password-current').fill(ONE_TIME);
-    await page.getByTestId('password-new').fill(PASSPHRASE);
-    await page.getByTestId('password-confirm').fill(PASSPHRASE);
-    await page.getByTestId('password-submit').click();
-  } else {
-    // An earlier test of this run chose it already.
-    await signIn(PASSPHRASE);
-  }
-  await expect(page.getByTestId('shell')).toBeVisible();
-  return { context, page };
-}
 
 async function openAdmin(page: Page) {
   await navTo(page, 'nav-settings');
@@ -107,7 +71,7 @@ test('an admin forbids "Always allow": the user\'s card no longer offers it, the
   await first.getByTestId('approval-always-confirm-yes').click();
   await turnOver(page);
 
-  const admin = await adminBrowser(browser, testInfo);
+  const admin = await adminBrowser(browser, testInfo, watch);
   try {
     await openAdmin(admin.page);
     // The accounts, the admin's own marked.
@@ -175,7 +139,7 @@ test('an admin forbids "Always allow": the user\'s card no longer offers it, the
 test('an admin writes a rule for everyone and the firm\'s internal destinations, lists them and takes them back', async ({
   browser,
 }, testInfo) => {
-  const admin = await adminBrowser(browser, testInfo);
+  const admin = await adminBrowser(browser, testInfo, watch);
   const page = admin.page;
   try {
     await openAdmin(page);
@@ -227,7 +191,7 @@ test("an admin's Activity shows whose calls wait, never their arguments, and the
   const card = page.getByTestId('approval-card');
   await expect(card).toHaveAttribute('data-state', 'pending', { timeout: REPLY_TIMEOUT });
 
-  const admin = await adminBrowser(browser, testInfo);
+  const admin = await adminBrowser(browser, testInfo, watch);
   try {
     await navTo(admin.page, 'nav-activity');
     await admin.page.getByTestId('activity-scope').selectOption({ label: userEmail });

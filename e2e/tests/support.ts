@@ -5,7 +5,15 @@
 // Playwright runs only `*.spec.ts`.
 import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
-import { expect, test, type APIRequestContext, type Locator, type Page } from '@playwright/test';
+import {
+  expect,
+  test,
+  type APIRequestContext,
+  type Browser,
+  type Locator,
+  type Page,
+  type TestInfo,
+} from '@playwright/test';
 
 // Long, random-looking and unrelated words: passes any strength check.
 export const PASSPHRASE = 'copper Lantern orbit 47 quietly Harbour';
@@ -278,3 +286,44 @@ export async function turnOver(page: Page) {
     timeout: REPLY_TIMEOUT,
   });
 }
+
+/** The e2e instance's administrator (`countersign user create --admin`). */
+export const ADMIN_EMAIL = process.env.COUNTERSIGN_E2E_ADMIN_EMAIL ?? '';
+const ONE_TIME = process.env.COUNTERSIGN_E2E_ADMIN_PASSWORD ?? '';
+
+/**
+ * Signs the administrator in, in a browser of their own. The first time in
+ * a run, with the one-time password: the app asks for a new one
+ * (PASSPHRASE) before anything else.
+ */
+export async function adminBrowser(browser: Browser, testInfo: TestInfo, watch: (page: Page) => void) {
+  expect(ADMIN_EMAIL, 'COUNTERSIGN_E2E_ADMIN_EMAIL (cargo xtask sets it)').not.toBe('');
+  const context = await browser.newContext({ baseURL: testInfo.project.use.baseURL });
+  const page = await context.newPage();
+  watch(page);
+  const signIn = async (password: string) => {
+    await page.goto('/signin');
+    await page.getByTestId('signin-email').fill(ADMIN_EMAIL);
+    await page.getByTestId('signin-password').fill(password);
+    await page.getByTestId('signin-submit').click();
+  };
+  await signIn(ONE_TIME);
+  const outcome = await Promise.race([
+    page.getByTestId('new-password-required').waitFor().then(() => 'reset' as const),
+    page.getByTestId('signin-error').waitFor().then(() => 'refused' as const),
+  ]);
+  if (outcome === 'reset') {
+    await expect(page.getByRole('heading', { name: 'Choose a new password' })).toBeVisible();
+    await snap(page, 'admin-new-password');
+    await page.getByTestId('password-current').fill(ONE_TIME);
+    await page.getByTestId('password-new').fill(PASSPHRASE);
+    await page.getByTestId('password-confirm').fill(PASSPHRASE);
+    await page.getByTestId('password-submit').click();
+  } else {
+    // An earlier test of this run chose it already.
+    await signIn(PASSPHRASE);
+  }
+  await expect(page.getByTestId('shell')).toBeVisible();
+  return { context, page };
+}
+

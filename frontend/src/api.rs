@@ -643,6 +643,22 @@ pub async fn available_connectors() -> Result<Vec<countersign_api::AvailableConn
     Ok(body.available)
 }
 
+/// `GET /api/approvals/inbox`: calls of other accounts waiting for the
+/// caller's second approval (403 `not_an_approver` for anyone else).
+pub async fn approvals_inbox() -> Result<Vec<countersign_api::SecondApproval>, ApiError> {
+    fetch_json(Request::get("/api/approvals/inbox").build()).await
+}
+
+/// `POST /api/approvals/inbox/{id}`: an approver's decision.
+pub async fn decide_second(
+    csrf_token: &str,
+    id: &str,
+    body: &countersign_api::SecondDecideRequest,
+) -> Result<countersign_api::DecideResponse, ApiError> {
+    let url = format!("/api/approvals/inbox/{}", segment(id));
+    fetch_json(with_csrf(Request::post(&url), csrf_token).json(body)).await
+}
+
 /// Percent-encodes one path segment. Ids come from the address bar too, so
 /// a crafted `/chats/..%2Fsettings` must stay one segment of a chat URL.
 fn segment(value: &str) -> String {

@@ -97,7 +97,10 @@ lazy_screen!(
 );
 
 lazy_screen!(
-    /// `/`, the first steps.
+    /// `/`, the first steps, and `/approvals`, an approver's "Approvals
+    /// for you" (both list those calls): one route type and one split
+    /// function for both, which [`HomePage`] tells apart by the address
+    /// (a second split function costs the first load its glue).
     HomeRoute,
     home,
     home_view,

@@ -67,6 +67,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("settings/rules") view={Lazy::<SettingsRulesRoute>::new()} />
                     <Route path=path!("settings/admin") view={Lazy::<SettingsAdminRoute>::new()} />
                     <Route path=path!("activity") view={Lazy::<ActivityRoute>::new()} />
+                    <Route path=path!("approvals") view={Lazy::<HomeRoute>::new()} />
                 </ParentRoute>
             </Routes>
         </Router>

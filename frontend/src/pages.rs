@@ -2,6 +2,7 @@
 //! render inside [`Shell`].
 
 mod activity;
+mod approvals;
 mod chat;
 mod home;
 mod not_found;
@@ -11,6 +12,7 @@ mod signin;
 mod signup;
 
 pub use activity::ActivityPage;
+pub use approvals::{ApprovalsForYou, ApprovalsPage};
 pub use chat::{ChatPage, chat_path};
 pub use home::HomePage;
 pub use not_found::NotFoundPage;

@@ -33,6 +33,10 @@ pub struct Policy {
     /// results wait for the user's review before the model reads them.
     #[serde(default)]
     pub review_results_tools: Vec<String>,
+    /// Calls that need a second approval, from an approver who is not the
+    /// requester, after the requester's own.
+    #[serde(default)]
+    pub require_second_approval: SecondApprovalPolicy,
     /// RFC 3339: when it last changed.
     #[serde(default)]
     pub updated_at: String,
@@ -60,6 +64,24 @@ pub struct PolicyUpdate {
     pub internal_destinations: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_results_tools: Option<Vec<String>>,
+    /// Replaces both lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_second_approval: Option<SecondApprovalPolicy>,
+}
+
+/// The admin policy's `require_second_approval`: a call needs a second
+/// approval when its tool matches one of `tools` or it sends to one of
+/// `destinations`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SecondApprovalPolicy {
+    /// `connector-host/tool` glob patterns, as `always_ask_tools`.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Domains, hosts and e-mail addresses (as `internal_destinations`):
+    /// a call that sends to one of them.
+    #[serde(default)]
+    pub destinations: Vec<String>,
 }
 
 /// One account as `GET /api/admin/users` lists it.
@@ -72,6 +94,9 @@ pub struct AdminUser {
     pub email: String,
     /// An administrator.
     pub is_admin: bool,
+    /// May give a second approval (administrators may too).
+    #[serde(default)]
+    pub is_approver: bool,
     /// Disabled: cannot sign in, signed out everywhere.
     pub disabled: bool,
     /// Two-factor sign-in is on.
@@ -99,6 +124,9 @@ pub struct AdminUserUpdate {
     /// The last active administrator cannot be removed (409 `last_admin`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_admin: Option<bool>,
+    /// May give a second approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_approver: Option<bool>,
 }
 
 /// `GET /api/admin/overview`: the instance at a glance.

@@ -39,7 +39,8 @@ pub const MAX_DECLINE_REASON_CHARS: usize = 1000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DecideResponse {
-    /// `approved` or `denied`.
+    /// `approved` or `denied`; `awaiting_second` when the policy asks for
+    /// a second approval, which an approver gives from their inbox.
     pub status: PendingCallStatus,
     /// With `edited_arguments`: the digest of the edited arguments, which
     /// are what runs. Absent otherwise.
@@ -99,6 +100,61 @@ pub struct PendingCall {
     /// Where the call sends data (as on `mcp_confirmation_required`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub destinations: Vec<crate::Destination>,
+}
+
+/// A call waiting for a second approval, as an approver's inbox shows it
+/// (`GET /api/approvals/inbox`): the card, its provenance and
+/// destinations, and who asked — never the rest of their chat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SecondApproval {
+    /// Ledger id: `POST /api/approvals/inbox/{id}` decides it.
+    pub id: String,
+    /// Who asked, and approved it first.
+    pub requester_email: String,
+    /// RFC 3339: when they approved it.
+    pub requester_approved_at: String,
+    /// The connector (its name as the requester added it).
+    pub connector_name: String,
+    /// The tool's name on its server.
+    pub tool_name: String,
+    /// The exact arguments that would run.
+    pub arguments: serde_json::Value,
+    /// The same, pretty-printed.
+    pub arguments_json: String,
+    /// SHA-256 (hex) of the arguments' RFC 8785 canonical JSON: the
+    /// decision carries it back.
+    pub arguments_digest: String,
+    /// The host the call goes to.
+    pub destination: String,
+    /// Why it asked.
+    pub reason: String,
+    /// RFC 3339; after it the call cannot be approved.
+    pub expires_at: String,
+    /// Seconds left when this was read (by the server's clock).
+    pub expires_in_secs: f64,
+    /// Where each argument came from, and the flows that make it warn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<crate::Provenance>,
+    /// Arguments holding look-alike, invisible or bidi characters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub character_warnings: Vec<crate::CharacterWarning>,
+    /// Where the call sends data.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<crate::Destination>,
+}
+
+/// `POST /api/approvals/inbox/{id}`: an approver's decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SecondDecideRequest {
+    /// `approve` or `deny`.
+    pub decision: Decision,
+    /// The `arguments_digest` the inbox showed: a mismatch decides nothing.
+    pub arguments_digest: String,
+    /// On a deny: why; the requester's model reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// A call waiting for a decision as an administrator sees it
@@ -284,6 +340,10 @@ pub struct ActivityEntry {
     /// nobody reviewed it in time). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_review: Option<crate::ResultReviewStatus>,
+    /// `decided`, for a call the policy gave a second approver: who
+    /// decided it (their e-mail), after the requester's `first_approval`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_approver: Option<String>,
 }
 
 /// What `GET /api/activity`, its export and the administrators' view

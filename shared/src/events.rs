@@ -171,6 +171,19 @@ pub enum ChatEvent {
         /// the proposed ones). Absent otherwise.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         edited_arguments: Option<serde_json::Value>,
+        /// For a call the policy gave a second approver: who decided it
+        /// (their e-mail). Absent otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        second_approver: Option<String>,
+    },
+    /// The user approved a call the policy gives a second approver: it
+    /// now waits for an approver who is not the user (`awaiting_second`);
+    /// `mcp_confirmation_resolved` follows when they decide or it expires.
+    McpSecondApprovalRequired {
+        /// The turn.
+        turn_id: String,
+        /// Ledger id.
+        id: String,
     },
     /// A running MCP call's server asks the user for input (DESIGN §6a):
     /// the question as stored.
@@ -417,6 +430,10 @@ struct Wire {
     decline_reason: Option<String>,
     stopped: Option<bool>,
     edited_arguments: Option<serde_json::Value>,
+    // Not read by the web app (its card says "an approver"): each field
+    // decoded costs its first load ~300 bytes (`e2e/tests/delivery.spec.ts`).
+    #[cfg(not(target_arch = "wasm32"))]
+    second_approver: Option<String>,
     answers: Option<serde_json::Value>,
     answered_at: Option<String>,
     origin: Option<CallOrigin>,
@@ -526,6 +543,14 @@ impl Wire {
                 decline_reason: self.decline_reason,
                 stopped: self.stopped.unwrap_or_default(),
                 edited_arguments: self.edited_arguments,
+                #[cfg(not(target_arch = "wasm32"))]
+                second_approver: self.second_approver,
+                #[cfg(target_arch = "wasm32")]
+                second_approver: None,
+            },
+            "mcp_second_approval_required" => ChatEvent::McpSecondApprovalRequired {
+                turn_id: turn_id?,
+                id: required(self.id, "id")?,
             },
             "mcp_input_required" => ChatEvent::McpInputRequired {
                 turn_id: turn_id?,
@@ -760,6 +785,7 @@ mod tests {
                 decline_reason: None,
                 stopped: false,
                 edited_arguments: None,
+                second_approver: None,
             },
             ChatEvent::McpConfirmationResolved {
                 turn_id: "t".into(),
@@ -770,6 +796,11 @@ mod tests {
                 decline_reason: None,
                 stopped: false,
                 edited_arguments: Some(json!({"to": "partner@firm.example"})),
+                second_approver: None,
+            },
+            ChatEvent::McpSecondApprovalRequired {
+                turn_id: "t".into(),
+                id: "p".into(),
             },
             ChatEvent::McpConfirmationResolved {
                 turn_id: "t".into(),
@@ -780,6 +811,7 @@ mod tests {
                 decline_reason: Some("Archive it instead.".into()),
                 stopped: false,
                 edited_arguments: None,
+                second_approver: None,
             },
             ChatEvent::McpConfirmationResolved {
                 turn_id: "t".into(),
@@ -790,6 +822,7 @@ mod tests {
                 decline_reason: None,
                 stopped: true,
                 edited_arguments: None,
+                second_approver: Some("partner@firm.example".into()),
             },
             input(true),
             input(false),

@@ -23,10 +23,13 @@ pub mod risk;
 pub mod rules;
 pub mod vocab;
 
-pub use admin::{AdminOverview, AdminUser, AdminUserUpdate, Policy, PolicyUpdate, SettingChange};
+pub use admin::{
+    AdminOverview, AdminUser, AdminUserUpdate, Policy, PolicyUpdate, SecondApprovalPolicy,
+    SettingChange,
+};
 pub use approvals::{
     ActivityEntry, ActivityExport, ActivityFilter, AdminWaitingCall, DecideRequest, DecideResponse,
-    Grant, PendingCall,
+    Grant, PendingCall, SecondApproval, SecondDecideRequest,
 };
 pub use auth::{
     ChangePasswordRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest,

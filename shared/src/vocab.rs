@@ -178,6 +178,9 @@ vocabulary! {
     pub enum PendingCallStatus {
         /// Waiting for the user.
         Pending = "pending",
+        /// The user approved it; the policy asks for a second approval,
+        /// which an approver who is not the user gives (or refuses).
+        AwaitingSecond = "awaiting_second",
         /// The user approved it; not yet claimed.
         Approved = "approved",
         /// Claimed by its turn; running.
@@ -330,6 +333,10 @@ vocabulary! {
         /// A call's result waited for the user's review before the model
         /// read it: how the review ended (`result_review`).
         ResultReviewed = "result_reviewed",
+        /// The user approved a call the policy gives a second approver:
+        /// the first of its two decisions (the `decided` entry that
+        /// follows names the approver, `second_approver`).
+        FirstApproval = "first_approval",
     }
 }
 
@@ -738,6 +745,7 @@ mod tests {
             PendingCallStatus::ALL,
             &[
                 (Pending, "pending"),
+                (AwaitingSecond, "awaiting_second"),
                 (Approved, "approved"),
                 (Executing, "executing"),
                 (Executed, "executed"),
@@ -969,6 +977,7 @@ mod tests {
                 ),
                 (ActivityKind::ActivityRead, "activity_read"),
                 (ActivityKind::ResultReviewed, "result_reviewed"),
+                (ActivityKind::FirstApproval, "first_approval"),
             ],
         );
         use ActivityDecision::*;

@@ -4,7 +4,8 @@
 //! uvicorn, httpx2 — are all the test's authorization server in
 //! `py_oauth_server.py` needs), and PyPI `prometheus_client`, whose text
 //! parser reads `/metrics` in `backend/tests/api/metrics.rs`, and
-//! `openapi-spec-validator`, which checks `/api/openapi.json`; installed
+//! `openapi-spec-validator`, which checks `/api/openapi.json`, and
+//! `aiosmtpd`, the SMTP sink that catches mail to approvers; installed
 //! once, at pinned versions, under `target/interop/`; and, for `cargo xtask
 //! faults` only, `schemathesis` ([`prepare_schemathesis`]). It does not
 //! start them: the tests do, on loopback,
@@ -25,6 +26,11 @@ const PROMETHEUS_CLIENT_VERSION: &str = "0.26.0";
 /// OpenAPI 3.1 (`backend/tests/api/health.rs`). Its own folder: its
 /// `jsonschema` must not move the one the Python SDK runs on.
 const OPENAPI_VALIDATOR_VERSION: &str = "0.9.0";
+/// PyPI `aiosmtpd`: the local SMTP sink (`backend/tests/interop/smtp_sink.py`)
+/// that catches the e-mails to approvers in
+/// `backend/tests/api/second_approval.rs` and the browser tests. Its own
+/// folder, like the validator's.
+const AIOSMTPD_VERSION: &str = "1.4.6";
 /// PyPI `schemathesis`: fuzzes the API from its own document
 /// (`backend/tests/api/faults/fuzz.rs`, `cargo xtask faults` only). Its own
 /// folder: it pins its own `jsonschema`, `hypothesis` and `requests`.
@@ -45,6 +51,22 @@ pub fn prepare_schemathesis() -> anyhow::Result<PathBuf> {
             .arg(format!("schemathesis=={SCHEMATHESIS_VERSION}")))?;
     }
     Ok(dir)
+}
+
+/// Installs aiosmtpd into `target/interop/py-smtp` unless it is there;
+/// returns that folder (a `PYTHONPATH` for `smtp_sink.py`).
+pub fn prepare_smtp() -> anyhow::Result<PathBuf> {
+    let smtp = crate::root().join("target/interop/py-smtp");
+    if !smtp
+        .join(format!("aiosmtpd-{AIOSMTPD_VERSION}.dist-info"))
+        .exists()
+    {
+        run(cmd("python3")
+            .args(["-m", "pip", "install", "--quiet", "--upgrade", "--target"])
+            .arg(&smtp)
+            .arg(format!("aiosmtpd=={AIOSMTPD_VERSION}")))?;
+    }
+    Ok(smtp)
 }
 
 /// Installs what is missing into `target/interop/` and writes the loopback
@@ -102,6 +124,8 @@ pub fn prepare() -> anyhow::Result<PathBuf> {
                 "openapi-spec-validator=={OPENAPI_VALIDATOR_VERSION}"
             )))?;
     }
+
+    prepare_smtp()?;
 
     // The preload that keeps server-everything (no host option) on
     // 127.0.0.1; committed beside the tests that use it.

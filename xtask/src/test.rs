@@ -180,10 +180,41 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
         }
     };
 
+    // The SMTP sink the approvers' e-mails go to; the specs read its log.
+    let smtp_port = free_port()?;
+    let mail_log = crate::root().join("target/e2e-mail.jsonl");
+    let _ = std::fs::remove_file(&mail_log);
+    let sink = crate::interop::prepare_smtp().and_then(|py| {
+        spawn(
+            cmd("python3")
+                .env("PYTHONPATH", py)
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .arg(crate::root().join("backend/tests/interop/smtp_sink.py"))
+                .arg(smtp_port.to_string())
+                .arg(&mail_log),
+        )
+    });
+    let mut sink = match sink {
+        Ok(sink) => sink,
+        Err(err) => {
+            terminate(&mut oauth_demo);
+            terminate(&mut demo);
+            return Err(err);
+        }
+    };
+
     let port = free_port()?;
     let server = spawn(
         cmd(server_bin())
             .arg("serve")
+            .env(
+                "COUNTERSIGN_SMTP_URL",
+                format!("smtp://127.0.0.1:{smtp_port}"),
+            )
+            .env(
+                "COUNTERSIGN_SMTP_FROM",
+                "Countersign <countersign@example.org>",
+            )
             .env("DATABASE_URL", cluster.url("countersign_app", None, "e2e"))
             .env(
                 "COUNTERSIGN_MIGRATION_DATABASE_URL",
@@ -221,6 +252,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
     let mut server = match server {
         Ok(server) => server,
         Err(err) => {
+            terminate(&mut sink);
             terminate(&mut oauth_demo);
             terminate(&mut demo);
             return Err(err);
@@ -254,6 +286,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
                     .env("COUNTERSIGN_E2E_BASE_URL", &base_url)
                     .env("COUNTERSIGN_E2E_APPROVAL_WAIT_SECS", E2E_APPROVAL_WAIT_SECS)
                     .env("COUNTERSIGN_E2E_DEMO_ADMIN", format!("http://{demo_addr}"))
+                    .env("COUNTERSIGN_E2E_MAIL_LOG", &mail_log)
                     .env(
                         "COUNTERSIGN_E2E_OAUTH_DEMO",
                         format!("http://{oauth_demo_addr}"),
@@ -262,6 +295,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
             )
         });
     terminate(&mut server);
+    terminate(&mut sink);
     terminate(&mut oauth_demo);
     terminate(&mut demo);
     result

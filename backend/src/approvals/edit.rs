@@ -76,6 +76,9 @@ pub fn ran_with_edits(arguments: &Value) -> String {
 pub struct Edited {
     /// SHA-256 of the edited arguments' canonical JSON.
     pub arguments_digest: String,
+    /// `approved`, or `awaiting_second` when the policy gives the call a
+    /// second approver.
+    pub status: PendingCallStatus,
 }
 
 /// An edited or plain-checked failure of [`approve_edited`].
@@ -153,13 +156,19 @@ pub async fn approve_edited(
         arguments_digest: &arguments_digest,
         expires_at_micros: row.expires_at.unix_timestamp_nanos() / 1000,
     });
-    let decided = sqlx::query!(
-        "update mcp_pending_calls
+    // A row the policy gave a second approver waits for the approver, with
+    // the edited arguments as what they approve.
+    let decided = sqlx::query_scalar!(
+        r#"update mcp_pending_calls
             set arguments = $3, arguments_canonical = $4, arguments_digest = $5,
                 shown_arguments_digest = arguments_digest, edited_by = $2,
                 hmac_key_id = $6, hmac = $7,
-                status = 'approved', grant_kind = 'once', decided_at = now()
-          where id = $1 and user_id = $2 and status = 'pending' and expires_at > now()",
+                status = case when second_approval then 'awaiting_second' else 'approved' end,
+                grant_kind = 'once',
+                decided_at = case when second_approval then null else now() end,
+                requester_approved_at = case when second_approval then now() end
+          where id = $1 and user_id = $2 and status = 'pending' and expires_at > now()
+          returning status as "status: PendingCallStatus""#,
         id as PendingCallId,
         user_id as UserId,
         edited,
@@ -168,19 +177,24 @@ pub async fn approve_edited(
         &hmac_key_id,
         &hmac,
     )
-    .execute(&mut *tx)
+    .fetch_optional(&mut *tx)
     .await?;
-    if decided.rows_affected() != 1 {
+    let Some(status) = decided else {
         // The row is locked: only its expiry could have passed since.
         return Err(DecideError::Expired.into());
-    }
+    };
     events::notify_decided(&mut tx, id).await?;
     tx.commit().await?;
-    if state.config.approval_notify {
-        state.watcher.settle(id, PendingCallStatus::Approved);
+    if status == PendingCallStatus::Approved {
+        if state.config.approval_notify {
+            state.watcher.settle(id, PendingCallStatus::Approved);
+        }
+        state.metrics.decided(Decided::Approved);
     }
-    state.metrics.decided(Decided::Approved);
-    Ok(Edited { arguments_digest })
+    Ok(Edited {
+        arguments_digest,
+        status,
+    })
 }
 
 #[cfg(test)]

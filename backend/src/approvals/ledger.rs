@@ -58,6 +58,9 @@ pub struct Proposal<'a> {
     /// Where the arguments came from (stored with the row: positions and
     /// digests, never a copy of the matched text).
     pub provenance: &'a Provenance,
+    /// The policy gives it a second approver (`gate::PolicyFacts`): the
+    /// user's approve moves it to `awaiting_second`.
+    pub second_approval: bool,
 }
 
 /// Writes a `pending` row, expiring `COUNTERSIGN_APPROVAL_TTL_SECS` from
@@ -99,9 +102,10 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
         r#"insert into mcp_pending_calls (id, user_id, chat_id, turn_id, call_id, connector_id,
              connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
              arguments_digest, descriptor_digest, destination, destination_url, reason,
-             offered_grants, hmac_key_id, hmac, expires_at, decide_by, provenance)
+             offered_grants, hmac_key_id, hmac, expires_at, decide_by, provenance,
+             second_approval)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                 $18, $19, $20, $21, $22)
+                 $18, $19, $20, $21, $22, $23)
          returning id as "id: _", user_id as "user_id: _", chat_id as "chat_id: _",
                    turn_id as "turn_id: _", call_id, connector_id as "connector_id: _",
                    connector_name, tool_name, model_tool_name, arguments, arguments_canonical,
@@ -131,6 +135,7 @@ pub async fn propose(state: &AppState, p: &Proposal<'_>) -> Result<Row, sqlx::Er
         expires_at,
         decide_by,
         Json(p.provenance) as _,
+        p.second_approval,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -335,12 +340,17 @@ pub async fn decide(
         )
         .await?
         .first()
-        .map(|row| row.try_get::<bool, _>(0))
+        .map(|row| row.try_get::<String, _>(0))
         .transpose()?
-        .unwrap_or(false),
-        None => false,
+        .map(|word| PendingCallStatus::from_wire(&word)),
+        None => None,
     };
-    if decided {
+    // An approve of a call the policy gives a second approver waits for
+    // the approver: its turn goes on waiting.
+    if decided == Some(PendingCallStatus::AwaitingSecond) {
+        return Ok(PendingCallStatus::AwaitingSecond);
+    }
+    if decided.is_some() {
         // A turn of this instance that waits for it wakes now, without
         // the NOTIFY's hop and the watcher's read; any other instance's
         // watcher reads it on the NOTIFY. The status is what this very
@@ -380,18 +390,27 @@ pub async fn decide(
 
 /// [`decide`]'s conditional UPDATE with its NOTIFY: `$3` is the digest's
 /// bytes, `$4` the status, `$5` the grant (or null), `$6` a deny's reason
-/// as UTF-8 bytes (or null).
+/// as UTF-8 bytes (or null). An approve of a row the policy gave a second
+/// approver becomes `awaiting_second` (the requester's approval, timed;
+/// `decided_at` waits for the approver). Answers the status it wrote.
 static DECIDE: Statement = Statement {
     name: "cs_decide",
     params: "(uuid, uuid, bytea, text, text, bytea)",
     sql: "with decided as ( \
-            update mcp_pending_calls set status = $4, grant_kind = $5, decided_at = now(), \
+            update mcp_pending_calls \
+               set status = case when $4 = 'approved' and second_approval \
+                                 then 'awaiting_second' else $4 end, \
+                   grant_kind = $5, \
+                   decided_at = case when $4 = 'approved' and second_approval \
+                                     then null else now() end, \
+                   requester_approved_at = case when $4 = 'approved' and second_approval \
+                                                then now() end, \
                    decline_reason = convert_from($6, 'UTF8') \
              where id = $1 and user_id = $2 and status = 'pending' and expires_at > now() \
                and arguments_digest = encode($3, 'hex') \
                and ($5 is null or $5 = any (offered_grants)) \
-            returning id) \
-          select true from decided, \
+            returning id, status) \
+          select decided.status from decided, \
                  lateral (select pg_notify('countersign_approvals', decided.id::text)) as wake",
 };
 
@@ -549,6 +568,9 @@ pub struct HowDecided {
     /// "Edit and allow": the arguments the user edited (what runs) and
     /// the digest of those the card showed.
     pub edited: Option<(Value, String)>,
+    /// For a call the policy gave a second approver: who decided it
+    /// (their e-mail then).
+    pub second_approver: Option<String>,
 }
 
 /// How `id` was decided (`None` if it is gone).
@@ -559,7 +581,8 @@ pub async fn decided_of(
     let mut tx = db::service_tx(&state.db).await?;
     let row = sqlx::query!(
         "select grant_kind, decided_at, decline_reason, shown_arguments_digest,
-                case when edited_by is not null then arguments end as edited
+                case when edited_by is not null then arguments end as edited,
+                second_approver_email
            from mcp_pending_calls where id = $1",
         id as PendingCallId,
     )
@@ -571,6 +594,7 @@ pub async fn decided_of(
         decided_at: r.decided_at,
         decline_reason: r.decline_reason,
         edited: r.edited.zip(r.shown_arguments_digest),
+        second_approver: r.second_approver_email,
     }))
 }
 
@@ -586,7 +610,8 @@ pub async fn deny_for_connector(
 ) -> Result<u64, sqlx::Error> {
     let ids = sqlx::query_scalar!(
         r#"update mcp_pending_calls set status = 'denied', decided_at = now()
-            where user_id = $1 and connector_id = $2 and status = 'pending'
+            where user_id = $1 and connector_id = $2
+              and status in ('pending', 'awaiting_second')
         returning id as "id: PendingCallId""#,
         user_id as UserId,
         connector_id as ConnectorId,
@@ -605,7 +630,7 @@ pub async fn deny_for_connector(
 pub async fn deny_for_user(tx: &mut db::Tx, user_id: UserId) -> Result<u64, sqlx::Error> {
     let ids = sqlx::query_scalar!(
         r#"update mcp_pending_calls set status = 'denied', decided_at = now()
-            where user_id = $1 and status = 'pending'
+            where user_id = $1 and status in ('pending', 'awaiting_second')
         returning id as "id: PendingCallId""#,
         user_id as UserId,
     )
@@ -681,18 +706,20 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
         r#"with orphaned as (
              select p.id, p.status as was from mcp_pending_calls p
                left join turns t on t.id = p.turn_id
-              where p.status in ('pending', 'approved', 'executing')
+              where p.status in ('pending', 'awaiting_second', 'approved', 'executing')
                 and (t.id is null or t.status <> 'running'
                      or t.heartbeat_at < now() - make_interval(secs => $1::float8))
               for update of p skip locked)
          update mcp_pending_calls p
-            set status = case o.was when 'pending' then 'expired' else 'failed' end,
+            set status = case when o.was in ('pending', 'awaiting_second') then 'expired'
+                              else 'failed' end,
                 error = case o.was
                           when 'executing' then 'interrupted; outcome unknown'
                           when 'approved' then 'interrupted before it ran'
                           else null end,
                 decided_at = coalesce(p.decided_at, now()),
-                executed_at = case when o.was = 'pending' then null else now() end
+                executed_at = case when o.was in ('pending', 'awaiting_second') then null
+                                   else now() end
            from orphaned o
           where p.id = o.id
           returning p.id as "id: _", p.user_id as "user_id: _", p.chat_id as "chat_id: _",
@@ -718,7 +745,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
     {
         let turn = turn_id.to_string();
         let event = match was {
-            PendingCallStatus::Pending => {
+            PendingCallStatus::Pending | PendingCallStatus::AwaitingSecond => {
                 recovered.pending += 1;
                 state.metrics.decided(Decided::Expired);
                 ChatEvent::McpConfirmationResolved {
@@ -730,6 +757,7 @@ pub async fn recover(state: &AppState, stale_secs: f64) -> Result<Recovered, sql
                     decline_reason: None,
                     stopped: false,
                     edited_arguments: None,
+                    second_approver: None,
                 }
             }
             _ => {

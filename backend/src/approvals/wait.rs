@@ -33,7 +33,9 @@ pub enum Waited {
 impl Waited {
     fn from_status(status: PendingCallStatus) -> Option<Self> {
         match status {
-            PendingCallStatus::Pending => None,
+            // Approved by the user, waiting for a second approver: still
+            // a wait.
+            PendingCallStatus::Pending | PendingCallStatus::AwaitingSecond => None,
             PendingCallStatus::Approved => Some(Self::Approved),
             PendingCallStatus::Denied => Some(Self::Denied),
             PendingCallStatus::Expired => Some(Self::Expired),
@@ -113,7 +115,7 @@ pub async fn expire_or_honour(state: &AppState, id: PendingCallId) -> Result<Wai
     let mut tx = db::service_tx(&state.db).await?;
     let expired = sqlx::query!(
         "update mcp_pending_calls set status = 'expired', decided_at = now()
-          where id = $1 and status = 'pending'",
+          where id = $1 and status in ('pending', 'awaiting_second')",
         id as PendingCallId,
     )
     .execute(&mut *tx)
@@ -145,7 +147,7 @@ async fn cancel_one(state: &AppState, id: PendingCallId) -> Result<Waited, sqlx:
     let cancelled = sqlx::query!(
         "update mcp_pending_calls set status = 'denied', decided_at = now(),
                 error = 'The turn was stopped.'
-          where id = $1 and status = 'pending'",
+          where id = $1 and status in ('pending', 'awaiting_second')",
         id as PendingCallId,
     )
     .execute(&mut *tx)
@@ -272,7 +274,8 @@ async fn decided_among(
     let mut tx = db::service_tx(&state.db).await?;
     let rows = sqlx::query!(
         r#"select id as "id: PendingCallId", status as "status: PendingCallStatus"
-             from mcp_pending_calls where id = any($1) and status <> 'pending'"#,
+             from mcp_pending_calls
+            where id = any($1) and status not in ('pending', 'awaiting_second')"#,
         ids as &[PendingCallId],
     )
     .fetch_all(&mut *tx)
@@ -290,6 +293,7 @@ mod tests {
         use PendingCallStatus as S;
         let cases = [
             (S::Pending, None, "still waiting"),
+            (S::AwaitingSecond, None, "waiting for the second approver"),
             (S::Approved, Some(Waited::Approved), "approved: claim it"),
             (S::Denied, Some(Waited::Denied), "declined"),
             (S::Expired, Some(Waited::Expired), "nobody decided"),

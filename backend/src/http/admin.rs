@@ -156,6 +156,7 @@ pub async fn update_user(
         Change {
             disabled: req.disabled,
             is_admin: req.is_admin,
+            is_approver: req.is_approver,
         },
     )
     .await?;

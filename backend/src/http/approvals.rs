@@ -151,8 +151,11 @@ pub async fn decide(
                     approvals::EditError::Decide(err) => ApiError::from(err),
                     approvals::EditError::Invalid(why) => ApiError::Unprocessable(why),
                 })?;
+        if edited.status == PendingCallStatus::AwaitingSecond {
+            approvals::second::requested(&state, id.into()).await;
+        }
         return Ok(axum::Json(DecideResponse {
-            status: PendingCallStatus::Approved,
+            status: edited.status,
             arguments_digest: Some(edited.arguments_digest),
         }));
     }
@@ -166,6 +169,9 @@ pub async fn decide(
         reason,
     )
     .await?;
+    if status == PendingCallStatus::AwaitingSecond {
+        approvals::second::requested(&state, id.into()).await;
+    }
     Ok(axum::Json(DecideResponse {
         status,
         arguments_digest: None,
@@ -249,4 +255,116 @@ pub async fn delete_grant(
     }
     tracing::info!(grant.id = %id, "always-allow rule revoked");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `not_an_approver`: only administrators and accounts marked approver
+/// give second approvals.
+pub const NOT_AN_APPROVER: &str = "not_an_approver";
+
+/// `own_call`: the requester cannot be their own second approver.
+pub const OWN_CALL: &str = "own_call";
+
+impl From<approvals::second::SecondError> for ApiError {
+    fn from(err: approvals::second::SecondError) -> Self {
+        match err {
+            approvals::second::SecondError::Decide(err) => err.into(),
+            approvals::second::SecondError::OwnCall => Self::Forbidden(OWN_CALL.into()),
+        }
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/approvals/inbox",
+    tag = "approvals",
+    responses(
+        (status = 200, description = "Calls of other accounts waiting for the caller's second approval, oldest first", body = Vec<countersign_api::SecondApproval>),
+        (status = 403, description = "`not_an_approver`: the caller is neither an administrator nor an approver", body = countersign_api::ErrorBody),
+    ),
+)]
+pub async fn list_inbox(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+) -> Result<axum::Json<Vec<countersign_api::SecondApproval>>, ApiError> {
+    if !approvals::second::is_approver(&state, user.user_id.into()).await? {
+        return Err(ApiError::Forbidden(NOT_AN_APPROVER.into()));
+    }
+    Ok(axum::Json(
+        approvals::second::inbox(&state, user.user_id.into()).await?,
+    ))
+}
+
+#[utoipa::path(
+    post,
+    path = "/approvals/inbox/{id}",
+    tag = "approvals",
+    params(
+        ("id" = Uuid, Path, description = "Its id (a UUID)."),
+    ),
+    request_body = countersign_api::SecondDecideRequest,
+    responses(
+        (status = 200, description = "Decided: `approved` (the requester's turn runs it) or `denied`", body = countersign_api::DecideResponse),
+        (status = 403, description = "`not_an_approver`; `own_call`: the caller asked for this call, so another approver must decide; `mfa_required`: a recent two-factor step-up is needed first; `mfa_enrolment_required`", body = countersign_api::ErrorBody),
+        (status = 404, description = "Unknown, or not waiting for a second approval (already decided)", body = countersign_api::ErrorBody),
+        (status = 409, description = "The arguments digest is not the one shown; nothing was decided", body = countersign_api::ErrorBody),
+        (status = 410, description = "Expired: nobody decided in time", body = countersign_api::ErrorBody),
+        (status = 422, description = "A malformed decision or digest, or a reason with an approve", body = countersign_api::ErrorBody),
+    ),
+)]
+pub async fn decide_second(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(id): Path<Uuid>,
+    Json(req): Json<countersign_api::SecondDecideRequest>,
+) -> Result<axum::Json<DecideResponse>, ApiError> {
+    let approve = match req.decision {
+        Decision::Approve => true,
+        Decision::Deny => false,
+        Decision::Unknown => {
+            return Err(ApiError::Unprocessable(
+                "decision must be \"approve\" or \"deny\".".into(),
+            ));
+        }
+    };
+    let digest = req.arguments_digest.trim();
+    if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ApiError::Unprocessable(
+            "arguments_digest must be the 64 hex digits shown with the call.".into(),
+        ));
+    }
+    let reason = req
+        .reason
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    if let Some(reason) = reason {
+        if approve {
+            return Err(ApiError::Unprocessable(
+                "reason goes with a deny: it tells the requester's assistant why.".into(),
+            ));
+        }
+        if reason.chars().count() > MAX_DECLINE_REASON_CHARS {
+            return Err(ApiError::Unprocessable(format!(
+                "reason is at most {MAX_DECLINE_REASON_CHARS} characters."
+            )));
+        }
+    }
+    if !approvals::second::is_approver(&state, user.user_id.into()).await? {
+        return Err(ApiError::Forbidden(NOT_AN_APPROVER.into()));
+    }
+    // A stolen session without the second factor cannot approve.
+    super::mfa::require_step_up(&state, &user).await?;
+    let status = approvals::second::decide(
+        &state,
+        user.user_id.into(),
+        id.into(),
+        approve,
+        &digest.to_ascii_lowercase(),
+        reason,
+    )
+    .await?;
+    Ok(axum::Json(DecideResponse {
+        status,
+        arguments_digest: None,
+    }))
 }

@@ -98,7 +98,11 @@ impl Kept {
     /// The gate's facts for a call of this tool.
     fn facts(
         &self,
-        (policy, addresses): (&Policy, &[std::net::IpAddr]),
+        (policy, addresses, destinations): (
+            &Policy,
+            &[std::net::IpAddr],
+            &[countersign_api::Destination],
+        ),
         turn_grant: bool,
         always_grant: AlwaysGrant,
         provenance: Option<&Provenance>,
@@ -111,7 +115,7 @@ impl Kept {
             requires_confirmation: self.requires_confirmation,
             turn_grant,
             always_grant,
-            policy: policy.facts(&self.url, addresses, &self.tool_name),
+            policy: policy.facts(&self.url, addresses, &self.tool_name, destinations),
             carries_results: provenance.is_some_and(Provenance::carries_results),
             follows_instructions: provenance.is_some_and(Provenance::follows_instructions),
             rule: rule.map(|effect| match effect {
@@ -126,7 +130,7 @@ impl Kept {
     /// The gate's verdict for a call that carries no tool result elsewhere
     /// and follows no instructions.
     fn decision(&self, policy: &Policy, turn_grant: bool, always_grant: AlwaysGrant) -> Decision {
-        gate::decide(&self.facts((policy, &[]), turn_grant, always_grant, None, None))
+        gate::decide(&self.facts((policy, &[], &[]), turn_grant, always_grant, None, None))
     }
 
     /// Where a call of this tool goes, for its provenance: the reviewed
@@ -616,6 +620,8 @@ struct Approved {
     waited: Arc<AtomicU64>,
     /// "Edit and allow": what the log adds about the edit.
     edit: Option<EditFacts>,
+    /// Who gave the second approval, when the policy asked for one.
+    second_approver: Option<String>,
 }
 
 /// What the activity log's `decided` entry adds for an edited call: the
@@ -661,6 +667,10 @@ impl approvals::Execution for Approved {
     async fn admit(&self, row: &approvals::Row, fresh: Self::Fresh) -> Result<(), String> {
         still_as_approved(&self.card, row, fresh)?;
         let mut activity = Activity::approved(self.ctx.user_id, row);
+        activity
+            .evidence
+            .second_approver
+            .clone_from(&self.second_approver);
         if let Some(edit) = &self.edit {
             let evidence = &mut activity.evidence;
             evidence.shown_arguments_digest = Some(edit.shown_digest.clone());
@@ -893,6 +903,7 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     // that narrows: `rules`).
     let addresses = if policy.always_ask_tools.is_empty()
         && policy.review_results_tools.is_empty()
+        && policy.second_approval_tools.is_empty()
         && !rules::match_addresses(&stored_rules)
     {
         Vec::new()
@@ -948,12 +959,13 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
     .map(rules::reference);
     drop(stored_rules);
     let facts = tool.facts(
-        (&policy, &addresses),
+        (&policy, &addresses, &destinations),
         turn_grant,
         always,
         Some(&provenance),
         rule.as_ref().map(|r| r.effect),
     );
+    let second_approval = facts.policy.second_approval;
     match gate::decide(&facts) {
         Decision::Run(because) => {
             Ok(Box::pin(run_unasked(run, call, &tool, arguments, because, rule)).await)
@@ -972,7 +984,12 @@ async fn call_tool(run: &ToolRun<'_>, call: &ToolCall) -> Result<ToolOutcome, sq
                 ),
                 _ => because.text().to_owned(),
             };
-            ask_and_wait(run, call, &tool, about, &reason, offered, &provenance).await
+            let asking = CardAsks {
+                reason: &reason,
+                offered_grants: offered,
+                second_approval,
+            };
+            ask_and_wait(run, call, &tool, about, &asking, &provenance).await
         }
     }
 }
@@ -1219,8 +1236,7 @@ async fn ask_and_wait(
     call: &ToolCall,
     tool: &Kept,
     about: approvals::AboutTool,
-    reason: &str,
-    offered_grants: &[GrantKind],
+    asking: &CardAsks<'_>,
     provenance: &Provenance,
 ) -> Result<ToolOutcome, sqlx::Error> {
     let state = run.state;
@@ -1238,9 +1254,10 @@ async fn ask_and_wait(
                 arguments: &call.arguments,
                 descriptor_digest: &tool.descriptor_digest,
                 destination_url: &tool.url,
-                reason,
-                offered_grants,
+                reason: asking.reason,
+                offered_grants: asking.offered_grants,
                 provenance,
+                second_approval: asking.second_approval,
             },
         )
         .await?;
@@ -1267,6 +1284,7 @@ async fn ask_and_wait(
         decided_at,
         decline_reason,
         edited,
+        second_approver,
     } = if decision == Resolution::Expired {
         approvals::HowDecided::default()
     } else {
@@ -1307,7 +1325,8 @@ async fn ask_and_wait(
     let decline_reason = decline_reason.filter(|_| matches!(waited, Waited::Denied));
     if decision != Resolution::Approved {
         // Nothing runs either way; the log is best effort here.
-        let activity = activity(run, call, tool, id.to_string(), Some(provenance));
+        let mut activity = activity(run, call, tool, id.to_string(), Some(provenance));
+        activity.evidence.second_approver = second_approver.clone();
         let _ =
             Box::pin(activity.decided_because(state, decision, decline_reason.as_deref())).await;
     }
@@ -1319,6 +1338,7 @@ async fn ask_and_wait(
     let announced_reason = decline_reason.clone();
     let stopped = matches!(waited, Waited::Cancelled);
     let announced_edit = edited_arguments.clone();
+    let announced_approver = second_approver.clone();
     let announce = |decision| async move {
         if let Some(hook) = &state.approval_hooks.before_resolved {
             hook(id.into()).await;
@@ -1333,6 +1353,7 @@ async fn ask_and_wait(
                 decline_reason: announced_reason,
                 stopped,
                 edited_arguments: announced_edit,
+                second_approver: announced_approver,
             })
             .await;
     };
@@ -1362,6 +1383,7 @@ async fn ask_and_wait(
                     cancel: run.cancel.clone(),
                     waited: asked.clone(),
                     edit,
+                    second_approver,
                 },
             );
             Box::pin(announce(decision)).await;
@@ -1407,6 +1429,14 @@ async fn ask_and_wait(
             not_run(approvals::EXPIRED, NotRun::Expired)
         }
     })
+}
+
+/// Why a card asks, and what it offers.
+struct CardAsks<'a> {
+    reason: &'a str,
+    offered_grants: &'a [GrantKind],
+    /// The policy gives the call a second approver.
+    second_approval: bool,
 }
 
 /// What let a call run, for its origin chip.

@@ -36,6 +36,7 @@ mod result_review;
 mod rls;
 mod rotation;
 mod rules;
+mod second_approval;
 mod server_bounds;
 mod stamps;
 #[path = "../support/db.rs"]

@@ -131,6 +131,10 @@ fn PolicyForm(
     let hosts = RwSignal::new(text_from_list(&current.connector_hosts));
     let internal = RwSignal::new(text_from_list(&current.internal_destinations));
     let review = RwSignal::new(text_from_list(&current.review_results_tools));
+    let second_tools = RwSignal::new(text_from_list(&current.require_second_approval.tools));
+    let second_to = RwSignal::new(text_from_list(
+        &current.require_second_approval.destinations,
+    ));
     let saved_by = RwSignal::new((current.updated_at.clone(), current.updated_by.clone()));
     let notice = RwSignal::new(None::<&'static str>);
 
@@ -147,6 +151,8 @@ fn PolicyForm(
             hosts.set(text_from_list(&stored.connector_hosts));
             internal.set(text_from_list(&stored.internal_destinations));
             review.set(text_from_list(&stored.review_results_tools));
+            second_tools.set(text_from_list(&stored.require_second_approval.tools));
+            second_to.set(text_from_list(&stored.require_second_approval.destinations));
             saved_by.set((stored.updated_at.clone(), stored.updated_by.clone()));
             notice.set(Some("Saved. It applies from everyone's next tool call."));
             on_saved();
@@ -165,6 +171,10 @@ fn PolicyForm(
             require_mfa: Some(require_mfa.get_untracked()),
             internal_destinations: Some(list_from_text(&internal.get_untracked())),
             review_results_tools: Some(list_from_text(&review.get_untracked())),
+            require_second_approval: Some(countersign_api::SecondApprovalPolicy {
+                tools: list_from_text(&second_tools.get_untracked()),
+                destinations: list_from_text(&second_to.get_untracked()),
+            }),
         })
     });
     let last_change = move || {
@@ -193,6 +203,10 @@ fn PolicyForm(
                 hint="One domain, host or e-mail address per line: firm.example, docs.firm.example. Text from a tool's result going only to these is still shown on the card, but not flagged as leaving the firm." />
             <ListField id="policy-review-results" label="Review results first" text=review
                 hint="One pattern per line, as above: */read_file. What these tools return waits for the person to pass, redact or withhold it before the assistant reads it." />
+            <ListField id="policy-second-tools" label="A second approval for these tools" text=second_tools
+                hint="One pattern per line, as above: mail.example.com/send_*. After the person allows such a call, an approver (an administrator, or someone you mark approver below) must allow it too; nobody approves their own." />
+            <ListField id="policy-second-destinations" label="A second approval for calls sending to" text=second_to
+                hint="One domain, host or e-mail address per line: opposing-counsel.example. A call whose arguments send to one of these needs an approver's approval too." />
             <FormError message=error testid="policy-error" />
             <button type="submit" class="button primary" data-testid="policy-save" disabled=move || pending.get()>
                 {move || if pending.get() { "Saving…" } else { "Save policy" }}
@@ -233,7 +247,7 @@ fn UserRow(user: AdminUser, on_changed: impl Fn() + Copy + Send + Sync + 'static
     });
     let busy = change.pending();
     let error = last_error(change);
-    let (disabled, is_admin) = (user.disabled, user.is_admin);
+    let (disabled, is_admin, is_approver) = (user.disabled, user.is_admin, user.is_approver);
     let mut facts: Vec<String> = Vec::new();
     if user.mfa_enabled {
         facts.push("two-factor on".into());
@@ -264,6 +278,12 @@ fn UserRow(user: AdminUser, on_changed: impl Fn() + Copy + Send + Sync + 'static
     // The name starts with the visible words (axe's
     // label-content-name-mismatch), then says whom.
     let admin_aria = format!("{admin_label}: {}", user.email);
+    let approver_label = if is_approver {
+        "Remove approver"
+    } else {
+        "Make approver"
+    };
+    let approver_aria = format!("{approver_label}: {}", user.email);
     let disable_aria = format!(
         "{} {}",
         if disabled { "Enable" } else { "Disable" },
@@ -271,11 +291,13 @@ fn UserRow(user: AdminUser, on_changed: impl Fn() + Copy + Send + Sync + 'static
     );
     view! {
         <li class="admin-user" data-testid="admin-user-row" data-email=user.email.clone()
-            data-disabled=disabled.to_string() data-admin=is_admin.to_string()>
+            data-disabled=disabled.to_string() data-admin=is_admin.to_string()
+            data-approver=is_approver.to_string()>
             <div class="admin-user-who">
                 <strong class="admin-user-email">{user.email.clone()}</strong>
                 {is_me.then(|| view! { <span class="badge badge-current">"You"</span> })}
                 {is_admin.then(|| view! { <span class="badge badge-new">"Admin"</span> })}
+                {is_approver.then(|| view! { <span class="badge badge-new">"Approver"</span> })}
                 {disabled.then(|| view! { <span class="badge badge-changed">"Disabled"</span> })}
             </div>
             <p class="muted admin-user-facts">{facts.join(" · ")}</p>
@@ -289,6 +311,18 @@ fn UserRow(user: AdminUser, on_changed: impl Fn() + Copy + Send + Sync + 'static
                     }>
                     {admin_label}
                 </button>
+                // Administrators approve anyway.
+                {(!is_admin).then(|| view! {
+                    <button type="button" class="button secondary small" data-testid="admin-user-approver"
+                        aria-label=approver_aria disabled=move || busy.get()
+                        on:click=move |_| {
+                            if !busy.get_untracked() {
+                                change.dispatch_local(AdminUserUpdate { is_approver: Some(!is_approver), ..Default::default() });
+                            }
+                        }>
+                        {approver_label}
+                    </button>
+                })}
                 {if disabled {
                     view! {
                         <button type="button" class="button secondary small" data-testid="admin-user-enable"

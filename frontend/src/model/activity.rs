@@ -334,6 +334,7 @@ pub(crate) mod tests {
             shown_arguments_digest: None,
             rule: None,
             result_review: None,
+            second_approver: None,
         }
     }
 

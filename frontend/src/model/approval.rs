@@ -103,6 +103,16 @@ pub fn card_status(
             buttons_shown: true,
             ..CardStatus::new("declining", "Declining…")
         },
+        ApprovalState::AwaitingSecond if expired_locally => {
+            CardStatus::new(EXPIRED, "Expired without a second approval")
+        }
+        ApprovalState::AwaitingSecond => CardStatus {
+            counting_down: true,
+            ..CardStatus::new(
+                "awaiting-second",
+                "You allowed it. Waiting for an approver to allow it too; nothing runs until then",
+            )
+        },
         ApprovalState::DecidedElsewhere => CardStatus {
             buttons_shown: true,
             ..CardStatus::new("decided-elsewhere", "Already decided elsewhere — updating…")
@@ -253,7 +263,13 @@ pub fn decided_story(
                 Some(Grant::Always) => "Always allowed (a rule you can revoke in Settings)",
                 None => "Approved",
             };
-            let mut story = format!("{how} by you{at}.");
+            // The policy's second approval: the approver's is the
+            // decision's time.
+            let mut story = if approval.second_approval {
+                format!("{how} by you, then by an approver{at}.")
+            } else {
+                format!("{how} by you{at}.")
+            };
             if approval.edited {
                 story.push_str(" You edited the arguments first: shown here is what ran.");
             }
@@ -274,6 +290,15 @@ pub fn decided_story(
         ApprovalState::Denied if approval.stopped => Some(format!(
             "Not decided: the reply was stopped{at} while this call waited; nothing ran."
         )),
+        ApprovalState::Denied if approval.second_approval => {
+            Some(match approval.decline_reason.as_deref() {
+                Some(reason) => format!(
+                    "You allowed it; an approver declined it{at}, so nothing ran. They told the \
+                     assistant: \u{201c}{reason}\u{201d}"
+                ),
+                None => format!("You allowed it; an approver declined it{at}, so nothing ran."),
+            })
+        }
         ApprovalState::Denied => Some(match approval.decline_reason.as_deref() {
             Some(reason) => format!(
                 "Declined by you{at}; nothing ran. You told the assistant: \u{201c}{reason}\u{201d}"
@@ -1585,6 +1610,44 @@ mod story_tests {
 
     fn at(text: &str) -> String {
         format!("<{text}>")
+    }
+
+    #[test]
+    fn a_second_approval_is_waited_for_and_named_once_given_or_refused() {
+        let mut card = Approval::for_tests("a1");
+        card.state = ApprovalState::AwaitingSecond;
+        let status = card_status(&card.state, None, &ToolState::Running, Some(20));
+        assert_eq!(status.key, "awaiting-second");
+        assert!(
+            status
+                .text
+                .starts_with("You allowed it. Waiting for an approver")
+        );
+        assert!(status.counting_down && !status.buttons_shown);
+        assert_eq!(
+            decided_story(&card, &ToolState::Running, None, None, at),
+            None
+        );
+        let late = card_status(&card.state, None, &ToolState::Running, Some(0));
+        assert_eq!(late.text, "Expired without a second approval");
+
+        card.state = ApprovalState::Approved;
+        card.grant = Some(Grant::Once);
+        card.decided_at = Some("T1".into());
+        card.second_approval = true;
+        assert_eq!(
+            decided_story(&card, &ToolState::Running, None, None, at).as_deref(),
+            Some("Allowed once by you, then by an approver at <T1>.")
+        );
+        card.state = ApprovalState::Denied;
+        card.decline_reason = Some("Not yet.".into());
+        assert_eq!(
+            decided_story(&card, &ToolState::Running, None, None, at).as_deref(),
+            Some(
+                "You allowed it; an approver declined it at <T1>, so nothing ran. They told the \
+                 assistant: \u{201c}Not yet.\u{201d}"
+            )
+        );
     }
 
     #[test]

@@ -343,6 +343,9 @@ pub struct Approval {
     pub stopped: bool,
     /// Allowed with the user's edits: `arguments` are the edited ones.
     pub edited: bool,
+    /// The policy asked for a second approval (an approver's after the
+    /// user's): the story says an approver decided.
+    pub second_approval: bool,
 }
 
 impl Approval {
@@ -376,6 +379,7 @@ impl Approval {
             decline_reason: None,
             stopped: false,
             edited: false,
+            second_approval: false,
         }
     }
 
@@ -403,6 +407,9 @@ pub enum ApprovalState {
     Approving(Grant),
     /// This page sent "deny"; the stream will confirm.
     Declining,
+    /// The user allowed it; the policy asks an approver to allow it too
+    /// (`mcp_second_approval_required`), within the same deadline.
+    AwaitingSecond,
     /// The server no longer knows it as pending (404): decided elsewhere,
     /// e.g. in another tab; the stream will say how.
     DecidedElsewhere,
@@ -906,6 +913,7 @@ impl Transcript {
             | ChatEvent::ToolResult { turn_id, .. }
             | ChatEvent::McpConfirmationRequired { turn_id, .. }
             | ChatEvent::McpConfirmationResolved { turn_id, .. }
+            | ChatEvent::McpSecondApprovalRequired { turn_id, .. }
             | ChatEvent::McpToolCall { turn_id, .. }
             | ChatEvent::McpInputRequired { turn_id, .. }
             | ChatEvent::McpInputResolved { turn_id, .. }
@@ -1054,6 +1062,7 @@ impl Transcript {
                     decline_reason: None,
                     stopped: false,
                     edited: false,
+                    second_approval: false,
                 };
                 if turn.call_mut(&call_id, &id).is_none() {
                     turn.segments.push(Segment::Tool(ToolCall {
@@ -1131,6 +1140,17 @@ impl Transcript {
                         approval.arguments = edited;
                         approval.edited = true;
                     }
+                }
+            }
+            ChatEvent::McpSecondApprovalRequired { id, .. } => {
+                if let Some(approval) = turn
+                    .call_mut("", &id)
+                    .and_then(|call| call.approval.as_mut())
+                    .filter(|a| !a.state.is_final())
+                {
+                    approval.state = ApprovalState::AwaitingSecond;
+                    approval.second_approval = true;
+                    approval.problem = None;
                 }
             }
             ChatEvent::McpToolCall {
@@ -2016,6 +2036,7 @@ mod tests {
             decline_reason: None,
             stopped: false,
             edited_arguments: None,
+            second_approver: None,
         }
     }
 
@@ -2149,6 +2170,7 @@ mod tests {
                 decline_reason: None,
                 stopped: false,
                 edited_arguments: Some(edited.clone()),
+                second_approver: None,
             },
         );
         let approval = only_call(&transcript).approval.clone().expect("the card");
@@ -2698,6 +2720,7 @@ mod tests {
                 decline_reason: None,
                 stopped: false,
                 edited_arguments: None,
+                second_approver: None,
             },
         );
         assert_eq!(approval_state(&elsewhere), ApprovalState::Approved);

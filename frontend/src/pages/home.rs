@@ -13,7 +13,7 @@ use countersign_api::AvailableConnector;
 use crate::api;
 use crate::chats::{ChatList, ListState};
 use crate::components::{FormError, NewChatButton, ToolReviewList, last_error, set_page_title};
-use crate::pages::chat_path;
+use crate::pages::{ApprovalsForYou, ApprovalsPage, chat_path};
 use crate::session::SessionState;
 use crate::waiting::WaitingList;
 
@@ -86,6 +86,14 @@ fn WaitingForYou() -> impl IntoView {
 /// "Start a chat".
 #[component]
 pub fn HomePage() -> impl IntoView {
+    // `/approvals` shares this route and chunk (`crate::lazy`).
+    if leptos_router::hooks::use_location()
+        .pathname
+        .get_untracked()
+        == "/approvals"
+    {
+        return view! { <ApprovalsPage /> }.into_any();
+    }
     set_page_title("Home");
     let session = SessionState::expect();
     let chats = ChatList::expect();
@@ -108,6 +116,7 @@ pub fn HomePage() -> impl IntoView {
                 "Countersign lets an assistant use your connected tools, and runs nothing consequential without your approval."
             </p>
             <WaitingForYou />
+            <ApprovalsForYou />
             <section class="panel onboarding" data-testid="onboarding" aria-labelledby="onboarding-heading">
                 <h2 id="onboarding-heading">"Get started"</h2>
                 <ol class="steps">
@@ -187,6 +196,7 @@ pub fn HomePage() -> impl IntoView {
             </section>
         </div>
     }
+    .into_any()
 }
 
 /// "Add <the demo>": the deployment's first one-click offer, created and
