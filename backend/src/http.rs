@@ -27,6 +27,7 @@ pub mod security;
 pub mod session;
 pub mod stream;
 pub mod stream_sessions;
+pub mod waiting;
 pub mod web_app;
 
 use crate::AppState;
@@ -102,6 +103,7 @@ fn answer_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(inputs::answer))
         .routes(routes!(results::list_result_reviews))
         .routes(routes!(results::show_result, results::decide_result))
+        .routes(routes!(waiting::list_waiting))
         .routes(routes!(approvals::list_grants))
         .routes(routes!(approvals::delete_grant))
         .routes(routes!(rules::list_rules, rules::create_rule))

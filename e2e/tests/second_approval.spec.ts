@@ -80,6 +80,8 @@ test('a call the policy gives a second approver waits for the administrator, who
     await card.getByTestId('approval-allow-once').click();
     await expect(card).toHaveAttribute('data-state', 'awaiting-second');
     await expect(card.getByTestId('approval-status')).toContainText('Waiting for an approver');
+    await expect(card.getByTestId('approval-title')).toContainText('waits for an approver');
+    await expect(page.getByTestId('composer-hint')).toContainText('it waits for an approver');
     await snap(page, 'second-approval-card-waiting-1280');
 
     // The approver's e-mail: the tool and who asked, never the arguments.

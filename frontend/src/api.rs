@@ -513,14 +513,10 @@ pub async fn decide_pending_call(
     fetch_json(with_csrf(Request::post(&url), csrf_token).json(body)).await
 }
 
-/// `GET /api/mcp-pending-calls` and `GET /api/mcp-input-requests`, read
-/// only as far as the list of what waits needs ([`WaitingWire`]): that
-/// list lives in the main module, where the whole evidence's readers
-/// would cost every page's first load (issue 13's budget).
-pub async fn waiting() -> Result<(Vec<WaitingWire>, Vec<WaitingWire>), ApiError> {
-    let calls = fetch_json(Request::get("/api/mcp-pending-calls").build()).await?;
-    let inputs = fetch_json(Request::get("/api/mcp-input-requests").build()).await?;
-    Ok((calls, inputs))
+/// `GET /api/waiting`: what waits for the user across chats, soonest
+/// first, one short row each ([`WaitingWire`]).
+pub async fn waiting() -> Result<Vec<WaitingWire>, ApiError> {
+    fetch_json(Request::get("/api/waiting").build()).await
 }
 
 /// `GET /api/mcp-input-requests`: the caller's input requests still

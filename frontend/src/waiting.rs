@@ -1,11 +1,10 @@
 //! What waits for the signed-in user across chats, shared through context
-//! (DESIGN §9: a waiting card is never lost): the live approvals and input
-//! requests from `GET /api/mcp-pending-calls` and
-//! `GET /api/mcp-input-requests`. The chat list badges each chat from it,
-//! the tab title counts it and Home lists it.
+//! (DESIGN §9: a waiting card is never lost): the live approvals, input
+//! requests and result reviews of `GET /api/waiting`. The chat list
+//! badges each chat from it, the tab title counts it and Home lists it.
 //!
-//! Kept fresh by asking again every [`REFRESH`], and whenever the open chat's stream says a card started or
-//! stopped waiting. It holds no rules: only what the server said last.
+//! Kept fresh by asking again every [`REFRESH`], and whenever the open
+//! chat's stream says a card started or stopped waiting. It holds no rules: only what the server said last.
 
 use std::time::Duration;
 
@@ -70,15 +69,15 @@ impl WaitingList {
             return;
         };
         spawn_local(async move {
-            // Either failing keeps what is shown: a badge that lags is
+            // A failure keeps what is shown: a badge that lags is
             // better than one that blinks out.
-            let Ok((calls, inputs)) = api::waiting().await else {
+            let Ok(items) = api::waiting().await else {
                 return;
             };
             if self.generation.try_get_value() != Some(generation) {
                 return;
             }
-            let fresh = waiting_list(&calls, &inputs);
+            let fresh = waiting_list(&items);
             self.items.try_update(|items| {
                 if *items != fresh {
                     *items = fresh;

@@ -22,6 +22,7 @@ pub mod results;
 pub mod risk;
 pub mod rules;
 pub mod vocab;
+pub mod waiting;
 
 pub use admin::{
     AdminOverview, AdminUser, AdminUserUpdate, Policy, PolicyUpdate, SecondApprovalPolicy,
@@ -50,8 +51,9 @@ pub use vocab::{
     ConditionOp, ConnectorStatus, Decision, DestinationKind, GrantKind, InputAction, InputMode,
     InputRequestStatus, MessageStatus, NoProseReason, OAuthStatus, PendingCallStatus, Resolution,
     ResultAction, ResultReviewReason, ResultReviewStatus, ReviewState, RiskFlag, RuleEffect,
-    RuleScope, SpanEncoding, ToolCallStatus, TurnEnding, UnknownWord, ValueOrigin,
+    RuleScope, SpanEncoding, ToolCallStatus, TurnEnding, UnknownWord, ValueOrigin, WaitingKind,
 };
+pub use waiting::WaitingItem;
 
 /// The header every non-GET `/api` request carries, equal to the session's
 /// CSRF token.

@@ -615,6 +615,19 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// What waits for the user (`GET /api/waiting`).
+    pub enum WaitingKind {
+        /// A tool call to allow or decline.
+        Approval = "approval",
+        /// A form or a link a server asks the user to fill in or open.
+        Input = "input",
+        /// A tool's result to pass, redact or withhold before the model
+        /// reads it.
+        Review = "review",
+    }
+}
+
 impl ResultReviewStatus {
     /// The status an action leads to.
     pub fn of(action: ResultAction) -> Self {
@@ -843,6 +856,15 @@ mod tests {
                 (R::Instructions, "instructions"),
                 (R::Connector, "connector"),
                 (R::Policy, "policy"),
+            ],
+        );
+        use WaitingKind as W;
+        check(
+            W::ALL,
+            &[
+                (W::Approval, "approval"),
+                (W::Input, "input"),
+                (W::Review, "review"),
             ],
         );
     }

@@ -4,7 +4,7 @@
 
 use countersign_api::{
     ActivityEntry, ChatDetail, ChatEvent, Connector, ConnectorTool, DecideRequest, DecideResponse,
-    PendingCall,
+    PendingCall, WaitingItem,
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -68,6 +68,10 @@ fn api_bodies_with_state_words_write_back_the_same_bytes() {
     same_bytes::<DecideResponse>(r#"{"status":"denied"}"#);
     same_bytes::<PendingCall>(
         r#"{"id":"p","chat_id":"c","turn_id":"t","call_id":"x","connector_id":"k","connector_name":"N","tool_name":"s","arguments":{},"arguments_json":"{}","arguments_digest":"ab","destination":"h","reason":"r","expires_at":"e","expires_in_secs":1.5,"decide_by":"d","decide_in_secs":0.5,"offered_grants":["once"]}"#,
+    );
+    // What the web app's main module reads of `GET /api/waiting`.
+    same_bytes::<WaitingItem>(
+        r#"{"kind":"review","id":"r","chat_id":"c","connector_name":"N","tool_name":"s","decide_by":"d","decide_in_secs":0.5}"#,
     );
     same_bytes::<ActivityEntry>(
         r#"{"seq":2,"hash":"h","at":"a","call_ref":"p","kind":"decided","chat_id":"c","connector_id":"k","connector_name":"N","tool_name":"s","arguments_digest":"ab","decision":"approved","grant":"turn","outcome":"running","error":null,"duration_ms":null}"#,

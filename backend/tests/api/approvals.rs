@@ -80,6 +80,15 @@ async fn allow_once_runs_the_exact_call_once_and_the_chat_and_ledger_agree() {
             .as_f64()
             .is_some_and(|t| t > 100.0)
     );
+    // The list across chats: one short row, without the arguments.
+    let waiting = s.app.get_array("/api/waiting").await;
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(waiting[0]["kind"], "approval");
+    assert_eq!(waiting[0]["id"], card["id"]);
+    assert_eq!(waiting[0]["chat_id"], s.chat.as_str());
+    assert_eq!(waiting[0]["tool_name"], "search_notes");
+    assert_eq!(waiting[0]["decide_by"], live[0]["decide_by"]);
+    assert!(waiting[0].get("arguments").is_none(), "{waiting:?}");
     assert_eq!(live[0]["decide_by"], card["decide_by"]);
     assert!(
         live[0]["decide_in_secs"]
@@ -155,6 +164,7 @@ async fn foreign_replayed_mismatched_and_unknown_decisions_change_nothing() {
         StatusCode::NOT_FOUND
     );
     assert_eq!(other.get_json("/api/mcp-pending-calls").await, json!([]));
+    assert_eq!(other.get_json("/api/waiting").await, json!([]));
     let unknown =
         json!({"id": Uuid::new_v4().to_string(), "arguments_digest": card["arguments_digest"]});
     assert_eq!(

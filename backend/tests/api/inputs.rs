@@ -84,6 +84,13 @@ async fn a_form_answer_reaches_the_server(s: Setup) {
     assert_eq!(live[0]["chat_id"], s.chat.as_str());
     assert_eq!(live[0]["decide_by"], question["decide_by"]);
     assert!(live[0]["decide_in_secs"].as_f64().is_some_and(|t| t > 60.0));
+    // The list across chats names it, in short.
+    let waiting = s.app.get_array("/api/waiting").await;
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(waiting[0]["kind"], "input");
+    assert_eq!(waiting[0]["id"], question["id"]);
+    assert_eq!(waiting[0]["decide_by"], question["decide_by"]);
+    assert!(waiting[0].get("message").is_none(), "{waiting:?}");
 
     let res = answer(
         &s.app,

@@ -106,6 +106,13 @@ async fn a_redacted_result_is_all_the_model_and_the_transcript_get() {
     let live = s.app.get_array("/api/mcp-result-reviews").await;
     assert_eq!(live.len(), 1);
     assert_eq!(live[0]["id"], review["id"]);
+    // The list across chats counts it, without its text.
+    let waiting = s.app.get_array("/api/waiting").await;
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(waiting[0]["kind"], "review");
+    assert_eq!(waiting[0]["id"], review["id"]);
+    assert_eq!(waiting[0]["chat_id"], s.chat.as_str());
+    assert!(waiting[0].get("text").is_none(), "{waiting:?}");
 
     // Another user sees nothing and decides nothing.
     let other = s.app.at(&s.app.base);
@@ -121,6 +128,7 @@ async fn a_redacted_result_is_all_the_model_and_the_transcript_get() {
         StatusCode::NOT_FOUND
     );
     assert!(other.get_array("/api/mcp-result-reviews").await.is_empty());
+    assert!(other.get_array("/api/waiting").await.is_empty());
 
     // Malformed decisions decide nothing.
     let start = text.find("IMPORTANT").expect("in the text");

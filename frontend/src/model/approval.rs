@@ -340,6 +340,7 @@ pub fn card_title(connector: &str, tool: &str, key: &str) -> String {
         "declined" => "was declined",
         EXPIRED | "ended" => "did not run",
         "unfinished" => "did not finish",
+        "awaiting-second" => "waits for an approver",
         _ => "wants to run",
     };
     format!("{connector}: {tool} {what}")
@@ -1137,6 +1138,10 @@ mod tests {
         assert_eq!(
             title(A::Approving(Grant::Once), T::Running),
             "Notes: search wants to run"
+        );
+        assert_eq!(
+            title(A::AwaitingSecond, T::Running),
+            "Notes: search waits for an approver"
         );
         assert_eq!(title(A::Approved, T::Running), "Notes: search is running");
         assert_eq!(title(A::Approved, T::Ok), "Notes: search ran");

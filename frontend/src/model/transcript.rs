@@ -1568,6 +1568,10 @@ impl Transcript {
                 "{} is waiting for your answer above. The reply goes on once you answer.",
                 input.connector_name
             ),
+            WaitingFor::Approval(approval) if approval.state == ApprovalState::AwaitingSecond => {
+                "You allowed the call above; it waits for an approver. The reply goes on once they decide."
+                    .to_owned()
+            }
             WaitingFor::Approval(_) => {
                 "A tool call is waiting for your decision above. The reply goes on once you decide."
                     .to_owned()
@@ -3238,6 +3242,30 @@ mod tests {
         );
         transcript.apply(Some(5), resolved("t1", "p1", Resolution::Approved));
         assert_eq!(transcript.waiting_text(), None, "approved: running");
+    }
+
+    #[test]
+    fn a_call_waiting_for_an_approver_is_not_waiting_for_the_user() {
+        let mut transcript = waiting();
+        transcript.apply(
+            Some(5),
+            ChatEvent::McpSecondApprovalRequired {
+                turn_id: "t1".into(),
+                id: "p1".into(),
+            },
+        );
+        assert_eq!(
+            transcript.waiting_text().as_deref(),
+            Some(
+                "You allowed the call above; it waits for an approver. The reply goes on once they decide."
+            )
+        );
+        assert_eq!(
+            transcript.waiting_card(),
+            None,
+            "nothing for the user to go to"
+        );
+        assert_eq!(transcript.announcement(), None);
     }
 
     #[test]

@@ -1,31 +1,28 @@
 //! What waits for the user across chats (DESIGN §9: a waiting card is
-//! never lost): the live approvals and input requests, as the chat list's
-//! badges, the tab title's count and Home's "Waiting for you" show them.
+//! never lost): the live approvals, input requests and results held for
+//! review, as the chat list's badges, the tab title's count and Home's
+//! "Waiting for you" show them.
 
 use serde::Deserialize;
 
-/// What the list reads of a live pending call or input request: the few
-/// fields it shows (the rest of the body is skipped unread).
+/// A row of `GET /api/waiting` (`countersign_api::WaitingItem`), read
+/// with a plain string for its kind: the vocabulary's reader would cost
+/// the main module more than the three words it tells apart.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct WaitingWire {
+    pub kind: String,
     pub id: String,
     pub chat_id: String,
     pub connector_name: String,
     pub tool_name: String,
-    #[serde(default)]
     pub decide_by: String,
-    #[serde(default)]
     pub decide_in_secs: f64,
-    /// A pending call's expiry, for an older server that sends no
-    /// `decide_by`.
-    #[serde(default)]
-    pub expires_in_secs: f64,
 }
 
 /// One thing waiting for the user.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Waiting {
-    /// The approval's or the input request's id.
+    /// The approval's, input request's or review's id.
     pub id: String,
     /// The chat it waits in.
     pub chat_id: String,
@@ -46,6 +43,9 @@ pub enum WaitingKind {
     Approval,
     /// A form or a link a server asks the user to fill in or open.
     Input,
+    /// A tool's result to pass, redact or withhold before the model reads
+    /// it.
+    Review,
 }
 
 impl WaitingKind {
@@ -54,6 +54,7 @@ impl WaitingKind {
         match self {
             Self::Approval => "approval",
             Self::Input => "input",
+            Self::Review => "review",
         }
     }
 
@@ -62,32 +63,30 @@ impl WaitingKind {
         match self {
             Self::Approval => "wants to run",
             Self::Input => "asks you something",
+            Self::Review => "has a result for you to review",
         }
     }
 }
 
-/// Everything waiting, soonest deadline first.
-pub fn waiting_list(calls: &[WaitingWire], inputs: &[WaitingWire]) -> Vec<Waiting> {
-    let of = |w: &WaitingWire, kind| Waiting {
-        id: w.id.clone(),
-        chat_id: w.chat_id.clone(),
-        kind,
-        what: format!("{}: {}", w.connector_name, w.tool_name),
-        decide_by: w.decide_by.clone(),
-        decide_in_secs: if w.decide_by.is_empty() {
-            w.expires_in_secs
-        } else {
-            w.decide_in_secs
-        },
-    };
-    let mut all: Vec<Waiting> = calls
+/// Everything waiting, in the server's order (soonest deadline first);
+/// nothing past its time.
+pub fn waiting_list(items: &[WaitingWire]) -> Vec<Waiting> {
+    items
         .iter()
-        .map(|c| of(c, WaitingKind::Approval))
-        .chain(inputs.iter().map(|r| of(r, WaitingKind::Input)))
         .filter(|w| w.decide_in_secs > 0.0)
-        .collect();
-    all.sort_by(|a, b| a.decide_in_secs.total_cmp(&b.decide_in_secs));
-    all
+        .map(|w| Waiting {
+            id: w.id.clone(),
+            chat_id: w.chat_id.clone(),
+            kind: match w.kind.as_str() {
+                "input" => WaitingKind::Input,
+                "review" => WaitingKind::Review,
+                _ => WaitingKind::Approval,
+            },
+            what: format!("{}: {}", w.connector_name, w.tool_name),
+            decide_by: w.decide_by.clone(),
+            decide_in_secs: w.decide_in_secs,
+        })
+        .collect()
 }
 
 /// How many wait in `chat_id`.
@@ -119,38 +118,39 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn call(id: &str, chat: &str, decide_in: f64) -> WaitingWire {
+    fn item(kind: &str, id: &str, chat: &str, tool: &str, decide_in: f64) -> WaitingWire {
         serde_json::from_value(json!({
-            "id": id, "chat_id": chat, "turn_id": "t", "call_id": "c", "connector_id": "k",
-            "connector_name": "Demo", "tool_name": "delete_note", "arguments": {},
-            "arguments_json": "{}", "arguments_digest": "d", "destination": "h", "reason": "r",
-            "expires_at": "2026-12-06T10:02:00Z", "expires_in_secs": decide_in + 30.0,
-            "decide_by": "2026-12-06T10:01:30Z", "decide_in_secs": decide_in
+            "kind": kind, "id": id, "chat_id": chat, "connector_name": "Demo",
+            "tool_name": tool, "decide_by": "2026-12-06T10:01:30Z", "decide_in_secs": decide_in
         }))
-        .expect("a pending call")
-    }
-
-    fn input(id: &str, chat: &str, decide_in: f64) -> WaitingWire {
-        serde_json::from_value(json!({
-            "id": id, "chat_id": chat, "turn_id": "t", "call_id": "c",
-            "connector_name": "Demo", "tool_name": "file_note", "mode": "form",
-            "message": "m", "decide_by": "2026-12-06T10:01:00Z", "decide_in_secs": decide_in
-        }))
-        .expect("an input request")
+        .expect("a row of /api/waiting")
     }
 
     #[test]
-    fn everything_waiting_is_listed_soonest_first_and_nothing_past_its_time() {
-        let all = waiting_list(
-            &[call("a1", "chat1", 80.0), call("a2", "chat2", 0.0)],
-            &[input("i1", "chat1", 20.0)],
-        );
+    fn everything_waiting_is_listed_by_kind_and_nothing_past_its_time() {
+        let all = waiting_list(&[
+            item("input", "i1", "chat1", "file_note", 20.0),
+            item("review", "r1", "chat2", "search_notes", 30.0),
+            item("approval", "a1", "chat1", "delete_note", 80.0),
+            item("approval", "a2", "chat2", "delete_note", 0.0),
+            item("a_newer_word", "x1", "chat3", "echo", 90.0),
+        ]);
         let ids: Vec<&str> = all.iter().map(|w| w.id.as_str()).collect();
-        assert_eq!(ids, ["i1", "a1"], "a2 is past its time");
-        assert_eq!(all[0].kind, WaitingKind::Input);
-        assert_eq!(all[1].what, "Demo: delete_note");
+        assert_eq!(ids, ["i1", "r1", "a1", "x1"], "a2 is past its time");
+        let kinds: Vec<WaitingKind> = all.iter().map(|w| w.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                WaitingKind::Input,
+                WaitingKind::Review,
+                WaitingKind::Approval,
+                WaitingKind::Approval
+            ],
+            "a word this app does not know is still a decision that waits"
+        );
+        assert_eq!(all[1].what, "Demo: search_notes");
         assert_eq!(waiting_in(&all, "chat1"), 2);
-        assert_eq!(waiting_in(&all, "chat2"), 0);
+        assert_eq!(waiting_in(&all, "chat2"), 1);
     }
 
     #[test]
