@@ -6,6 +6,7 @@
 //! [`AuthError`] to status codes.
 
 pub mod mfa;
+pub mod oidc;
 pub mod password;
 pub mod session;
 pub mod throttle;

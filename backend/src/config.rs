@@ -174,6 +174,15 @@ pub struct Config {
     )]
     pub smtp_from: String,
 
+    /// Single sign-on (`COUNTERSIGN_OIDC_*`).
+    #[command(flatten)]
+    pub oidc: crate::auth::oidc::OidcSettings,
+
+    /// Whether e-mail and password sign in (and sign up). `false` with
+    /// single sign-on configured leaves the provider as the only way in.
+    #[arg(long, env = "COUNTERSIGN_PASSWORD_SIGNIN", default_value_t = true, action = ArgAction::Set)]
+    pub password_signin: bool,
+
     /// Whether new accounts may sign up. The very first account can always
     /// be created, so that a fresh deployment gets its admin.
     #[arg(long, env = "COUNTERSIGN_ALLOW_SIGNUP", default_value_t = true, action = ArgAction::Set)]
@@ -388,6 +397,8 @@ impl Config {
             public_url: None,
             smtp_url: None,
             smtp_from: "Countersign <countersign@localhost>".to_owned(),
+            oidc: crate::auth::oidc::OidcSettings::default(),
+            password_signin: true,
             allow_signup: true,
             session_idle_secs: 8 * 3600,
             session_absolute_secs: 7 * 24 * 3600,

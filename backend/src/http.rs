@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod mfa;
 pub mod models;
 pub mod oauth;
+pub mod oidc;
 pub mod openapi;
 pub mod request_id;
 pub mod results;
@@ -65,6 +66,8 @@ fn answer_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(auth::logout))
         .routes(routes!(auth::me))
         .routes(routes!(auth::change_password))
+        .routes(routes!(oidc::options))
+        .routes(routes!(oidc::link))
         .routes(routes!(mfa::enroll))
         .routes(routes!(mfa::confirm))
         .routes(routes!(mfa::step_up))
@@ -131,6 +134,8 @@ fn answer_routes() -> OpenApiRouter<AppState> {
 /// The routes outside `/api` that the OpenAPI document describes too.
 pub(crate) fn outer_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(oidc::start))
+        .routes(routes!(oidc::callback))
         .routes(routes!(oauth::callback))
         .routes(routes!(oauth::callback_for))
         .routes(routes!(oauth::client_metadata))

@@ -115,6 +115,9 @@ pub struct AppState {
     pub known_sessions: Arc<http::session::Known>,
     /// E-mail, when `COUNTERSIGN_SMTP_URL` is set.
     pub mailer: Option<Arc<mail::Mailer>>,
+    /// The identity provider of single sign-on (`COUNTERSIGN_OIDC_*`),
+    /// when one is configured.
+    pub oidc: Option<Arc<auth::oidc::Provider>>,
 }
 
 impl AppState {
@@ -151,6 +154,11 @@ impl AppState {
         );
         let approval_keys = Arc::new(approvals::ApprovalKeys::from_config(&config)?);
         let mailer = mail::Mailer::from_config(&config)?.map(Arc::new);
+        let oidc = auth::oidc::Provider::from_settings(&config.oidc)?.map(Arc::new);
+        anyhow::ensure!(
+            config.password_signin || oidc.is_some(),
+            "COUNTERSIGN_PASSWORD_SIGNIN=false needs single sign-on (COUNTERSIGN_OIDC_ISSUER): nobody could sign in"
+        );
         let resolver: Arc<dyn ssrf::HostResolver> = Arc::new(ssrf::SystemResolver);
         let connector_http = ssrf::guarded_client(
             reqwest::Client::builder(),
@@ -176,6 +184,7 @@ impl AppState {
             recent: Arc::default(),
             known_sessions: Arc::default(),
             mailer,
+            oidc,
         })
     }
 

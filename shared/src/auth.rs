@@ -138,3 +138,33 @@ pub struct RevokedSessions {
     /// How many other sessions were signed out.
     pub revoked: u64,
 }
+
+/// `GET /api/auth/options`: what the sign-in page offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AuthOptions {
+    /// Whether e-mail and password sign in (`COUNTERSIGN_PASSWORD_SIGNIN`).
+    pub password_signin: bool,
+    /// The single sign-on button's words; absent when no identity provider
+    /// is set up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sso_label: Option<String>,
+}
+
+/// `POST /api/auth/oidc/link`: the password (and two-factor code, when
+/// the account has one) of the account the provider's e-mail names.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SsoLinkRequest {
+    /// The account's password.
+    pub password: String,
+    /// A TOTP or recovery code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+impl std::fmt::Debug for SsoLinkRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SsoLinkRequest").finish_non_exhaustive()
+    }
+}

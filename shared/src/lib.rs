@@ -33,8 +33,9 @@ pub use approvals::{
     Grant, PendingCall, SecondApproval, SecondDecideRequest,
 };
 pub use auth::{
-    ChangePasswordRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed, MfaEnrolRequest,
-    MfaEnrolment, RevokedSessions, SessionInfo, SessionResponse, SignupRequest, User,
+    AuthOptions, ChangePasswordRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed,
+    MfaEnrolRequest, MfaEnrolment, RevokedSessions, SessionInfo, SessionResponse, SignupRequest,
+    SsoLinkRequest, User,
 };
 pub use characters::{CharacterWarning, Destination, UnusualCharacter};
 pub use chat::*;

@@ -82,7 +82,7 @@ pub fn is_stale_stamp(err: &sqlx::Error) -> bool {
         .is_some_and(|code| code == STAMP_STALE)
 }
 
-fn random_token() -> String {
+pub fn random_token() -> String {
     let bytes: [u8; 32] = rand::random();
     URL_SAFE_NO_PAD.encode(bytes)
 }

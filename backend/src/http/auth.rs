@@ -52,6 +52,16 @@ fn session_response(
         .into_response()
 }
 
+/// 403 `password_signin_disabled` when `COUNTERSIGN_PASSWORD_SIGNIN=false`
+/// leaves single sign-on as the only way in.
+fn passwords_sign_in(state: &AppState) -> Result<(), ApiError> {
+    if state.config.password_signin {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden("password_signin_disabled".into()))
+    }
+}
+
 /// `POST /api/auth/signup` → 201 with the user, the CSRF token and the
 /// session cookie.
 #[utoipa::path(
@@ -61,7 +71,7 @@ fn session_response(
     request_body = countersign_api::SignupRequest,
     responses(
         (status = 201, description = "The account, signed in: the session cookie (`HttpOnly`) and the CSRF token to send as `X-CSRF-Token`", body = countersign_api::SessionResponse),
-        (status = 403, description = "Sign-up is closed on this server (an administrator creates accounts); also a cross-origin `Origin`", body = countersign_api::ErrorBody),
+        (status = 403, description = "Sign-up is closed on this server (an administrator creates accounts); `password_signin_disabled`: accounts come from single sign-on only; also a cross-origin `Origin`", body = countersign_api::ErrorBody),
         (status = 409, description = "An account with this email exists", body = countersign_api::ErrorBody),
         (status = 422, description = "A malformed email, display name or a password that breaks the policy (the detail says which)", body = countersign_api::ErrorBody),
         (status = 429, description = "Too many sign-ups from this address", body = countersign_api::ErrorBody),
@@ -73,6 +83,7 @@ pub async fn signup(
     headers: HeaderMap,
     Json(req): Json<SignupRequest>,
 ) -> Result<Response, ApiError> {
+    passwords_sign_in(&state)?;
     let email = Email::parse(&req.email)?;
     let display_name = auth::display_name_or_default(req.display_name.as_deref(), &email)?;
     let (user, session) = auth::sign_up(
@@ -112,7 +123,7 @@ pub async fn signup(
     responses(
         (status = 200, description = "Signed in: the session cookie and the CSRF token", body = countersign_api::SessionResponse),
         (status = 401, description = "`Wrong email or password.` (one answer for both); `mfa_required`: the password was right, send the two-factor `code` too; or a wrong code", body = countersign_api::ErrorBody),
-        (status = 403, description = "`account_disabled`: an administrator disabled the account (said only after the right password); also a cross-origin `Origin`", body = countersign_api::ErrorBody),
+        (status = 403, description = "`account_disabled`: an administrator disabled the account (said only after the right password); `password_signin_disabled`: only single sign-on signs in here; also a cross-origin `Origin`", body = countersign_api::ErrorBody),
         (status = 429, description = "Too many attempts for this account or address: try again after `Retry-After` seconds", body = countersign_api::ErrorBody),
     ),
 )]
@@ -122,6 +133,7 @@ pub async fn login(
     headers: HeaderMap,
     Json(req): Json<LoginRequest>,
 ) -> Result<Response, ApiError> {
+    passwords_sign_in(&state)?;
     let (user, session) = auth::sign_in(
         &state.db,
         &HASHER,

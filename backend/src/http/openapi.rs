@@ -115,7 +115,11 @@ fn conventions(doc: &mut OpenApi) {
         let anonymous = !in_api
             || matches!(
                 path.as_str(),
-                "/api/auth/signup" | "/api/auth/login" | "/api/openapi.json"
+                "/api/auth/signup"
+                    | "/api/auth/login"
+                    | "/api/auth/oidc/link"
+                    | "/api/auth/options"
+                    | "/api/openapi.json"
             );
         let has_id = path.contains('{');
         for (method, operation) in [

@@ -109,7 +109,7 @@ pub async fn security_headers(
 /// token yet: they rely on the Origin / Sec-Fetch-Site check alone.
 fn is_session_creating(path: &str) -> bool {
     let path = path.strip_prefix("/api").unwrap_or(path);
-    matches!(path, "/auth/signup" | "/auth/login")
+    matches!(path, "/auth/signup" | "/auth/login" | "/auth/oidc/link")
 }
 
 /// Whether `path` (inside `/api`) sends a message: the one request whose

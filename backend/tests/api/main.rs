@@ -29,6 +29,7 @@ mod mfa;
 mod oauth_flow;
 mod oauth_hostile;
 mod oauth_store;
+mod oidc;
 mod provenance;
 mod provenance_corpus;
 mod py_oauth;
