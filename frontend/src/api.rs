@@ -13,14 +13,15 @@ use std::future::Future;
 use std::pin::Pin;
 
 use countersign_api::{
-    ActivityEntry, AdminOverview, AdminUser, AdminUserUpdate, CSRF_HEADER, ChangePasswordRequest,
-    ChatDetail, ChatSummary, Connector, ConnectorAuth, ConnectorTool, CreateChatRequest,
-    CreateConnectorRequest, DecideRequest, DecideResponse, ErrorBody, Grant, InputAnswer,
-    InputAnswered, InputRequest, LoginRequest, MeResponse, MfaCodeRequest, MfaConfirmed,
-    MfaEnrolRequest, MfaEnrolment, ModelsResponse, OAuthStart, PendingCall, Policy, PolicyUpdate,
-    ProviderKeyStatus, ResultDecided, ResultDecision, ResultReview, ReviewToolsRequest, Rule,
-    RuleRequest, SendMessageRequest, SessionInfo, SessionResponse, SetProviderKeyRequest,
-    SignupRequest, TurnAccepted, UpdateChatRequest, UpdateConnectorRequest,
+    ActivityEntry, AdminOverview, AdminUser, AdminUserUpdate, AuthOptions, CSRF_HEADER,
+    ChangePasswordRequest, ChatDetail, ChatSummary, Connector, ConnectorAuth, ConnectorTool,
+    CreateChatRequest, CreateConnectorRequest, DecideRequest, DecideResponse, ErrorBody, Grant,
+    InputAnswer, InputAnswered, InputRequest, LoginRequest, MeResponse, MfaCodeRequest,
+    MfaConfirmed, MfaEnrolRequest, MfaEnrolment, ModelsResponse, OAuthStart, PendingCall, Policy,
+    PolicyUpdate, ProviderKeyStatus, ResultDecided, ResultDecision, ResultReview,
+    ReviewToolsRequest, Rule, RuleRequest, SendMessageRequest, SessionInfo, SessionResponse,
+    SetProviderKeyRequest, SignupRequest, SsoLinkRequest, TurnAccepted, UpdateChatRequest,
+    UpdateConnectorRequest,
 };
 use gloo_net::http::{Request, RequestBuilder, Response};
 use serde::Deserialize;
@@ -126,6 +127,18 @@ pub async fn signup(body: &SignupRequest) -> Result<SessionResponse, ApiError> {
 /// `POST /api/auth/login`.
 pub async fn login(body: &LoginRequest) -> Result<SessionResponse, ApiError> {
     fetch_json(Request::post("/api/auth/login").json(body)).await
+}
+
+/// `GET /api/auth/options`: whether passwords sign in, and the single
+/// sign-on button's words when the server has a provider.
+pub async fn auth_options() -> Result<AuthOptions, ApiError> {
+    fetch_json(Request::get("/api/auth/options").build()).await
+}
+
+/// `POST /api/auth/oidc/link`: the password (and code) of the account the
+/// identity provider's e-mail names; linked and signed in on success.
+pub async fn link_sso(body: &SsoLinkRequest) -> Result<SessionResponse, ApiError> {
+    fetch_json(Request::post("/api/auth/oidc/link").json(body)).await
 }
 
 /// `POST /api/auth/logout`: revokes the current session (204).

@@ -153,7 +153,13 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
     tools::ensure_chromium()?;
     web::build()?;
     build_server()?;
-    run(cargo().args(["build", "-p", "countersign-demo-mcp"]))?;
+    run(cargo().args([
+        "build",
+        "-p",
+        "countersign-demo-mcp",
+        "-p",
+        "countersign-test-idp",
+    ]))?;
     bootstrap_db(cluster, "e2e", "e2e", "e2e")?;
 
     // The demo MCP server the connector journeys add, and a second one in
@@ -203,6 +209,21 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
         }
     };
 
+    // The organisation's identity provider for single sign-on (a loopback
+    // one that signs in whoever the spec names).
+    let idp_addr = format!("127.0.0.1:{}", free_port()?);
+    let idp =
+        spawn(cmd(server_bin().with_file_name("countersign-test-idp")).args(["--bind", &idp_addr]));
+    let mut idp = match idp {
+        Ok(idp) => idp,
+        Err(err) => {
+            terminate(&mut sink);
+            terminate(&mut oauth_demo);
+            terminate(&mut demo);
+            return Err(err);
+        }
+    };
+
     let port = free_port()?;
     let server = spawn(
         cmd(server_bin())
@@ -215,6 +236,13 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
                 "COUNTERSIGN_SMTP_FROM",
                 "Countersign <countersign@example.org>",
             )
+            .env("COUNTERSIGN_OIDC_ISSUER", format!("http://{idp_addr}"))
+            // The one client the test provider knows
+            // (`countersign_test_idp::CLIENT_ID` / `CLIENT_SECRET`).
+            .env("COUNTERSIGN_OIDC_CLIENT_ID", "countersign-test")
+            .env("COUNTERSIGN_OIDC_CLIENT_SECRET", "test-client-secret-5f1c")
+            .env("COUNTERSIGN_OIDC_BUTTON_LABEL", "Sign in with Firm ID")
+            .env("COUNTERSIGN_OIDC_ALLOWED_DOMAINS", "firm.example")
             .env("DATABASE_URL", cluster.url("countersign_app", None, "e2e"))
             .env(
                 "COUNTERSIGN_MIGRATION_DATABASE_URL",
@@ -252,6 +280,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
     let mut server = match server {
         Ok(server) => server,
         Err(err) => {
+            terminate(&mut idp);
             terminate(&mut sink);
             terminate(&mut oauth_demo);
             terminate(&mut demo);
@@ -287,6 +316,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
                     .env("COUNTERSIGN_E2E_APPROVAL_WAIT_SECS", E2E_APPROVAL_WAIT_SECS)
                     .env("COUNTERSIGN_E2E_DEMO_ADMIN", format!("http://{demo_addr}"))
                     .env("COUNTERSIGN_E2E_MAIL_LOG", &mail_log)
+                    .env("COUNTERSIGN_E2E_IDP", format!("http://{idp_addr}"))
                     .env(
                         "COUNTERSIGN_E2E_OAUTH_DEMO",
                         format!("http://{oauth_demo_addr}"),
@@ -295,6 +325,7 @@ fn e2e(cluster: &Cluster, counts: &mut Counts, playwright_args: &[String]) -> an
             )
         });
     terminate(&mut server);
+    terminate(&mut idp);
     terminate(&mut sink);
     terminate(&mut oauth_demo);
     terminate(&mut demo);

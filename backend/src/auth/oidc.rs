@@ -176,6 +176,13 @@ pub enum OidcError {
         "An account with this e-mail address exists here, and the sign-in provider did not confirm the address, so the two cannot be linked. Sign in with your password."
     )]
     UnverifiedEmail,
+    /// The address belongs to an account that this provider already
+    /// knows under another subject: the provider's `sub` changed, or
+    /// someone else was given the address.
+    #[error(
+        "Your sign-in provider knows this e-mail address under another identity than the one already linked here. Ask your administrator."
+    )]
+    SubjectChanged,
     /// The account is disabled.
     #[error("account_disabled")]
     Disabled,
@@ -625,6 +632,17 @@ pub async fn account_for(
                     .fetch_optional(&mut **tx)
                     .await?;
             if let Some(user_id) = existing {
+                let linked_here = sqlx::query_scalar!(
+                    r#"select exists (select 1 from user_identities
+                                       where user_id = $1 and issuer = $2) as "linked!""#,
+                    user_id,
+                    identity.issuer,
+                )
+                .fetch_one(&mut **tx)
+                .await?;
+                if linked_here {
+                    return Err(OidcError::SubjectChanged);
+                }
                 if !identity.email_verified {
                     return Err(OidcError::UnverifiedEmail);
                 }

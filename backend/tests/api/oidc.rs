@@ -1,16 +1,14 @@
 //! Single sign-on with OpenID Connect (issue 47 item 1), against a local
-//! provider that speaks the protocol (`oidc/provider.rs`): the account is
+//! provider that speaks the protocol (`countersign-test-idp`): the account is
 //! keyed by issuer and subject, made just in time for an allowed domain,
 //! linked to a password account only after that password, and given or
 //! refused the admin role by its groups at every sign-in; and, thought of
 //! as an attacker would, a sign-in link made in another browser, a
 //! replayed callback and every spoiled ID token sign nobody in.
 
-mod provider;
-
 use crate::helpers::{GOOD_PASSWORD, TestApp, new_client, spawn_app_with};
 use countersign::config::{Config, Secret};
-use provider::{CLIENT_ID, CLIENT_SECRET, Person, Provider, Tamper};
+use countersign_test_idp::{CLIENT_ID, CLIENT_SECRET, Person, Provider, Tamper};
 use reqwest::{StatusCode, header};
 use serde_json::{Value, json};
 
@@ -236,6 +234,23 @@ async fn a_rotated_key_is_fetched_once_and_then_kept() {
     assert_eq!(idp.jwks_fetches(), 2);
     sign_in(&app.at(&app.base), "/").await;
     assert_eq!(idp.jwks_fetches(), 2);
+}
+
+#[tokio::test]
+async fn another_subject_with_a_linked_accounts_email_is_refused() {
+    let (app, idp) = setup().await;
+    idp.sign_in_as(Person::new("sub-first", "kim@firm.example"));
+    let first = app.at(&app.base);
+    sign_in(&first, "/").await;
+    assert_eq!(me(&first).await.0, StatusCode::OK);
+
+    // The provider now says another subject has Kim's address.
+    idp.sign_in_as(Person::new("sub-second", "kim@firm.example"));
+    let browser = app.at(&app.base);
+    let said = refused(&sign_in(&browser, "/").await);
+    assert!(said.contains("under another identity"), "{said}");
+    assert_eq!(me(&browser).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(identities(&app).await.len(), 1);
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
-//! The card the two signed-out pages share: the brand, the page's heading,
-//! its form (fields, error, submit button) and the way to the other page.
+//! The card the signed-out pages share: the brand, the page's heading,
+//! single sign-on's part when there is one, the form (fields, error,
+//! submit button) and the way to the other page.
 
 use leptos::ev::SubmitEvent;
 use leptos::prelude::*;
@@ -14,6 +15,9 @@ pub enum AuthPage {
     SignIn,
     /// `/signup`.
     SignUp,
+    /// `/signin?link=1`: the password of the account that single sign-on
+    /// found by its e-mail, proved once to link the two.
+    Link,
 }
 
 impl AuthPage {
@@ -22,6 +26,7 @@ impl AuthPage {
         match self {
             Self::SignIn => "Sign in",
             Self::SignUp => "Create account",
+            Self::Link => "Link your account",
         }
     }
 
@@ -30,6 +35,7 @@ impl AuthPage {
         match self {
             Self::SignIn => "Signing in…",
             Self::SignUp => "Creating account…",
+            Self::Link => "Linking…",
         }
     }
 
@@ -39,6 +45,7 @@ impl AuthPage {
         match self {
             Self::SignIn => "signin-error-message",
             Self::SignUp => "signup-error-message",
+            Self::Link => "link-error-message",
         }
     }
 
@@ -47,6 +54,7 @@ impl AuthPage {
         match self {
             Self::SignIn => ("signin-error", "signin-submit"),
             Self::SignUp => ("signup-error", "signup-submit"),
+            Self::Link => ("link-error", "link-submit"),
         }
     }
 
@@ -54,7 +62,7 @@ impl AuthPage {
     /// hint.
     fn email_field(self) -> (&'static str, &'static str) {
         match self {
-            Self::SignIn => ("signin-email", "username"),
+            Self::SignIn | Self::Link => ("signin-email", "username"),
             Self::SignUp => ("signup-email", "email"),
         }
     }
@@ -64,6 +72,7 @@ impl AuthPage {
         match self {
             Self::SignIn => ("New here? ", "/signup", "Create an account"),
             Self::SignUp => ("Already have an account? ", "/signin", "Sign in"),
+            Self::Link => ("Not now? ", "/signin", "Back to sign-in"),
         }
     }
 }
@@ -79,6 +88,13 @@ pub fn AuthForm(
     pending: Memo<bool>,
     /// Why the last attempt failed.
     error: Signal<Option<String>>,
+    /// What comes between the heading and the form: single sign-on's
+    /// button, what it said.
+    #[prop(optional, into)]
+    lead: ViewFn,
+    /// Whether the form is drawn (`false` when passwords do not sign in).
+    #[prop(optional, into)]
+    form_shown: Option<Signal<bool>>,
     /// The fields.
     children: Children,
 ) -> impl IntoView {
@@ -90,7 +106,8 @@ pub fn AuthForm(
             <div class="card">
                 <p class="brand-mark">"Countersign"</p>
                 <h1>{title}</h1>
-                <form on:submit=on_submit>
+                {lead.run()}
+                <form on:submit=on_submit hidden=move || form_shown.is_some_and(|shown| !shown.get())>
                     {children()}
                     <FormError message=error testid=error_testid id=page.error_id() focus=true />
                     <button
@@ -102,7 +119,9 @@ pub fn AuthForm(
                         {move || if pending.get() { busy_label } else { title }}
                     </button>
                 </form>
-                <p class="auth-switch" data-testid="auth-switch">{switch_text} <A href=switch_href>{switch_link}</A></p>
+                <p class="auth-switch" data-testid="auth-switch" hidden=move || form_shown.is_some_and(|shown| !shown.get())>
+                    {switch_text} <A href=switch_href>{switch_link}</A>
+                </p>
             </div>
         </main>
     }

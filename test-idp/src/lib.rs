@@ -1,12 +1,14 @@
-//! A local OpenID Connect provider for the single sign-on tests: it speaks
+//! A loopback OpenID Connect provider for Countersign's single sign-on
+//! tests (the API tests link it; `cargo xtask e2e` runs its binary): it speaks
 //! the protocol as a real one does — discovery, JWKS, the authorization
 //! endpoint (which signs in whoever the test says, at once) and the token
 //! endpoint (client authentication, single-use codes, PKCE S256), with ID
 //! tokens signed RS256 by `openidconnect`'s own provider-side types — and
 //! can be told to misbehave as a hostile or broken provider would.
 //!
-//! Its two RSA keys (`k1.pem`, `k2.pem` beside this file) exist only for
-//! these tests.
+//! Its two RSA keys (`keys/k1.pem`, `keys/k2.pem`) exist only for these
+//! tests. A browser test says who signs in next with
+//! `POST /test/sign-in-as` (a [`Person`] as JSON).
 
 use axum::{
     Form, Json, Router,
@@ -53,13 +55,29 @@ type IdToken = openidconnect::IdToken<
 >;
 
 /// Who is signed in at the provider.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct Person {
+    /// `sub`.
     pub sub: String,
+    /// `email`.
     pub email: String,
+    /// `email_verified`.
+    #[serde(default = "yes")]
     pub email_verified: bool,
+    /// `name`.
+    #[serde(default = "robin")]
     pub name: String,
+    /// `groups`.
+    #[serde(default)]
     pub groups: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn robin() -> String {
+    "Robin Firm".to_owned()
 }
 
 impl Person {
@@ -129,11 +147,19 @@ pub struct Provider {
     inner: Arc<Mutex<Inner>>,
 }
 
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
 fn key(rotated: bool) -> CoreRsaPrivateSigningKey {
     let (pem, kid) = if rotated {
-        (include_str!("k2.pem"), "k2")
+        (include_str!("../keys/k2.pem"), "k2")
     } else {
-        (include_str!("k1.pem"), "k1")
+        (include_str!("../keys/k1.pem"), "k1")
     };
     CoreRsaPrivateSigningKey::from_pem(pem, Some(JsonWebKeyId::new(kid.into()))).expect("test key")
 }
@@ -144,6 +170,11 @@ impl Provider {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
+        Self::start_on(listener)
+    }
+
+    /// Starts it on `listener`.
+    pub fn start_on(listener: tokio::net::TcpListener) -> Self {
         let issuer = format!("http://{}", listener.local_addr().expect("addr"));
         let provider = Self {
             issuer,
@@ -154,6 +185,7 @@ impl Provider {
             .route("/jwks", get(jwks))
             .route("/authorize", get(authorize))
             .route("/token", post(token))
+            .route("/test/sign-in-as", post(sign_in_as))
             .with_state(provider.clone());
         tokio::spawn(async move { axum::serve(listener, app).await });
         provider
@@ -183,6 +215,11 @@ impl Provider {
     pub fn last_authorize(&self) -> HashMap<String, String> {
         self.inner.lock().expect("lock").last_authorize.clone()
     }
+}
+
+async fn sign_in_as(State(p): State<Provider>, Json(person): Json<Person>) -> StatusCode {
+    p.sign_in_as(person);
+    StatusCode::NO_CONTENT
 }
 
 async fn discovery(State(p): State<Provider>) -> Json<Value> {
@@ -235,7 +272,9 @@ async fn authorize(
             redirect_uri: get("redirect_uri"),
         },
     );
-    let mut target = reqwest::Url::parse(&get("redirect_uri")).expect("redirect uri");
+    let Ok(mut target) = url::Url::parse(&get("redirect_uri")) else {
+        return (StatusCode::BAD_REQUEST, "bad redirect_uri").into_response();
+    };
     target
         .query_pairs_mut()
         .append_pair("code", &code)
