@@ -176,7 +176,7 @@ pub struct Config {
 
     /// Single sign-on (`COUNTERSIGN_OIDC_*`).
     #[command(flatten)]
-    pub oidc: crate::auth::oidc::OidcSettings,
+    pub oidc: OidcSettings,
 
     /// Whether e-mail and password sign in (and sign up). `false` with
     /// single sign-on configured leaves the provider as the only way in.
@@ -397,7 +397,7 @@ impl Config {
             public_url: None,
             smtp_url: None,
             smtp_from: "Countersign <countersign@localhost>".to_owned(),
-            oidc: crate::auth::oidc::OidcSettings::default(),
+            oidc: OidcSettings::default(),
             password_signin: true,
             allow_signup: true,
             session_idle_secs: 8 * 3600,
@@ -516,4 +516,73 @@ pub fn split_authority(authority: &str, default_port: u16) -> Option<(String, u1
         Some(_) => return None,
     };
     ((!host.is_empty() && !host.contains(':')) || host.starts_with('[')).then_some((host, port))
+}
+
+/// The `COUNTERSIGN_OIDC_*` settings, as read from the environment.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OidcSettings {
+    /// The identity provider's issuer URL (its discovery document is at
+    /// `<issuer>/.well-known/openid-configuration`). Unset: no single
+    /// sign-on.
+    #[arg(long = "oidc-issuer", env = "COUNTERSIGN_OIDC_ISSUER")]
+    pub issuer: Option<String>,
+    /// This server's client id at the provider.
+    #[arg(long = "oidc-client-id", env = "COUNTERSIGN_OIDC_CLIENT_ID")]
+    pub client_id: Option<String>,
+    /// Its client secret (a confidential client); unset for a public one.
+    #[arg(long = "oidc-client-secret", env = "COUNTERSIGN_OIDC_CLIENT_SECRET")]
+    pub client_secret: Option<Secret>,
+    /// Scopes asked for, space-separated.
+    #[arg(
+        long = "oidc-scopes",
+        env = "COUNTERSIGN_OIDC_SCOPES",
+        default_value = "openid email profile"
+    )]
+    pub scopes: String,
+    /// The sign-in button's words.
+    #[arg(
+        long = "oidc-button-label",
+        env = "COUNTERSIGN_OIDC_BUTTON_LABEL",
+        default_value = "Sign in with your organisation"
+    )]
+    pub button_label: String,
+    /// E-mail domains whose first sign-in creates an account,
+    /// comma-separated (unset: any the provider vouches for).
+    #[arg(
+        long = "oidc-allowed-domains",
+        env = "COUNTERSIGN_OIDC_ALLOWED_DOMAINS",
+        default_value = ""
+    )]
+    pub allowed_domains: String,
+    /// Groups whose members are administrators, comma-separated (unset:
+    /// the provider decides no role).
+    #[arg(
+        long = "oidc-admin-groups",
+        env = "COUNTERSIGN_OIDC_ADMIN_GROUPS",
+        default_value = ""
+    )]
+    pub admin_groups: String,
+    /// The ID token claim that lists a person's groups.
+    #[arg(
+        long = "oidc-groups-claim",
+        env = "COUNTERSIGN_OIDC_GROUPS_CLAIM",
+        default_value = "groups"
+    )]
+    pub groups_claim: String,
+}
+
+impl Default for OidcSettings {
+    /// No provider, and the defaults the environment would give.
+    fn default() -> Self {
+        Self {
+            issuer: None,
+            client_id: None,
+            client_secret: None,
+            scopes: "openid email profile".to_owned(),
+            button_label: "Sign in with your organisation".to_owned(),
+            allowed_domains: String::new(),
+            admin_groups: String::new(),
+            groups_claim: "groups".to_owned(),
+        }
+    }
 }

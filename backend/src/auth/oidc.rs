@@ -25,6 +25,7 @@
 
 use crate::{
     auth::{AuthError, Email, PasswordHasher, session::token_hash},
+    config::OidcSettings,
     db::{self, Tx},
 };
 use openidconnect::{
@@ -64,75 +65,6 @@ const ALLOWED_ALGS: [CoreJwsSigningAlgorithm; 9] = [
     CoreJwsSigningAlgorithm::EcdsaP384Sha384,
     CoreJwsSigningAlgorithm::EdDsa,
 ];
-
-/// The `COUNTERSIGN_OIDC_*` settings, as read from the environment.
-#[derive(Debug, Clone, clap::Args)]
-pub struct OidcSettings {
-    /// The identity provider's issuer URL (its discovery document is at
-    /// `<issuer>/.well-known/openid-configuration`). Unset: no single
-    /// sign-on.
-    #[arg(long = "oidc-issuer", env = "COUNTERSIGN_OIDC_ISSUER")]
-    pub issuer: Option<String>,
-    /// This server's client id at the provider.
-    #[arg(long = "oidc-client-id", env = "COUNTERSIGN_OIDC_CLIENT_ID")]
-    pub client_id: Option<String>,
-    /// Its client secret (a confidential client); unset for a public one.
-    #[arg(long = "oidc-client-secret", env = "COUNTERSIGN_OIDC_CLIENT_SECRET")]
-    pub client_secret: Option<crate::config::Secret>,
-    /// Scopes asked for, space-separated.
-    #[arg(
-        long = "oidc-scopes",
-        env = "COUNTERSIGN_OIDC_SCOPES",
-        default_value = "openid email profile"
-    )]
-    pub scopes: String,
-    /// The sign-in button's words.
-    #[arg(
-        long = "oidc-button-label",
-        env = "COUNTERSIGN_OIDC_BUTTON_LABEL",
-        default_value = "Sign in with your organisation"
-    )]
-    pub button_label: String,
-    /// E-mail domains whose first sign-in creates an account,
-    /// comma-separated (unset: any the provider vouches for).
-    #[arg(
-        long = "oidc-allowed-domains",
-        env = "COUNTERSIGN_OIDC_ALLOWED_DOMAINS",
-        default_value = ""
-    )]
-    pub allowed_domains: String,
-    /// Groups whose members are administrators, comma-separated (unset:
-    /// the provider decides no role).
-    #[arg(
-        long = "oidc-admin-groups",
-        env = "COUNTERSIGN_OIDC_ADMIN_GROUPS",
-        default_value = ""
-    )]
-    pub admin_groups: String,
-    /// The ID token claim that lists a person's groups.
-    #[arg(
-        long = "oidc-groups-claim",
-        env = "COUNTERSIGN_OIDC_GROUPS_CLAIM",
-        default_value = "groups"
-    )]
-    pub groups_claim: String,
-}
-
-impl Default for OidcSettings {
-    /// No provider, and the defaults the environment would give.
-    fn default() -> Self {
-        Self {
-            issuer: None,
-            client_id: None,
-            client_secret: None,
-            scopes: "openid email profile".to_owned(),
-            button_label: "Sign in with your organisation".to_owned(),
-            allowed_domains: String::new(),
-            admin_groups: String::new(),
-            groups_claim: "groups".to_owned(),
-        }
-    }
-}
 
 /// Comma-separated words, trimmed, lower-cased, blanks dropped.
 fn list(raw: &str) -> Vec<String> {
