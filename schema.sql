@@ -759,6 +759,48 @@ ALTER TABLE ONLY public.oauth_states FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.oauth_states OWNER TO countersign_owner;
 
 --
+-- Name: oidc_links; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.oidc_links (
+    token_hash bytea NOT NULL,
+    user_id uuid NOT NULL,
+    issuer text NOT NULL,
+    subject text NOT NULL,
+    email text,
+    groups text[] DEFAULT '{}'::text[] NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT oidc_links_expiry CHECK ((expires_at > created_at))
+);
+
+ALTER TABLE ONLY public.oidc_links FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.oidc_links OWNER TO countersign_owner;
+
+--
+-- Name: oidc_logins; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.oidc_logins (
+    state_hash bytea NOT NULL,
+    nonce text NOT NULL,
+    pkce_verifier text NOT NULL,
+    purpose text NOT NULL,
+    return_to text DEFAULT '/'::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT oidc_logins_expiry CHECK ((expires_at > created_at)),
+    CONSTRAINT oidc_logins_purpose CHECK ((purpose = 'sign_in'::text))
+);
+
+ALTER TABLE ONLY public.oidc_logins FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.oidc_logins OWNER TO countersign_owner;
+
+--
 -- Name: profiles; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -929,6 +971,24 @@ ALTER TABLE ONLY public.turns FORCE ROW LEVEL SECURITY;
 ALTER TABLE public.turns OWNER TO countersign_owner;
 
 --
+-- Name: user_identities; Type: TABLE; Schema: public; Owner: countersign_owner
+--
+
+CREATE TABLE public.user_identities (
+    issuer text NOT NULL,
+    subject text NOT NULL,
+    user_id uuid NOT NULL,
+    email text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_sign_in_at timestamp with time zone
+);
+
+ALTER TABLE ONLY public.user_identities FORCE ROW LEVEL SECURITY;
+
+
+ALTER TABLE public.user_identities OWNER TO countersign_owner;
+
+--
 -- Name: users; Type: TABLE; Schema: public; Owner: countersign_owner
 --
 
@@ -1087,6 +1147,22 @@ ALTER TABLE ONLY public.oauth_states
 
 
 --
+-- Name: oidc_links oidc_links_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.oidc_links
+    ADD CONSTRAINT oidc_links_pkey PRIMARY KEY (token_hash);
+
+
+--
+-- Name: oidc_logins oidc_logins_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.oidc_logins
+    ADD CONSTRAINT oidc_logins_pkey PRIMARY KEY (state_hash);
+
+
+--
 -- Name: profiles profiles_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -1148,6 +1224,14 @@ ALTER TABLE ONLY public.tool_rules
 
 ALTER TABLE ONLY public.turns
     ADD CONSTRAINT turns_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: user_identities user_identities_pkey; Type: CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.user_identities
+    ADD CONSTRAINT user_identities_pkey PRIMARY KEY (issuer, subject);
 
 
 --
@@ -1362,6 +1446,20 @@ CREATE INDEX oauth_states_expires_at ON public.oauth_states USING btree (expires
 
 
 --
+-- Name: oidc_links_user_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX oidc_links_user_idx ON public.oidc_links USING btree (user_id);
+
+
+--
+-- Name: oidc_logins_expires_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX oidc_logins_expires_idx ON public.oidc_logins USING btree (expires_at);
+
+
+--
 -- Name: sessions_token_hash_key; Type: INDEX; Schema: public; Owner: countersign_owner
 --
 
@@ -1422,6 +1520,13 @@ CREATE INDEX turns_chat_idx ON public.turns USING btree (chat_id, started_at);
 --
 
 CREATE UNIQUE INDEX turns_one_running_per_chat ON public.turns USING btree (chat_id) WHERE (status = 'running'::text);
+
+
+--
+-- Name: user_identities_user_idx; Type: INDEX; Schema: public; Owner: countersign_owner
+--
+
+CREATE INDEX user_identities_user_idx ON public.user_identities USING btree (user_id);
 
 
 --
@@ -1692,6 +1797,14 @@ ALTER TABLE ONLY public.oauth_states
 
 
 --
+-- Name: oidc_links oidc_links_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.oidc_links
+    ADD CONSTRAINT oidc_links_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
 -- Name: profiles profiles_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
 --
 
@@ -1769,6 +1882,14 @@ ALTER TABLE ONLY public.turns
 
 ALTER TABLE ONLY public.turns
     ADD CONSTRAINT turns_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
+
+
+--
+-- Name: user_identities user_identities_user_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE ONLY public.user_identities
+    ADD CONSTRAINT user_identities_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id) ON DELETE CASCADE;
 
 
 --
@@ -2046,6 +2167,32 @@ CREATE POLICY oauth_states_service ON public.oauth_states TO service_role USING 
 
 
 --
+-- Name: oidc_links; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.oidc_links ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: oidc_links oidc_links_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY oidc_links_service ON public.oidc_links TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: oidc_logins; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.oidc_logins ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: oidc_logins oidc_logins_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY oidc_logins_service ON public.oidc_logins TO service_role USING (true) WITH CHECK (true);
+
+
+--
 -- Name: profiles; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
 --
 
@@ -2182,6 +2329,19 @@ CREATE POLICY turns_owner ON public.turns TO authenticated USING ((user_id = ( S
 --
 
 CREATE POLICY turns_service ON public.turns TO service_role USING (true) WITH CHECK (true);
+
+
+--
+-- Name: user_identities; Type: ROW SECURITY; Schema: public; Owner: countersign_owner
+--
+
+ALTER TABLE public.user_identities ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: user_identities user_identities_service; Type: POLICY; Schema: public; Owner: countersign_owner
+--
+
+CREATE POLICY user_identities_service ON public.user_identities TO service_role USING (true) WITH CHECK (true);
 
 
 --
@@ -2400,6 +2560,20 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.oauth_states TO service_role;
 
 
 --
+-- Name: TABLE oidc_links; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.oidc_links TO service_role;
+
+
+--
+-- Name: TABLE oidc_logins; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.oidc_logins TO service_role;
+
+
+--
 -- Name: TABLE profiles; Type: ACL; Schema: public; Owner: countersign_owner
 --
 
@@ -2458,6 +2632,13 @@ GRANT SELECT,INSERT,DELETE ON TABLE public.tool_rules TO service_role;
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.turns TO authenticated;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.turns TO service_role;
+
+
+--
+-- Name: TABLE user_identities; Type: ACL; Schema: public; Owner: countersign_owner
+--
+
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.user_identities TO service_role;
 
 
 --
@@ -2545,6 +2726,14 @@ REVOKE ALL ON TABLE mfa_totp FROM authenticated;
 REVOKE ALL ON TABLE oauth_states FROM anon;
 REVOKE ALL ON TABLE oauth_states FROM authenticated;
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- oidc_links: row level security enabled and forced
+REVOKE ALL ON TABLE oidc_links FROM anon;
+REVOKE ALL ON TABLE oidc_links FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- oidc_logins: row level security enabled and forced
+REVOKE ALL ON TABLE oidc_logins FROM anon;
+REVOKE ALL ON TABLE oidc_logins FROM authenticated;
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- profiles: row level security enabled and forced
 REVOKE ALL ON TABLE profiles FROM anon;
 -- authenticated may: SELECT, INSERT, UPDATE
@@ -2576,6 +2765,10 @@ REVOKE ALL ON TABLE tool_rules FROM anon;
 -- turns: row level security enabled and forced
 REVOKE ALL ON TABLE turns FROM anon;
 -- authenticated may: SELECT, INSERT, UPDATE, DELETE
+-- service_role may: SELECT, INSERT, UPDATE, DELETE
+-- user_identities: row level security enabled and forced
+REVOKE ALL ON TABLE user_identities FROM anon;
+REVOKE ALL ON TABLE user_identities FROM authenticated;
 -- service_role may: SELECT, INSERT, UPDATE, DELETE
 -- users: row level security enabled and forced
 REVOKE ALL ON TABLE users FROM anon;
