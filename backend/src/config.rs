@@ -562,6 +562,14 @@ pub struct OidcSettings {
         default_value = ""
     )]
     pub admin_groups: String,
+    /// Groups whose members give second approvals (the approver role),
+    /// comma-separated (unset: the provider decides no role).
+    #[arg(
+        long = "oidc-approver-groups",
+        env = "COUNTERSIGN_OIDC_APPROVER_GROUPS",
+        default_value = ""
+    )]
+    pub approver_groups: String,
     /// The ID token claim that lists a person's groups.
     #[arg(
         long = "oidc-groups-claim",
@@ -582,6 +590,7 @@ impl Default for OidcSettings {
             button_label: "Sign in with your organisation".to_owned(),
             allowed_domains: String::new(),
             admin_groups: String::new(),
+            approver_groups: String::new(),
             groups_claim: "groups".to_owned(),
         }
     }

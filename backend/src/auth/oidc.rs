@@ -21,7 +21,8 @@
 //!   when its domain is allowed; one whose e-mail belongs to a password
 //!   account is linked only after the provider vouched for the address
 //!   (`email_verified`) and the person proved that account's password.
-//!   The admin groups decide `is_admin` at every sign-in.
+//!   The admin and approver groups decide `is_admin` and `is_approver` at
+//!   every sign-in.
 
 use crate::{
     auth::{AuthError, Email, PasswordHasher, session::token_hash},
@@ -65,6 +66,12 @@ const ALLOWED_ALGS: [CoreJwsSigningAlgorithm; 9] = [
     CoreJwsSigningAlgorithm::EcdsaP384Sha384,
     CoreJwsSigningAlgorithm::EdDsa,
 ];
+
+/// Whether `groups` holds one of `role` (`None` when `role` is empty: the
+/// provider decides nothing).
+fn member(role: &[String], groups: &[String]) -> Option<bool> {
+    (!role.is_empty()).then(|| groups.iter().any(|g| role.contains(g)))
+}
 
 /// Comma-separated words, trimmed, lower-cased, blanks dropped.
 fn list(raw: &str) -> Vec<String> {
@@ -142,6 +149,7 @@ pub struct Provider {
     pub button_label: String,
     allowed_domains: Vec<String>,
     admin_groups: Vec<String>,
+    approver_groups: Vec<String>,
     groups_claim: String,
     http: Http,
     cached: RwLock<Option<Cached>>,
@@ -291,6 +299,7 @@ impl Provider {
             button_label: settings.button_label.clone(),
             allowed_domains: list(&settings.allowed_domains),
             admin_groups: list(&settings.admin_groups),
+            approver_groups: list(&settings.approver_groups),
             groups_claim: settings.groups_claim.trim().to_owned(),
             http: Http(http),
             cached: RwLock::new(None),
@@ -520,8 +529,13 @@ impl Provider {
     /// Whether `groups` make an administrator; `None` when no admin groups
     /// are configured (the provider decides no role).
     fn admin_by_groups(&self, groups: &[String]) -> Option<bool> {
-        (!self.admin_groups.is_empty())
-            .then(|| groups.iter().any(|g| self.admin_groups.contains(g)))
+        member(&self.admin_groups, groups)
+    }
+
+    /// Whether `groups` make an approver (second approvals); `None` when
+    /// no approver groups are configured.
+    fn approver_by_groups(&self, groups: &[String]) -> Option<bool> {
+        member(&self.approver_groups, groups)
     }
 }
 
@@ -604,6 +618,15 @@ pub async fn account_for(
             "update users set is_admin = $2 where id = $1 and is_admin <> $2",
             user_id,
             is_admin
+        )
+        .execute(&mut **tx)
+        .await?;
+    }
+    if let Some(is_approver) = provider.approver_by_groups(&identity.groups) {
+        sqlx::query!(
+            "update users set is_approver = $2 where id = $1 and is_approver <> $2",
+            user_id,
+            is_approver
         )
         .execute(&mut **tx)
         .await?;
@@ -730,6 +753,22 @@ mod tests {
         assert!(!p.domain_allowed("eve@firm.example.evil.example"));
         assert!(!p.domain_allowed("eve@sub.firm.example"));
         assert!(provider("", "").domain_allowed("anyone@anywhere.example"));
+    }
+
+    #[test]
+    fn approver_groups_decide_that_role_apart_from_admin() {
+        let mut settings = OidcSettings {
+            issuer: Some("https://id.firm.example".into()),
+            client_id: Some("countersign".into()),
+            ..OidcSettings::default()
+        };
+        settings.approver_groups = "Partners".into();
+        let p = Provider::from_settings(&settings)
+            .expect("valid")
+            .expect("configured");
+        assert_eq!(p.approver_by_groups(&["partners".into()]), Some(true));
+        assert_eq!(p.approver_by_groups(&["associates".into()]), Some(false));
+        assert_eq!(p.admin_by_groups(&["partners".into()]), None);
     }
 
     #[test]

@@ -18,6 +18,7 @@ fn configure(config: &mut Config, idp: &Provider) {
     config.oidc.client_secret = Some(Secret::new(CLIENT_SECRET));
     config.oidc.allowed_domains = "firm.example".into();
     config.oidc.admin_groups = "Legal-IT".into();
+    config.oidc.approver_groups = "Partners".into();
     config.oidc.button_label = "Sign in with Firm ID".into();
 }
 
@@ -322,20 +323,35 @@ async fn a_password_account_is_linked_only_after_a_verified_email_and_its_passwo
 }
 
 #[tokio::test]
-async fn the_admin_groups_give_and_take_the_role_at_every_sign_in() {
+async fn the_admin_and_approver_groups_give_and_take_the_roles_at_every_sign_in() {
     let (app, idp) = setup().await;
+    let is_approver = |user_id: Value| {
+        let app = &app;
+        async move {
+            let id: uuid::Uuid = user_id.as_str().expect("id").parse().expect("uuid");
+            sqlx::query_scalar::<_, bool>("select is_approver from users where id = $1")
+                .bind(id)
+                .fetch_one(&mut app.superuser().await)
+                .await
+                .expect("is_approver")
+        }
+    };
     let mut person = Person::new("sub-it", "it@firm.example");
-    person.groups = vec!["legal-it".into(), "lawyers".into()];
+    person.groups = vec!["legal-it".into(), "Partners".into()];
     idp.sign_in_as(person.clone());
     let browser = app.at(&app.base);
     sign_in(&browser, "/").await;
-    assert_eq!(me(&browser).await.1["user"]["is_admin"], true);
+    let who = me(&browser).await.1;
+    assert_eq!(who["user"]["is_admin"], true);
+    assert!(is_approver(who["user"]["id"].clone()).await);
 
     person.groups = vec!["lawyers".into()];
     idp.sign_in_as(person);
     let browser = app.at(&app.base);
     sign_in(&browser, "/").await;
-    assert_eq!(me(&browser).await.1["user"]["is_admin"], false);
+    let who = me(&browser).await.1;
+    assert_eq!(who["user"]["is_admin"], false);
+    assert!(!is_approver(who["user"]["id"].clone()).await);
 }
 
 #[tokio::test]
