@@ -124,6 +124,12 @@ test('a call the policy gives a second approver waits for the administrator, who
     await expect(next).toHaveAttribute('data-state', 'awaiting-second');
     await admin.page.goto('/approvals');
     await expect(admin.page.getByTestId('second-approval')).toHaveCount(1, { timeout: 15_000 });
+    // The list is read again every 5 s; the card stays, and so does the
+    // keyboard's place in it.
+    const decline = admin.page.getByTestId('second-decline');
+    await decline.focus();
+    await admin.page.waitForResponse((r) => r.url().endsWith('/api/approvals/inbox'));
+    await expect(decline).toBeFocused();
     await everyWay(admin.page, 'second-approval-inbox');
     await everyWay(page, 'second-approval-card-waiting');
     const last = admin.page.getByTestId('second-approval').first();

@@ -43,12 +43,28 @@ fn inbox() -> Signal<Option<Option<Vec<SecondApproval>>>> {
     })
 }
 
-/// The page, drawn again with each read of the list; a card decided here
-/// keeps its outcome until the server no longer lists it.
+/// The page. A card stays in place while the server keeps listing it
+/// (keyed by id), so a read of the list every few seconds neither redraws
+/// a card nor takes the focus from its buttons; a card decided here keeps
+/// its outcome until the server no longer lists it.
 #[component]
 pub fn ApprovalsPage() -> impl IntoView {
     set_page_title("Approvals for you");
     let items = inbox();
+    // The last answer, kept while the next read runs.
+    let latest = Memo::new(move |prev: Option<&Option<Option<Vec<SecondApproval>>>>| {
+        items.get().or_else(|| prev.cloned().flatten())
+    });
+    // Which of the four views: it changes only when the view must.
+    let shown = Memo::new(move |_| {
+        latest.with(|l| match l {
+            None => 0_u8,
+            Some(None) => 1,
+            Some(Some(list)) if list.is_empty() => 2,
+            Some(Some(_)) => 3,
+        })
+    });
+    let list = Memo::new(move |_| latest.get().flatten().unwrap_or_default());
     // What was decided here, by id: a card drawn again keeps its outcome.
     let outcomes = RwSignal::new(Vec::<(String, &'static str)>::new());
     view! {
@@ -57,17 +73,19 @@ pub fn ApprovalsPage() -> impl IntoView {
             <p class="lead">
                 "Your organisation asks for a second approval on these calls. The person named allowed each one; it runs only if you allow it too, before it expires."
             </p>
-            {move || match items.get() {
-                None => view! { <p class="muted">"Loading…"</p> }.into_any(),
-                Some(None) => view! {
+            {move || match shown.get() {
+                0 => view! { <p class="muted">"Loading…"</p> }.into_any(),
+                1 => view! {
                     <p data-testid="approvals-not-approver">"Only administrators and approvers give second approvals."</p>
                 }.into_any(),
-                Some(Some(list)) if list.is_empty() => view! {
+                2 => view! {
                     <p class="muted" data-testid="approvals-empty">"Nothing waits for your approval."</p>
                 }.into_any(),
-                Some(Some(list)) => view! {
+                _ => view! {
                     <ul class="connector-list">
-                        {list.into_iter().map(|item| view! { <li><SecondCard item=item outcomes=outcomes /></li> }).collect_view()}
+                        <For each=move || list.get() key=|item| item.id.clone() let:item>
+                            <li><SecondCard item=item outcomes=outcomes /></li>
+                        </For>
                     </ul>
                 }.into_any(),
             }}
