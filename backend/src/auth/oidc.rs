@@ -344,6 +344,33 @@ impl Provider {
         Ok((metadata, fetched_at))
     }
 
+    /// The crate's client for `metadata`, sending the browser back to
+    /// `redirect_uri`.
+    fn client(
+        &self,
+        metadata: CoreProviderMetadata,
+        redirect_uri: &str,
+    ) -> Result<
+        CoreClient<
+            openidconnect::EndpointSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointMaybeSet,
+            openidconnect::EndpointMaybeSet,
+        >,
+        OidcError,
+    > {
+        let redirect = RedirectUrl::new(redirect_uri.to_owned())
+            .map_err(|e| OidcError::Misconfigured(format!("redirect URI: {e}")))?;
+        Ok(CoreClient::from_provider_metadata(
+            metadata,
+            self.client_id.clone(),
+            self.client_secret.clone(),
+        )
+        .set_redirect_uri(redirect))
+    }
+
     /// Starts a sign-in: stores its state, nonce and PKCE verifier, and
     /// answers the provider's address to send the browser to and the
     /// state (for the browser's cookie).
@@ -355,15 +382,7 @@ impl Provider {
         return_to: &str,
     ) -> Result<(String, String), OidcError> {
         let (metadata, _) = self.metadata(None).await?;
-        let client = CoreClient::from_provider_metadata(
-            metadata,
-            self.client_id.clone(),
-            self.client_secret.clone(),
-        )
-        .set_redirect_uri(
-            RedirectUrl::new(redirect_uri.to_owned())
-                .map_err(|e| OidcError::Misconfigured(format!("redirect URI: {e}")))?,
-        );
+        let client = self.client(metadata, redirect_uri)?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let mut request = client
             .authorize_url(
@@ -415,15 +434,7 @@ impl Provider {
 
         let (metadata, fetched_at) = self.metadata(None).await?;
         let keys = metadata.jwks().clone();
-        let client = CoreClient::from_provider_metadata(
-            metadata,
-            self.client_id.clone(),
-            self.client_secret.clone(),
-        )
-        .set_redirect_uri(
-            RedirectUrl::new(redirect_uri.to_owned())
-                .map_err(|e| OidcError::Misconfigured(format!("redirect URI: {e}")))?,
-        );
+        let client = self.client(metadata, redirect_uri)?;
         let response = client
             .exchange_code(AuthorizationCode::new(code.to_owned()))
             .map_err(|e| OidcError::Misconfigured(e.to_string()))?
